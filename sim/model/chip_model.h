@@ -1,0 +1,162 @@
+// ChipModel: the fast ISA-level reference model of one tpusim chip.
+//
+// What it models:
+//  - every CSR of docs/csr.md (reset values, access types, DOORBELL/SOFT_RESET/IRQ semantics, the IMEM
+//    window, the host DMA engine with its address checks);
+//  - every instruction of docs/isa.md with its error checks (done at issue; nothing is written on error);
+//  - results bit-exact with the RTL for programs that SYNC before using what another unit writes, because
+//    each instruction executes to completion when it issues;
+//  - a cycle estimate that mirrors the RTL's concurrency: each unit has a busy-until time, an instruction
+//    for a busy unit stalls issue, SYNC and HALT wait for the units. The perf counters report this estimate.
+// What it does not model: HBM timing beyond a fixed latency, bus contention between the core's DMA unit and
+// the host DMA engine, and the order of memory accesses inside a unit (programs that race get the
+// "executed at issue" answer).
+//
+// Time only advances in Run/Step/RunUntilIrq; MMIO accesses and backdoor accesses take no device time.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "sim/model/chip_config.h"
+#include "sw/base/status.h"
+
+namespace tpu::model {
+
+// Estimated durations (cycles a unit stays busy after it accepts an instruction). Named so that they can
+// be tuned against the RTL's measured figures.
+struct Timing {
+  uint32_t dma_setup = 2;       // DMA: setup + hbm_latency + one line per cycle
+  uint32_t mxu_lw_extra = 2;    // MXU_LW: N rows + this
+  uint32_t mxu_mm_extra = 2;    // MXU_MM: count rows + 2N fill/drain + this
+  uint32_t vpu_extra = 2;       // VADD/VMAX/VSPLAT: count lines + this
+  uint32_t hdma_setup = 2;      // host DMA: setup + hbm_latency + one line per cycle
+  uint32_t doorbell_to_fetch = 1;  // cycles from the doorbell write to the first issue
+};
+
+class ChipModel {
+ public:
+  explicit ChipModel(const ChipConfig& config);
+  ~ChipModel();
+  ChipModel(const ChipModel&) = delete;
+  ChipModel& operator=(const ChipModel&) = delete;
+
+  const ChipConfig& config() const { return config_; }
+  Timing& timing() { return timing_; }
+
+  // The chip's MMIO port (byte offsets: CSRs and the IMEM window). Unmapped offsets read 0 and ignore
+  // writes, as do writes to read-only registers.
+  uint32_t MmioRead(uint32_t offset);
+  void MmioWrite(uint32_t offset, uint32_t value);
+
+  // The interrupt line: |(IRQ_STATUS & IRQ_ENABLE).
+  bool Irq() const;
+
+  // Advances until the core and the host DMA engine are idle or `max_cycles` elapse. Returns the cycles
+  // advanced (0 when already idle).
+  uint64_t Run(uint64_t max_cycles);
+  // Advances exactly `cycles` cycles (idle time passes too).
+  void Step(uint64_t cycles);
+  // Advances until the interrupt line is high or `max_cycles` elapse (idle time passes too). Returns the
+  // cycles advanced.
+  uint64_t RunUntilIrq(uint64_t max_cycles);
+
+  // Device clock cycles since construction.
+  uint64_t cycle() const { return cycle_; }
+  bool CoreBusy() const { return core_running_; }
+  bool HostDmaBusy() const { return hdma_busy_; }
+
+  // Backdoor access (no device time). Addresses are line indices for HBM and VMEM and bytes for host
+  // memory; a line is config().line_bytes() bytes, lane 0 first (little endian). Out-of-range accesses
+  // return OutOfRange and touch nothing.
+  Status ReadHbm(uint64_t line, void* data, uint64_t lines) const;
+  Status WriteHbm(uint64_t line, const void* data, uint64_t lines);
+  Status ReadVmem(uint64_t line, void* data, uint64_t lines) const;
+  Status WriteVmem(uint64_t line, const void* data, uint64_t lines);
+  Status HostRead(uint64_t address, void* data, uint64_t bytes) const;
+  Status HostWrite(uint64_t address, const void* data, uint64_t bytes);
+  // Host bus errors, for testing the HOST_BUS_ERROR path: host DMA accesses to bytes in
+  // [begin, end) get an error response. An empty range (the default) disables it.
+  void SetHostBusErrorRange(uint64_t begin, uint64_t end);
+
+  // Scalar register `index` (for tests and debugging).
+  uint32_t sreg(unsigned index) const { return index < sregs_.size() ? sregs_[index] : 0; }
+  // Number of HBM pages allocated so far (sparse storage).
+  size_t hbm_pages_allocated() const;
+
+ private:
+  enum UnitIndex { kDma = 0, kMxu = 1, kVpu = 2, kNumUnits = 3 };
+  enum class StopWhen { kIdle, kIrq, kNever };
+
+  // Sparse memory of fixed-size pages allocated on first write; never-written bytes read as zero.
+  class SparseMemory;
+
+  uint64_t Advance(uint64_t max_cycles, StopWhen stop);
+  void StepCore();
+  void Issue(uint64_t word);
+  void RaiseCoreError(uint32_t code, uint32_t pc);
+  void StopCore();
+  // Stalls the sequencer until `ready`; returns false if the watchdog fired instead.
+  bool WaitUntil(uint64_t ready);
+  bool CheckVmemRange(uint64_t base, uint64_t count);
+
+  void ExecuteDma(bool load, uint32_t hbm_base, uint32_t vmem_base, uint32_t count, uint32_t stride);
+  void ExecuteMxuLoadWeights(uint32_t vmem_base, bool transpose);
+  void ExecuteMxuMatmul(uint32_t lhs, uint32_t dst, uint32_t count, bool accumulate);
+  void ExecuteVector(uint8_t opcode, uint8_t flags, uint32_t dst, uint32_t src1, uint32_t src2, uint32_t count,
+                     uint32_t imm);
+
+  void DoorBell();
+  void SoftReset();
+  void StartHostDma(uint32_t ctrl);
+  void CompleteHostDma();
+  uint64_t CounterCycles() const;
+
+  uint32_t* VmemLine(uint64_t line) { return &vmem_[line * config_.lanes]; }
+
+  ChipConfig config_;
+  Timing timing_;
+  uint64_t cycle_ = 0;
+
+  // Memories.
+  std::vector<uint64_t> imem_;
+  std::vector<uint32_t> vmem_;
+  std::unique_ptr<SparseMemory> hbm_;
+  std::unique_ptr<SparseMemory> host_;
+  uint64_t host_bus_error_begin_ = 0, host_bus_error_end_ = 0;
+
+  // MXU weight buffers, N x N, row k = input lane, column n = output lane; stored as the fp32 value of
+  // each bf16 weight so that the matmul kernel works on floats.
+  std::vector<float> mxu_front_, mxu_back_;
+
+  // Sequencer.
+  std::array<uint32_t, 16> sregs_{};
+  bool core_running_ = false;
+  uint32_t pc_ = 0;
+  uint64_t core_time_ = 0;  // when the sequencer can issue its next instruction
+  std::array<uint64_t, kNumUnits> unit_busy_until_{};
+
+  // CSRs.
+  uint32_t start_pc_ = 0;
+  bool halted_ = false, error_ = false;
+  uint32_t error_code_ = 0, error_pc_ = 0;
+  uint32_t irq_status_ = 0, irq_enable_ = 0xF;
+  uint32_t watchdog_limit_ = 1000000;
+
+  // Perf counters (cleared by the doorbell).
+  uint64_t run_start_ = 0, run_stop_ = 0;
+  uint64_t mxu_busy_ = 0;
+  uint32_t instret_ = 0, dma_lines_ = 0, vpu_busy_ = 0, stall_cycles_ = 0;
+
+  // Host DMA engine.
+  uint32_t hdma_host_lo_ = 0, hdma_host_hi_ = 0, hdma_hbm_line_ = 0, hdma_lines_ = 0;
+  uint32_t hdma_status_ = 0;
+  bool hdma_busy_ = false, hdma_to_host_ = false;
+  uint64_t hdma_done_at_ = 0;
+  uint64_t hdma_host_ = 0, hdma_hbm_ = 0, hdma_count_ = 0;  // latched at start
+};
+
+}  // namespace tpu::model
