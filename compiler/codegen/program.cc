@@ -1,0 +1,367 @@
+#include "compiler/codegen/program.h"
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "tpu_isa.h"
+
+namespace tpu::compiler {
+
+DeviceLayout MakeDeviceLayout(const hlo::Shape& shape, uint32_t lanes) {
+  DeviceLayout layout;
+  layout.shape = shape;
+  const int rank = shape.rank();
+  layout.cols = rank == 0 ? 1 : shape.dimensions.back();
+  layout.rows = 1;
+  for (int d = 0; d + 1 < rank; ++d) layout.rows *= shape.dimensions[d];
+  layout.padded_cols = lanes == 0 ? layout.cols : (layout.cols + lanes - 1) / lanes * lanes;
+  // A zero-sized dimension still occupies no line; keep at least the arithmetic consistent.
+  layout.lines = lanes == 0 ? 0 : static_cast<uint32_t>(layout.rows * layout.padded_cols / lanes);
+  return layout;
+}
+
+std::vector<uint8_t> ToDeviceBytes(const hlo::Literal& value, const DeviceLayout& layout) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(layout.rows * layout.padded_cols) * 4, 0);
+  if (value.shape().element_type != hlo::PrimitiveType::F32 || value.element_count() != layout.rows * layout.cols) {
+    return bytes;
+  }
+  const uint8_t* source = value.untyped_data();
+  for (int64_t r = 0; r < layout.rows; ++r) {
+    std::memcpy(&bytes[static_cast<size_t>(r * layout.padded_cols) * 4], source + r * layout.cols * 4,
+                static_cast<size_t>(layout.cols) * 4);
+  }
+  return bytes;
+}
+
+hlo::Literal FromDeviceBytes(const uint8_t* bytes, const DeviceLayout& layout) {
+  hlo::Shape shape = layout.shape;
+  shape.element_type = hlo::PrimitiveType::F32;
+  hlo::Literal literal(shape);
+  uint8_t* target = literal.untyped_data();
+  for (int64_t r = 0; r < layout.rows; ++r) {
+    std::memcpy(target + r * layout.cols * 4, bytes + r * layout.padded_cols * 4, static_cast<size_t>(layout.cols) * 4);
+  }
+  return literal;
+}
+
+const char* RegionKindName(RegionKind kind) {
+  switch (kind) {
+    case RegionKind::kParameter: return "parameter";
+    case RegionKind::kOutput: return "output";
+    case RegionKind::kTemp: return "temp";
+    case RegionKind::kConstant: return "constant";
+  }
+  return "unknown";
+}
+
+namespace {
+
+size_t RegionCount(const Program& program, RegionKind kind) {
+  switch (kind) {
+    case RegionKind::kParameter: return program.parameters.size();
+    case RegionKind::kOutput: return program.outputs.size();
+    case RegionKind::kConstant: return program.constants.size();
+    case RegionKind::kTemp: return 1;
+  }
+  return 0;
+}
+
+uint64_t RegionLines(const Program& program, RegionKind kind, uint32_t index) {
+  switch (kind) {
+    case RegionKind::kParameter: return program.parameters[index].lines;
+    case RegionKind::kOutput: return program.outputs[index].lines;
+    case RegionKind::kConstant: return program.constants[index].lines;
+    case RegionKind::kTemp: return program.temp_lines;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Status ValidateProgram(const Program& program) {
+  if (program.lanes == 0) return InvalidArgument("program has lanes = 0");
+  if (program.code.empty()) return InvalidArgument("program has no code");
+  if (isa::Decode(program.code.back()).opcode != static_cast<uint8_t>(isa::Opcode::HALT)) {
+    return InvalidArgument("program does not end with HALT");
+  }
+  if (program.constants.size() != program.constant_bytes.size()) {
+    return InvalidArgument("program has " + std::to_string(program.constants.size()) + " constants but " +
+                           std::to_string(program.constant_bytes.size()) + " constant contents");
+  }
+  for (size_t i = 0; i < program.constants.size(); ++i) {
+    if (program.constant_bytes[i].size() != uint64_t{program.constants[i].lines} * LineBytes(program.lanes)) {
+      return InvalidArgument("constant " + std::to_string(i) + " has " + std::to_string(program.constant_bytes[i].size()) +
+                             " bytes, its layout needs " +
+                             std::to_string(uint64_t{program.constants[i].lines} * LineBytes(program.lanes)));
+    }
+  }
+  for (const auto* list : {&program.parameters, &program.outputs, &program.constants}) {
+    for (const DeviceLayout& layout : *list) {
+      if (layout.padded_cols % program.lanes != 0 ||
+          uint64_t(layout.lines) * program.lanes != uint64_t(layout.rows * layout.padded_cols)) {
+        return InvalidArgument("layout of " + layout.shape.ToString() + " does not match lanes " +
+                               std::to_string(program.lanes));
+      }
+    }
+  }
+  for (const Relocation& reloc : program.relocations) {
+    if (reloc.instr_index >= program.code.size()) {
+      return InvalidArgument("relocation at instruction " + std::to_string(reloc.instr_index) + " past the code end");
+    }
+    if (isa::Decode(program.code[reloc.instr_index]).opcode != static_cast<uint8_t>(isa::Opcode::LI)) {
+      return InvalidArgument("relocation at instruction " + std::to_string(reloc.instr_index) + " is not an LI");
+    }
+    if (reloc.region_index >= RegionCount(program, reloc.kind)) {
+      return InvalidArgument("relocation at instruction " + std::to_string(reloc.instr_index) + " names " +
+                             RegionKindName(reloc.kind) + " region " + std::to_string(reloc.region_index) +
+                             " that does not exist");
+    }
+    // One past the end is a legal loop bound; anything further is a compiler bug.
+    if (reloc.line_offset > RegionLines(program, reloc.kind, reloc.region_index)) {
+      return InvalidArgument("relocation at instruction " + std::to_string(reloc.instr_index) + " points " +
+                             std::to_string(reloc.line_offset) + " lines into " + RegionKindName(reloc.kind) +
+                             " region " + std::to_string(reloc.region_index) + " of " +
+                             std::to_string(RegionLines(program, reloc.kind, reloc.region_index)) + " lines");
+    }
+  }
+  return OkStatus();
+}
+
+StatusOr<std::vector<uint64_t>> RelocateCode(const Program& program, const std::vector<uint64_t>& parameter_bases,
+                                             const std::vector<uint64_t>& output_bases,
+                                             const std::vector<uint64_t>& constant_bases, uint64_t temp_base) {
+  if (parameter_bases.size() != program.parameters.size() || output_bases.size() != program.outputs.size() ||
+      constant_bases.size() != program.constants.size()) {
+    return InvalidArgument("RelocateCode: region base count does not match the program's regions");
+  }
+  std::vector<uint64_t> code = program.code;
+  for (const Relocation& reloc : program.relocations) {
+    if (reloc.instr_index >= code.size()) return InvalidArgument("relocation past the code end");
+    const std::vector<uint64_t>* bases = nullptr;
+    switch (reloc.kind) {
+      case RegionKind::kParameter: bases = &parameter_bases; break;
+      case RegionKind::kOutput: bases = &output_bases; break;
+      case RegionKind::kConstant: bases = &constant_bases; break;
+      case RegionKind::kTemp: break;
+    }
+    uint64_t base = temp_base;
+    if (bases != nullptr) {
+      if (reloc.region_index >= bases->size()) return InvalidArgument("relocation names a missing region");
+      base = (*bases)[reloc.region_index];
+    }
+    isa::Instr instr = isa::Decode(code[reloc.instr_index]);
+    if (instr.opcode != static_cast<uint8_t>(isa::Opcode::LI)) return InvalidArgument("relocation is not on an LI");
+    uint64_t address = base + reloc.line_offset;
+    if (address > 0xffffffffull) return OutOfRange("relocated address does not fit in 32 bits");
+    instr.imm = static_cast<uint32_t>(address);
+    code[reloc.instr_index] = isa::Encode(instr);
+  }
+  return code;
+}
+
+namespace {
+
+constexpr char kMagic[8] = {'T', 'P', 'U', 'P', 'R', 'O', 'G', '\0'};
+
+class Writer {
+ public:
+  void U8(uint8_t v) { out_.push_back(v); }
+  void U32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void U64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void I64(int64_t v) { U64(static_cast<uint64_t>(v)); }
+  void Bytes(const std::vector<uint8_t>& v) {
+    U64(v.size());
+    out_.insert(out_.end(), v.begin(), v.end());
+  }
+  void String(const std::string& s) { Bytes(std::vector<uint8_t>(s.begin(), s.end())); }
+  void Layout(const DeviceLayout& layout) {
+    U32(static_cast<uint32_t>(layout.shape.element_type));
+    U32(static_cast<uint32_t>(layout.shape.dimensions.size()));
+    for (int64_t d : layout.shape.dimensions) I64(d);
+    I64(layout.rows);
+    I64(layout.cols);
+    I64(layout.padded_cols);
+    U32(layout.lines);
+  }
+  std::vector<uint8_t>& out() { return out_; }
+
+ private:
+  std::vector<uint8_t> out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::vector<uint8_t>& in) : in_(in) {}
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  bool Need(uint64_t bytes, const char* what) {
+    if (!ok()) return false;
+    if (bytes > in_.size() - pos_) {
+      error_ = std::string("program file truncated while reading ") + what + " at byte " + std::to_string(pos_);
+      return false;
+    }
+    return true;
+  }
+  uint8_t U8(const char* what) { return Need(1, what) ? in_[pos_++] : 0; }
+  uint32_t U32(const char* what) {
+    if (!Need(4, what)) return 0;
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v |= uint32_t{in_[pos_++]} << (8 * i);
+    return v;
+  }
+  uint64_t U64(const char* what) {
+    if (!Need(8, what)) return 0;
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= uint64_t{in_[pos_++]} << (8 * i);
+    return v;
+  }
+  int64_t I64(const char* what) { return static_cast<int64_t>(U64(what)); }
+  // A count of items of at least `item_bytes` each, checked against what is left so that a corrupt
+  // count cannot make the loader allocate gigabytes.
+  uint64_t Count(uint64_t item_bytes, const char* what) {
+    uint64_t n = U64(what);
+    if (ok() && item_bytes > 0 && n > (in_.size() - pos_) / item_bytes) {
+      error_ = std::string("program file corrupt: ") + what + " count " + std::to_string(n) + " exceeds the file";
+      return 0;
+    }
+    return n;
+  }
+  std::vector<uint8_t> Bytes(const char* what) {
+    uint64_t n = Count(1, what);
+    if (!Need(n, what)) return {};
+    std::vector<uint8_t> v(in_.begin() + pos_, in_.begin() + pos_ + n);
+    pos_ += n;
+    return v;
+  }
+  std::string String(const char* what) {
+    std::vector<uint8_t> v = Bytes(what);
+    return std::string(v.begin(), v.end());
+  }
+  DeviceLayout Layout(const char* what) {
+    DeviceLayout layout;
+    uint32_t type = U32(what);
+    if (ok() && type > static_cast<uint32_t>(hlo::PrimitiveType::TOKEN)) {
+      error_ = std::string("program file corrupt: bad element type in ") + what;
+      return layout;
+    }
+    uint32_t rank = U32(what);
+    if (ok() && rank > (in_.size() - pos_) / 8) {
+      error_ = std::string("program file corrupt: bad rank in ") + what;
+      return layout;
+    }
+    std::vector<int64_t> dims;
+    for (uint32_t i = 0; i < rank && ok(); ++i) dims.push_back(I64(what));
+    layout.shape = hlo::Shape::Make(static_cast<hlo::PrimitiveType>(type), dims);
+    layout.rows = I64(what);
+    layout.cols = I64(what);
+    layout.padded_cols = I64(what);
+    layout.lines = U32(what);
+    return layout;
+  }
+  bool AtEnd() const { return pos_ == in_.size(); }
+
+ private:
+  const std::vector<uint8_t>& in_;
+  size_t pos_ = 0;
+  std::string error_;
+};
+
+}  // namespace
+
+std::vector<uint8_t> SerializeProgram(const Program& program) {
+  Writer w;
+  for (char c : kMagic) w.U8(static_cast<uint8_t>(c));
+  w.U32(kProgramFormatVersion);
+  w.String(program.module_name);
+  w.U32(program.lanes);
+  w.U64(program.code.size());
+  for (uint64_t word : program.code) w.U64(word);
+  w.U64(program.relocations.size());
+  for (const Relocation& r : program.relocations) {
+    w.U32(r.instr_index);
+    w.U32(static_cast<uint32_t>(r.kind));
+    w.U32(r.region_index);
+    w.U32(r.line_offset);
+  }
+  for (const auto* list : {&program.parameters, &program.outputs, &program.constants}) {
+    w.U64(list->size());
+    for (const DeviceLayout& layout : *list) w.Layout(layout);
+  }
+  w.U64(program.constant_bytes.size());
+  for (const auto& bytes : program.constant_bytes) w.Bytes(bytes);
+  w.U32(program.temp_lines);
+  w.U64(program.mxu_macs);
+  w.U64(program.logical_macs);
+  return std::move(w.out());
+}
+
+StatusOr<Program> DeserializeProgram(const std::vector<uint8_t>& bytes) {
+  if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+    return InvalidArgument("not a tpusim program file (bad magic)");
+  }
+  Reader r(bytes);
+  for (size_t i = 0; i < sizeof(kMagic); ++i) r.U8("magic");
+  uint32_t version = r.U32("version");
+  if (r.ok() && version != kProgramFormatVersion) {
+    return InvalidArgument("program file format version " + std::to_string(version) + " is not supported (this build reads version " +
+                           std::to_string(kProgramFormatVersion) + "); recompile the module with this tpuc");
+  }
+  Program program;
+  program.module_name = r.String("module name");
+  program.lanes = r.U32("lanes");
+  uint64_t words = r.Count(8, "code");
+  for (uint64_t i = 0; i < words && r.ok(); ++i) program.code.push_back(r.U64("code"));
+  uint64_t relocs = r.Count(16, "relocations");
+  for (uint64_t i = 0; i < relocs && r.ok(); ++i) {
+    Relocation reloc;
+    reloc.instr_index = r.U32("relocation");
+    uint32_t kind = r.U32("relocation");
+    if (r.ok() && kind > static_cast<uint32_t>(RegionKind::kConstant)) {
+      return InvalidArgument("program file corrupt: relocation " + std::to_string(i) + " has region kind " +
+                             std::to_string(kind));
+    }
+    reloc.kind = static_cast<RegionKind>(kind);
+    reloc.region_index = r.U32("relocation");
+    reloc.line_offset = r.U32("relocation");
+    program.relocations.push_back(reloc);
+  }
+  for (auto* list : {&program.parameters, &program.outputs, &program.constants}) {
+    uint64_t n = r.Count(36, "layouts");
+    for (uint64_t i = 0; i < n && r.ok(); ++i) list->push_back(r.Layout("layout"));
+  }
+  uint64_t constant_count = r.Count(8, "constant contents");
+  for (uint64_t i = 0; i < constant_count && r.ok(); ++i) program.constant_bytes.push_back(r.Bytes("constant"));
+  program.temp_lines = r.U32("temp lines");
+  program.mxu_macs = r.U64("statistics");
+  program.logical_macs = r.U64("statistics");
+  if (!r.ok()) return InvalidArgument(r.error());
+  if (!r.AtEnd()) return InvalidArgument("program file has trailing bytes after the program");
+  Status valid = ValidateProgram(program);
+  if (!valid.ok()) return InvalidArgument("program file inconsistent: " + valid.message());
+  return program;
+}
+
+Status SaveProgram(const Program& program, const std::string& path) {
+  std::vector<uint8_t> bytes = SerializeProgram(program);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return InvalidArgument("cannot open '" + path + "' for writing");
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!out) return Internal("writing '" + path + "' failed");
+  return OkStatus();
+}
+
+StatusOr<Program> LoadProgram(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot open program file '" + path + "'");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  StatusOr<Program> program = DeserializeProgram(bytes);
+  if (!program.ok()) return Status(program.status().code(), path + ": " + program.status().message());
+  return program;
+}
+
+}  // namespace tpu::compiler

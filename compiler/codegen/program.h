@@ -1,0 +1,87 @@
+// The compiled program format shared by the code generator and the runtime: how tensors are laid out in
+// HBM, the code, the relocations of its HBM addresses, and the regions the loader must allocate.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/hlo/literal.h"
+#include "compiler/hlo/shape.h"
+#include "sw/base/status.h"
+
+namespace tpu::compiler {
+
+// How a logical f32 tensor is stored in HBM ("device layout"): row-major, the minor dimension padded
+// with zeros to a multiple of LANES. rows = product of all dims but the last (1 for rank 0/1),
+// cols = last dim (1 for rank 0), padded_cols = round_up(cols, lanes), lines = rows * padded_cols / lanes.
+// Line (r, t) = r * (padded_cols / lanes) + t holds columns [t*lanes, (t+1)*lanes) of row r.
+struct DeviceLayout {
+  hlo::Shape shape;  // logical shape (f32 in this version)
+  int64_t rows = 0, cols = 0, padded_cols = 0;
+  uint32_t lines = 0;  // HBM lines occupied
+
+  // Lines per row (padded_cols / lanes).
+  int64_t column_tiles(uint32_t lanes) const { return padded_cols / lanes; }
+  bool operator==(const DeviceLayout& other) const {
+    return shape == other.shape && rows == other.rows && cols == other.cols && padded_cols == other.padded_cols &&
+           lines == other.lines;
+  }
+};
+DeviceLayout MakeDeviceLayout(const hlo::Shape& shape, uint32_t lanes);
+// Pads with zeros. The literal must be f32 of the layout's dimensions (checked in debug builds; a
+// mismatch yields zeros where the literal has no data).
+std::vector<uint8_t> ToDeviceBytes(const hlo::Literal& value, const DeviceLayout& layout);
+// Drops the padding. `bytes` holds layout.lines lines of lanes*4 bytes, lanes = padded_cols / column tiles.
+hlo::Literal FromDeviceBytes(const uint8_t* bytes, const DeviceLayout& layout);
+// Bytes of one HBM line of the given configuration.
+inline uint32_t LineBytes(uint32_t lanes) { return lanes * 4; }
+
+enum class RegionKind { kParameter, kOutput, kTemp, kConstant };
+const char* RegionKindName(RegionKind kind);  // "parameter", "output", "temp", "constant"
+
+// The instruction code[instr_index] is an LI whose imm must become
+//   base line of (kind, region_index) + line_offset      (region_index unused for kTemp)
+// when the program is loaded: HBM addresses exist in a program only as relocated LI immediates.
+struct Relocation {
+  uint32_t instr_index;
+  RegionKind kind;
+  uint32_t region_index;
+  uint32_t line_offset;
+};
+
+struct Program {
+  std::string module_name;
+  uint32_t lanes = 0;                    // configuration the program was compiled for
+  std::vector<uint64_t> code;            // loaded into IMEM at word 0, starts at pc 0, ends with HALT
+  std::vector<Relocation> relocations;
+  std::vector<DeviceLayout> parameters;  // entry parameters, by parameter number
+  std::vector<DeviceLayout> outputs;     // root value, tuple flattened
+  std::vector<DeviceLayout> constants;   // constant tensors the program reads (kConstant regions)
+  std::vector<std::vector<uint8_t>> constant_bytes;  // their contents, device layout
+  uint32_t temp_lines = 0;               // size of the scratch HBM region (kTemp)
+  // Statistics for reports: MACs the program performs on the MXU, padding waste, etc.
+  uint64_t mxu_macs = 0;     // MACs of the padded tiles the MXU computes
+  uint64_t logical_macs = 0; // MACs of the dots as written in HLO (M*K*N summed)
+};
+
+// Patches every relocated LI of `program.code` for regions based at the given HBM lines and returns the
+// code to load. Fails if a relocation names a region that does not exist or is not an LI.
+StatusOr<std::vector<uint64_t>> RelocateCode(const Program& program, const std::vector<uint64_t>& parameter_bases,
+                                             const std::vector<uint64_t>& output_bases,
+                                             const std::vector<uint64_t>& constant_bases, uint64_t temp_base);
+
+// Checks the internal consistency of a program (relocations in range and on LI instructions, constant
+// bytes matching their layouts, layouts matching the lanes).
+Status ValidateProgram(const Program& program);
+
+// Binary file format for `tpuc -o`: the magic "TPUPROG\0", a format version, then the fields in order
+// (little endian). Load checks the magic, the version, every length against the file size, and runs
+// ValidateProgram.
+inline constexpr uint32_t kProgramFormatVersion = 1;
+std::vector<uint8_t> SerializeProgram(const Program& program);
+StatusOr<Program> DeserializeProgram(const std::vector<uint8_t>& bytes);
+Status SaveProgram(const Program& program, const std::string& path);
+StatusOr<Program> LoadProgram(const std::string& path);
+
+}  // namespace tpu::compiler

@@ -1,0 +1,156 @@
+#include "compiler/codegen/program.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "compiler/codegen/assembler.h"
+
+namespace tpu::compiler {
+namespace {
+
+TEST(DeviceLayoutTest, PadsTheMinorDimensionToLanes) {
+  DeviceLayout layout = MakeDeviceLayout(hlo::Shape::Make(hlo::PrimitiveType::F32, {5, 13}), 8);
+  EXPECT_EQ(layout.rows, 5);
+  EXPECT_EQ(layout.cols, 13);
+  EXPECT_EQ(layout.padded_cols, 16);
+  EXPECT_EQ(layout.lines, 10u);
+  EXPECT_EQ(layout.column_tiles(8), 2);
+
+  DeviceLayout scalar = MakeDeviceLayout(hlo::Shape::Make(hlo::PrimitiveType::F32, {}), 8);
+  EXPECT_EQ(scalar.rows, 1);
+  EXPECT_EQ(scalar.cols, 1);
+  EXPECT_EQ(scalar.lines, 1u);
+
+  DeviceLayout rank3 = MakeDeviceLayout(hlo::Shape::Make(hlo::PrimitiveType::F32, {2, 3, 130}), 128);
+  EXPECT_EQ(rank3.rows, 6);
+  EXPECT_EQ(rank3.padded_cols, 256);
+  EXPECT_EQ(rank3.lines, 12u);
+}
+
+TEST(DeviceLayoutTest, BytesRoundTripAndPaddingIsZero) {
+  std::mt19937 rng(7);
+  hlo::Shape shape = hlo::Shape::Make(hlo::PrimitiveType::F32, {3, 11});
+  hlo::Literal value = hlo::Literal::Random(shape, rng);
+  DeviceLayout layout = MakeDeviceLayout(shape, 8);
+  std::vector<uint8_t> bytes = ToDeviceBytes(value, layout);
+  ASSERT_EQ(bytes.size(), size_t{layout.lines} * 32);
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t c = 11; c < 16; ++c) {
+      float padded;
+      std::memcpy(&padded, &bytes[(r * 16 + c) * 4], 4);
+      EXPECT_EQ(padded, 0.0f);
+    }
+    float first;
+    std::memcpy(&first, &bytes[r * 16 * 4], 4);
+    EXPECT_EQ(first, value.Get<float>(r * 11));
+  }
+  EXPECT_EQ(FromDeviceBytes(bytes.data(), layout), value);
+}
+
+Program SmallProgram() {
+  Assembler a;
+  a.LoadAddress(Reg{1}, RegionKind::kParameter, 0, 0);
+  a.LoadAddress(Reg{2}, RegionKind::kOutput, 0, 1);
+  a.LoadAddress(Reg{3}, RegionKind::kConstant, 0, 0);
+  a.LoadAddress(Reg{4}, RegionKind::kTemp, 0, 2);
+  a.Halt();
+  Program program;
+  program.module_name = "small";
+  program.lanes = 8;
+  EXPECT_TRUE(a.Finish(&program.code, &program.relocations).ok());
+  hlo::Shape shape = hlo::Shape::Make(hlo::PrimitiveType::F32, {2, 8});
+  program.parameters.push_back(MakeDeviceLayout(shape, 8));
+  program.outputs.push_back(MakeDeviceLayout(shape, 8));
+  program.constants.push_back(MakeDeviceLayout(shape, 8));
+  program.constant_bytes.push_back(ToDeviceBytes(hlo::Literal(shape, std::vector<float>(16, 1.5f)), program.constants[0]));
+  program.temp_lines = 4;
+  program.mxu_macs = 99;
+  return program;
+}
+
+TEST(ProgramTest, RelocateCodeAddsRegionBases) {
+  Program program = SmallProgram();
+  ASSERT_TRUE(ValidateProgram(program).ok());
+  StatusOr<std::vector<uint64_t>> code = RelocateCode(program, {100}, {200}, {300}, 400);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(isa::Decode((*code)[0]).imm, 100u);
+  EXPECT_EQ(isa::Decode((*code)[1]).imm, 201u);
+  EXPECT_EQ(isa::Decode((*code)[2]).imm, 300u);
+  EXPECT_EQ(isa::Decode((*code)[3]).imm, 402u);
+  EXPECT_FALSE(RelocateCode(program, {}, {200}, {300}, 400).ok());
+}
+
+TEST(ProgramTest, SerializationRoundTrips) {
+  Program program = SmallProgram();
+  StatusOr<Program> loaded = DeserializeProgram(SerializeProgram(program));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->module_name, "small");
+  EXPECT_EQ(loaded->code, program.code);
+  EXPECT_EQ(loaded->relocations.size(), program.relocations.size());
+  EXPECT_EQ(loaded->relocations[1].kind, RegionKind::kOutput);
+  EXPECT_EQ(loaded->relocations[1].line_offset, 1u);
+  EXPECT_EQ(loaded->parameters[0], program.parameters[0]);
+  EXPECT_EQ(loaded->constant_bytes, program.constant_bytes);
+  EXPECT_EQ(loaded->temp_lines, 4u);
+  EXPECT_EQ(loaded->mxu_macs, 99u);
+}
+
+TEST(ProgramTest, LoadRejectsBadFilesWithClearErrors) {
+  std::vector<uint8_t> bytes = SerializeProgram(SmallProgram());
+  std::vector<uint8_t> bad_magic = bytes;
+  bad_magic[0] = 'X';
+  EXPECT_NE(DeserializeProgram(bad_magic).status().message().find("bad magic"), std::string::npos);
+
+  std::vector<uint8_t> bad_version = bytes;
+  bad_version[8] = 77;
+  EXPECT_NE(DeserializeProgram(bad_version).status().message().find("version 77"), std::string::npos);
+
+  for (size_t cut : {size_t{9}, size_t{20}, bytes.size() / 2, bytes.size() - 1}) {
+    std::vector<uint8_t> truncated(bytes.begin(), bytes.begin() + cut);
+    Status status = DeserializeProgram(truncated).status();
+    EXPECT_FALSE(status.ok()) << "cut at " << cut;
+  }
+  std::vector<uint8_t> trailing = bytes;
+  trailing.push_back(0);
+  EXPECT_NE(DeserializeProgram(trailing).status().message().find("trailing"), std::string::npos);
+
+  // A huge count must be refused, not allocated.
+  std::vector<uint8_t> huge = bytes;
+  size_t code_count_at = 8 + 4 + 8 + std::string("small").size() + 4;
+  huge[code_count_at + 7] = 0x7f;
+  EXPECT_FALSE(DeserializeProgram(huge).ok());
+
+  EXPECT_EQ(LoadProgram("/nonexistent/x.tpuprog").status().code(), StatusCode::kNotFound);
+}
+
+TEST(ProgramTest, SaveAndLoadFile) {
+  Program program = SmallProgram();
+  std::string path = testing::TempDir() + "/small.tpuprog";
+  ASSERT_TRUE(SaveProgram(program, path).ok());
+  StatusOr<Program> loaded = LoadProgram(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->code, program.code);
+  std::remove(path.c_str());
+}
+
+TEST(ProgramTest, ValidateCatchesInconsistentPrograms) {
+  Program program = SmallProgram();
+  program.relocations[0].region_index = 5;
+  EXPECT_FALSE(ValidateProgram(program).ok());
+  program = SmallProgram();
+  program.relocations[0].instr_index = 4;  // the HALT
+  EXPECT_FALSE(ValidateProgram(program).ok());
+  program = SmallProgram();
+  program.code.pop_back();
+  program.relocations.clear();
+  EXPECT_FALSE(ValidateProgram(program).ok());
+  program = SmallProgram();
+  program.constant_bytes[0].pop_back();
+  EXPECT_FALSE(ValidateProgram(program).ok());
+}
+
+}  // namespace
+}  // namespace tpu::compiler
