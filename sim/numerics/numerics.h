@@ -1,0 +1,169 @@
+// tpusim numerics: the fp32/bf16 operations of docs/numerics.md on raw bit patterns.
+//
+// Contract (shared bit-for-bit with rtl/numerics/tpu_fp_pkg.sv):
+//   DAZ  - an input with exponent field 0 is read as a zero of the same sign;
+//   FTZ  - a finite non-zero result below 2^-126 in magnitude becomes a zero of its sign;
+//   RNE  - round to nearest, ties to even;
+//   NaN  - every NaN result is the canonical quiet NaN (fp32 0x7FC00000, bf16 0x7FC0);
+//   zero - x + (-x) = +0, (-0) + (-0) = -0, product sign = XOR of operand signs.
+//
+// The hot operations are inline here because the reference model calls them in its MXU inner loop.
+// They are written in integers only (no host FPU), so the results do not depend on the host's
+// rounding mode or its DAZ/FTZ flags, and the algorithm mirrors the RTL.
+#ifndef TPUSIM_SIM_NUMERICS_NUMERICS_H_
+#define TPUSIM_SIM_NUMERICS_NUMERICS_H_
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace tpu::numerics {
+
+inline constexpr uint32_t kF32SignMask = 0x80000000u;
+inline constexpr uint32_t kF32MagnitudeMask = 0x7FFFFFFFu;
+inline constexpr uint32_t kF32FractionMask = 0x007FFFFFu;
+inline constexpr uint32_t kF32Inf = 0x7F800000u;
+inline constexpr uint32_t kF32CanonicalNan = 0x7FC00000u;
+inline constexpr uint16_t kBf16SignMask = 0x8000u;
+inline constexpr uint16_t kBf16Inf = 0x7F80u;
+inline constexpr uint16_t kBf16CanonicalNan = 0x7FC0u;
+
+inline uint32_t FloatBits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+inline float BitsFloat(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+inline bool IsF32Nan(uint32_t x) { return (x & kF32MagnitudeMask) > kF32Inf; }
+inline bool IsBf16Nan(uint16_t b) { return (b & 0x7FFFu) > kBf16Inf; }
+
+// fp32 -> bf16: NaN -> 0x7FC0; DAZ; RNE on the lower 16 bits (overflow carries into infinity).
+inline uint16_t F32ToBf16(uint32_t x) {
+  const uint32_t exponent = (x >> 23) & 0xFFu;
+  if (exponent == 0) return static_cast<uint16_t>((x >> 16) & kBf16SignMask);
+  if (IsF32Nan(x)) return kBf16CanonicalNan;
+  // Adding 0x7FFF plus the kept LSB rounds half to even; cannot wrap since x <= 0xFF800000.
+  return static_cast<uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+
+// bf16 -> fp32: b << 16 with DAZ; a NaN becomes the canonical NaN like every other NaN result.
+inline uint32_t Bf16ToF32(uint16_t b) {
+  if ((b & kBf16Inf) == 0) return static_cast<uint32_t>(b & kBf16SignMask) << 16;
+  if (IsBf16Nan(b)) return kF32CanonicalNan;
+  return static_cast<uint32_t>(b) << 16;
+}
+
+// bf16 x bf16 -> fp32. The 8x8-bit significand product has at most 16 significant bits, so the
+// result is exact whenever it is in the normal range: no rounding step exists. Below 2^-126 it
+// flushes to a signed zero (it cannot round up to 2^-126: the gap is at least 2^-142), at or
+// above 2^128 it is an infinity.
+inline uint32_t Bf16Mul(uint16_t a, uint16_t b) {
+  const uint32_t sign = static_cast<uint32_t>((a ^ b) & kBf16SignMask) << 16;
+  const int32_t exp_a = (a >> 7) & 0xFF;
+  const int32_t exp_b = (b >> 7) & 0xFF;
+  if (exp_a == 0xFF || exp_b == 0xFF) {
+    if (IsBf16Nan(a) || IsBf16Nan(b) || exp_a == 0 || exp_b == 0) return kF32CanonicalNan;  // inf * 0
+    return sign | kF32Inf;
+  }
+  if (exp_a == 0 || exp_b == 0) return sign;  // DAZ: zero times finite
+  const uint32_t product = ((a & 0x7Fu) | 0x80u) * ((b & 0x7Fu) | 0x80u);  // in [2^14, 2^16)
+  const uint32_t carry = product >> 15;                                      // product >= 2^15
+  const int32_t exponent = exp_a + exp_b - 127 + static_cast<int32_t>(carry);
+  if (exponent <= 0) return sign;  // FTZ
+  if (exponent >= 0xFF) return sign | kF32Inf;
+  const uint32_t fraction = (product << (9 - carry)) & kF32FractionMask;
+  return sign | (static_cast<uint32_t>(exponent) << 23) | fraction;
+}
+
+namespace internal {
+// Infinity/NaN operands of F32Add (after DAZ). Out of line: rare.
+uint32_t F32AddSpecial(uint32_t a, uint32_t b);
+}  // namespace internal
+
+// fp32 + fp32, exact sum rounded RNE, with DAZ/FTZ/NaN rules. Significands carry three extra bits
+// (guard, round, sticky), which is enough for a correctly rounded sum; a result below 2^-126 is
+// always exact (both inputs are multiples of 2^-149), so FTZ does not depend on rounding.
+inline uint32_t F32Add(uint32_t a, uint32_t b) {
+  uint32_t exp_a = (a >> 23) & 0xFFu;
+  uint32_t exp_b = (b >> 23) & 0xFFu;
+  if (exp_a == 0xFF || exp_b == 0xFF) return internal::F32AddSpecial(a, b);
+  if (exp_a == 0) a &= kF32SignMask;  // DAZ
+  if (exp_b == 0) b &= kF32SignMask;
+  uint32_t mag_a = a & kF32MagnitudeMask;
+  uint32_t mag_b = b & kF32MagnitudeMask;
+  if (mag_a < mag_b) {  // make |a| >= |b|
+    uint32_t t = a; a = b; b = t;
+    t = mag_a; mag_a = mag_b; mag_b = t;
+    t = exp_a; exp_a = exp_b; exp_b = t;
+  }
+  if (mag_b == 0) return mag_a == 0 ? (a & b) : a;  // -0 only when both are -0
+  const uint32_t sign = a & kF32SignMask;
+  const uint32_t sig_a = ((a & kF32FractionMask) | 0x00800000u) << 3;  // 1.f in bits [26:3]
+  uint32_t sig_b = ((b & kF32FractionMask) | 0x00800000u) << 3;
+  const uint32_t shift = exp_a - exp_b;
+  if (shift > 26) {
+    sig_b = 1;  // entirely below the round bit: only the sticky bit remains
+  } else {
+    const uint32_t lost = sig_b & ((1u << shift) - 1u);
+    sig_b = (sig_b >> shift) | (lost != 0);
+  }
+  int32_t exponent = static_cast<int32_t>(exp_a);
+  uint32_t sig;
+  if (((a ^ b) & kF32SignMask) == 0) {
+    sig = sig_a + sig_b;
+    if (sig >> 27) {  // carry out: renormalize right, keeping the sticky bit
+      sig = (sig >> 1) | (sig & 1u);
+      ++exponent;
+    }
+  } else {
+    sig = sig_a - sig_b;
+    if (sig == 0) return 0;  // x + (-x) = +0
+    const int leading = __builtin_clz(sig) - 5;  // bit 26 is the hidden-one position
+    sig <<= leading;
+    exponent -= leading;
+  }
+  if (exponent <= 0) return sign;  // FTZ (the value is exact here)
+  const uint32_t round_bits = sig & 7u;
+  const uint32_t round_up = (round_bits > 4u) | ((round_bits == 4u) & ((sig >> 3) & 1u));
+  // The hidden one at bit 23 of (sig >> 3) adds one to (exponent - 1); a rounding carry ripples
+  // into the exponent, and an exponent of 255 means overflow to infinity.
+  const uint32_t magnitude = (static_cast<uint32_t>(exponent - 1) << 23) + (sig >> 3) + round_up;
+  return sign | (magnitude >= kF32Inf ? kF32Inf : magnitude);
+}
+
+// max(a, b): DAZ; NaN if either is NaN; max(-0, +0) = +0.
+inline uint32_t F32Max(uint32_t a, uint32_t b) {
+  if (((a >> 23) & 0xFFu) == 0) a &= kF32SignMask;
+  if (((b >> 23) & 0xFFu) == 0) b &= kF32SignMask;
+  if (IsF32Nan(a) || IsF32Nan(b)) return kF32CanonicalNan;
+  // Map sign-magnitude to an unsigned total order in which -0 < +0.
+  const uint32_t key_a = (a & kF32SignMask) ? ~a : (a | kF32SignMask);
+  const uint32_t key_b = (b & kF32SignMask) ? ~b : (b | kF32SignMask);
+  return key_a >= key_b ? a : b;
+}
+
+// One MXU column as docs/isa.md `matvec` defines it: acc = +0, then for k = 0..n-1 in this order
+// acc = F32Add(acc, Bf16Mul(a[k], w_column[k * stride])). n <= 0 gives +0.
+inline uint32_t MxuDot(const uint16_t* a, const uint16_t* w_column, int n, int stride) {
+  uint32_t acc = 0;
+  for (int k = 0; k < n; ++k) acc = F32Add(acc, Bf16Mul(a[k], w_column[static_cast<long>(k) * stride]));
+  return acc;
+}
+
+// Whole matvec: out[col] = MxuDot(a, w + col, n, n) for col in 0..n-1, where w is row-major
+// (w[k * n + col] = W[k][col]). Walks W row by row for locality; the per-column order is unchanged.
+void MxuMatVec(const uint16_t* a, const uint16_t* w, int n, uint32_t* out);
+
+// "0x3f800000 (1)" style text for test and scoreboard messages.
+std::string F32ToString(uint32_t bits);
+std::string Bf16ToString(uint16_t bits);
+
+}  // namespace tpu::numerics
+
+#endif  // TPUSIM_SIM_NUMERICS_NUMERICS_H_
