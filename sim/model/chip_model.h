@@ -131,12 +131,15 @@ class ChipModel {
   // MXU weight buffers, N x N, row k = input lane, column n = output lane; stored as the fp32 value of
   // each bf16 weight so that the matmul kernel works on floats.
   std::vector<float> mxu_front_, mxu_back_;
+  std::vector<float> mxu_lhs_, mxu_acc_;  // scratch of one MXU_MM row
+  std::vector<uint32_t> mxu_out_;
 
   // Sequencer.
   std::array<uint32_t, 16> sregs_{};
   bool core_running_ = false;
   uint32_t pc_ = 0;
   uint64_t core_time_ = 0;  // when the sequencer can issue its next instruction
+  bool watchdog_expired_ = false;  // the stall at pc_ outlasts WATCHDOG_LIMIT; fires at core_time_
   std::array<uint64_t, kNumUnits> unit_busy_until_{};
 
   // CSRs.

@@ -1,0 +1,616 @@
+#include "sim/model/chip_model.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "sim/model/mxu_kernel.h"
+#include "sim/numerics/numerics.h"
+#include "tpu_csr.h"
+#include "tpu_isa.h"
+
+namespace tpu::model {
+
+namespace {
+
+constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+
+using tpu::isa::Error;
+using tpu::isa::Opcode;
+
+constexpr uint32_t ErrorValue(Error error) { return static_cast<uint32_t>(error); }
+
+uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > kNever - b ? kNever : a + b; }
+
+}  // namespace
+
+// Byte-addressed memory made of 64 KiB pages allocated on first write. The page table itself is dense
+// (8 GiB of HBM needs 128 Ki pointers), which keeps lookups a shift and an index.
+class ChipModel::SparseMemory {
+ public:
+  static constexpr uint64_t kPageBits = 16;
+  static constexpr uint64_t kPageBytes = uint64_t{1} << kPageBits;
+
+  explicit SparseMemory(uint64_t bytes) : bytes_(bytes), pages_((bytes + kPageBytes - 1) >> kPageBits) {}
+
+  uint64_t bytes() const { return bytes_; }
+  size_t pages_allocated() const { return allocated_; }
+
+  void Read(uint64_t address, void* data, uint64_t size) const {
+    auto* out = static_cast<uint8_t*>(data);
+    while (size > 0) {
+      const uint64_t offset = address & (kPageBytes - 1);
+      const uint64_t chunk = std::min(size, kPageBytes - offset);
+      const uint8_t* page = pages_[address >> kPageBits].get();
+      if (page) {
+        std::memcpy(out, page + offset, chunk);
+      } else {
+        std::memset(out, 0, chunk);
+      }
+      out += chunk;
+      address += chunk;
+      size -= chunk;
+    }
+  }
+
+  void Write(uint64_t address, const void* data, uint64_t size) {
+    auto* in = static_cast<const uint8_t*>(data);
+    while (size > 0) {
+      const uint64_t offset = address & (kPageBytes - 1);
+      const uint64_t chunk = std::min(size, kPageBytes - offset);
+      std::unique_ptr<uint8_t[]>& page = pages_[address >> kPageBits];
+      if (!page) {
+        page.reset(new uint8_t[kPageBytes]());
+        ++allocated_;
+      }
+      std::memcpy(page.get() + offset, in, chunk);
+      in += chunk;
+      address += chunk;
+      size -= chunk;
+    }
+  }
+
+  void Clear() {
+    for (auto& page : pages_) page.reset();
+    allocated_ = 0;
+  }
+
+ private:
+  uint64_t bytes_;
+  std::vector<std::unique_ptr<uint8_t[]>> pages_;
+  size_t allocated_ = 0;
+};
+
+ChipModel::ChipModel(const ChipConfig& config)
+    : config_(config),
+      imem_(config.imem_words, 0),
+      vmem_(static_cast<size_t>(config.vmem_lines) * config.lanes, 0),
+      hbm_(std::make_unique<SparseMemory>(config.hbm_lines * config.line_bytes())),
+      host_(std::make_unique<SparseMemory>(config.host_mem_bytes)),
+      mxu_front_(static_cast<size_t>(config.lanes) * config.lanes, 0.0f),
+      mxu_back_(static_cast<size_t>(config.lanes) * config.lanes, 0.0f),
+      mxu_lhs_(config.lanes),
+      mxu_acc_(config.lanes),
+      mxu_out_(config.lanes) {}
+
+ChipModel::~ChipModel() = default;
+
+size_t ChipModel::hbm_pages_allocated() const { return hbm_->pages_allocated(); }
+
+// ---------------------------------------------------------------------------------------------------------
+// MMIO
+
+uint64_t ChipModel::CounterCycles() const {
+  if (!core_running_) return run_stop_ - run_start_;
+  return cycle_ > run_start_ ? cycle_ - run_start_ : 0;
+}
+
+uint32_t ChipModel::MmioRead(uint32_t offset) {
+  namespace csr = tpu::csr;
+  if (offset >= csr::IMEM_WINDOW) {
+    const uint64_t index = (offset - csr::IMEM_WINDOW) / 8;
+    if ((offset & 3) != 0 || index >= imem_.size()) return 0;
+    const uint64_t word = imem_[index];
+    return (offset & 4) ? static_cast<uint32_t>(word >> 32) : static_cast<uint32_t>(word);
+  }
+  switch (offset) {
+    case csr::ID: return csr::ID_MAGIC;
+    case csr::VERSION: return csr::VERSION_VALUE;
+    case csr::CFG_LANES: return config_.lanes;
+    case csr::CFG_VMEM_LINES: return config_.vmem_lines;
+    case csr::CFG_IMEM_WORDS: return config_.imem_words;
+    case csr::CFG_HBM_LINES: return static_cast<uint32_t>(config_.hbm_lines);
+    case csr::CFG_NUM_CORES: return config_.num_cores;
+    case csr::CFG_SREGS: return config_.sregs;
+    case csr::START_PC: return start_pc_;
+    case csr::STATUS:
+      return (core_running_ ? csr::STATUS_BUSY : 0) | (halted_ ? csr::STATUS_HALTED : 0) |
+             (error_ ? csr::STATUS_ERROR : 0) | (hdma_busy_ ? csr::STATUS_HDMA_BUSY : 0);
+    case csr::ERROR_CODE: return error_code_;
+    case csr::ERROR_PC: return error_pc_;
+    case csr::IRQ_STATUS: return irq_status_;
+    case csr::IRQ_ENABLE: return irq_enable_;
+    case csr::WATCHDOG_LIMIT: return watchdog_limit_;
+    case csr::CYCLES_LO: return static_cast<uint32_t>(CounterCycles());
+    case csr::CYCLES_HI: return static_cast<uint32_t>(CounterCycles() >> 32);
+    case csr::MXU_BUSY_LO: return static_cast<uint32_t>(mxu_busy_);
+    case csr::MXU_BUSY_HI: return static_cast<uint32_t>(mxu_busy_ >> 32);
+    case csr::INSTRET: return instret_;
+    case csr::DMA_LINES: return dma_lines_;
+    case csr::VPU_BUSY: return vpu_busy_;
+    case csr::STALL_CYCLES: return stall_cycles_;
+    case csr::HDMA_HOST_LO: return hdma_host_lo_;
+    case csr::HDMA_HOST_HI: return hdma_host_hi_;
+    case csr::HDMA_HBM_LINE: return hdma_hbm_line_;
+    case csr::HDMA_LINES: return hdma_lines_;
+    case csr::HDMA_STATUS: return hdma_status_;
+    default: return 0;  // write-only strobes and unmapped offsets
+  }
+}
+
+void ChipModel::MmioWrite(uint32_t offset, uint32_t value) {
+  namespace csr = tpu::csr;
+  if (offset >= csr::IMEM_WINDOW) {
+    const uint64_t index = (offset - csr::IMEM_WINDOW) / 8;
+    if ((offset & 3) != 0 || index >= imem_.size() || core_running_) return;  // dropped while BUSY
+    uint64_t& word = imem_[index];
+    if (offset & 4) {
+      word = (word & 0xFFFFFFFFull) | (uint64_t{value} << 32);
+    } else {
+      word = (word & ~0xFFFFFFFFull) | value;
+    }
+    return;
+  }
+  switch (offset) {
+    case csr::DOORBELL:
+      if (value & 1u) DoorBell();
+      break;
+    case csr::START_PC: start_pc_ = value; break;
+    case csr::SOFT_RESET:
+      if (value & 1u) SoftReset();
+      break;
+    case csr::IRQ_STATUS: irq_status_ &= ~value; break;
+    case csr::IRQ_ENABLE: irq_enable_ = value & 0xFu; break;
+    case csr::WATCHDOG_LIMIT: watchdog_limit_ = value; break;
+    case csr::HDMA_HOST_LO: hdma_host_lo_ = value; break;
+    case csr::HDMA_HOST_HI: hdma_host_hi_ = value; break;
+    case csr::HDMA_HBM_LINE: hdma_hbm_line_ = value; break;
+    case csr::HDMA_LINES: hdma_lines_ = value; break;
+    case csr::HDMA_CTRL: StartHostDma(value); break;
+    default: break;  // read-only and unmapped
+  }
+}
+
+bool ChipModel::Irq() const { return (irq_status_ & irq_enable_) != 0; }
+
+void ChipModel::DoorBell() {
+  if (core_running_) return;  // ignored while BUSY
+  core_running_ = true;
+  halted_ = false;
+  error_ = false;
+  error_code_ = 0;
+  sregs_.fill(0);
+  run_start_ = run_stop_ = cycle_;
+  mxu_busy_ = 0;
+  instret_ = dma_lines_ = vpu_busy_ = stall_cycles_ = 0;
+  pc_ = start_pc_;
+  core_time_ = cycle_ + timing_.doorbell_to_fetch;
+  watchdog_expired_ = false;
+}
+
+void ChipModel::SoftReset() {
+  if (core_running_) run_stop_ = std::max(cycle_, run_start_);  // counters stop at the abort
+  core_running_ = false;
+  watchdog_expired_ = false;
+  halted_ = false;
+  error_ = false;
+  error_code_ = 0;
+  irq_status_ = 0;
+  hdma_status_ = 0;
+  hdma_busy_ = false;  // an aborted host DMA moves nothing (the model moves data on completion)
+  unit_busy_until_.fill(cycle_);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Host DMA engine
+
+void ChipModel::StartHostDma(uint32_t ctrl) {
+  namespace csr = tpu::csr;
+  if (!(ctrl & csr::HDMA_CTRL_START) || hdma_busy_) return;  // ignored while busy
+  const uint64_t host = (uint64_t{hdma_host_hi_} << 32) | hdma_host_lo_;
+  const uint64_t bytes = uint64_t{hdma_lines_} * config_.line_bytes();
+  uint32_t error = 0;
+  if (host % config_.line_bytes() != 0 || host > config_.host_mem_bytes ||
+      bytes > config_.host_mem_bytes - host) {
+    error = ErrorValue(Error::BAD_HOST_ADDR);
+  } else if (uint64_t{hdma_hbm_line_} + hdma_lines_ > config_.hbm_lines) {
+    error = ErrorValue(Error::BAD_HBM_ADDR);
+  }
+  if (error != 0) {
+    hdma_status_ = csr::HDMA_STATUS_ERROR | (error << csr::HDMA_STATUS_CODE_LSB);
+    irq_status_ |= csr::IRQ_STATUS_HDMA_ERROR;
+    return;
+  }
+  hdma_busy_ = true;
+  hdma_status_ = csr::HDMA_STATUS_BUSY;
+  hdma_to_host_ = (ctrl & csr::HDMA_CTRL_TO_HOST) != 0;
+  hdma_host_ = host;
+  hdma_hbm_ = hdma_hbm_line_;
+  hdma_count_ = hdma_lines_;
+  hdma_done_at_ = cycle_ + timing_.hdma_setup + config_.hbm_latency + hdma_count_;
+}
+
+void ChipModel::CompleteHostDma() {
+  namespace csr = tpu::csr;
+  hdma_busy_ = false;
+  const uint64_t line_bytes = config_.line_bytes();
+  const uint64_t bytes = hdma_count_ * line_bytes;
+  const uint64_t host_end = hdma_host_ + bytes;
+  // A host bus error stops the engine at the first failing line; the lines before it have moved.
+  uint64_t good_lines = hdma_count_;
+  bool bus_error = false;
+  if (host_bus_error_begin_ < host_bus_error_end_ && hdma_host_ < host_bus_error_end_ &&
+      host_bus_error_begin_ < host_end) {
+    bus_error = true;
+    good_lines = host_bus_error_begin_ <= hdma_host_ ? 0 : (host_bus_error_begin_ - hdma_host_) / line_bytes;
+  }
+  std::vector<uint8_t> buffer(std::min<uint64_t>(good_lines, 4096) * line_bytes);
+  for (uint64_t done = 0; done < good_lines;) {
+    const uint64_t chunk = std::min<uint64_t>(good_lines - done, 4096);
+    const uint64_t host = hdma_host_ + done * line_bytes;
+    const uint64_t hbm = (hdma_hbm_ + done) * line_bytes;
+    if (hdma_to_host_) {
+      hbm_->Read(hbm, buffer.data(), chunk * line_bytes);
+      host_->Write(host, buffer.data(), chunk * line_bytes);
+    } else {
+      host_->Read(host, buffer.data(), chunk * line_bytes);
+      hbm_->Write(hbm, buffer.data(), chunk * line_bytes);
+    }
+    done += chunk;
+  }
+  if (bus_error) {
+    hdma_status_ = csr::HDMA_STATUS_ERROR | (ErrorValue(Error::HOST_BUS_ERROR) << csr::HDMA_STATUS_CODE_LSB);
+    irq_status_ |= csr::IRQ_STATUS_HDMA_ERROR;
+  } else {
+    hdma_status_ = 0;
+    irq_status_ |= csr::IRQ_STATUS_HDMA_DONE;
+  }
+}
+
+void ChipModel::SetHostBusErrorRange(uint64_t begin, uint64_t end) {
+  host_bus_error_begin_ = begin;
+  host_bus_error_end_ = end;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Time
+
+uint64_t ChipModel::Run(uint64_t max_cycles) { return Advance(max_cycles, StopWhen::kIdle); }
+void ChipModel::Step(uint64_t cycles) { Advance(cycles, StopWhen::kNever); }
+uint64_t ChipModel::RunUntilIrq(uint64_t max_cycles) { return Advance(max_cycles, StopWhen::kIrq); }
+
+uint64_t ChipModel::Advance(uint64_t max_cycles, StopWhen stop) {
+  const uint64_t start = cycle_;
+  const uint64_t end = SaturatingAdd(start, max_cycles);
+  while (true) {
+    if (stop == StopWhen::kIrq && Irq()) break;
+    uint64_t next = kNever;
+    if (core_running_) next = std::max(core_time_, cycle_);
+    if (hdma_busy_) next = std::min(next, std::max(hdma_done_at_, cycle_));
+    if (next == kNever) {  // nothing will happen by itself any more
+      // The core became idle at the end of its last instruction (run_stop_), which may be after the
+      // cycle that instruction issued in.
+      cycle_ = stop == StopWhen::kIdle ? std::max(cycle_, std::min(run_stop_, end)) : end;
+      break;
+    }
+    if (next > end) {
+      cycle_ = end;
+      break;
+    }
+    cycle_ = next;
+    if (hdma_busy_ && hdma_done_at_ <= cycle_) {
+      CompleteHostDma();
+    } else {
+      StepCore();
+    }
+  }
+  return cycle_ - start;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Sequencer
+
+void ChipModel::StopCore() {
+  core_running_ = false;
+  run_stop_ = std::max(core_time_, run_start_);
+}
+
+void ChipModel::RaiseCoreError(uint32_t code, uint32_t pc) {
+  error_ = true;
+  error_code_ = code;
+  error_pc_ = pc;
+  irq_status_ |= tpu::csr::IRQ_STATUS_CORE_ERROR;
+  StopCore();
+}
+
+bool ChipModel::WaitUntil(uint64_t ready) {
+  if (ready <= core_time_) return true;
+  const uint64_t wait = ready - core_time_;
+  if (watchdog_limit_ != 0 && wait >= watchdog_limit_) {
+    // Nothing issues for WATCHDOG_LIMIT cycles: the watchdog stops the core on the waiting instruction,
+    // when the limit is reached (StepCore raises it then).
+    stall_cycles_ += watchdog_limit_;
+    core_time_ += watchdog_limit_;
+    watchdog_expired_ = true;
+    return false;
+  }
+  stall_cycles_ += static_cast<uint32_t>(wait);
+  core_time_ = ready;
+  return false;
+}
+
+bool ChipModel::CheckVmemRange(uint64_t base, uint64_t count) {
+  if (count == 0 || base + count <= config_.vmem_lines) return true;
+  RaiseCoreError(ErrorValue(Error::BAD_VMEM_ADDR), pc_);
+  return false;
+}
+
+void ChipModel::StepCore() {
+  if (watchdog_expired_) {
+    watchdog_expired_ = false;
+    RaiseCoreError(ErrorValue(Error::WATCHDOG), pc_);
+    return;
+  }
+  if (pc_ >= config_.imem_words) {
+    RaiseCoreError(ErrorValue(Error::BAD_PC), pc_);
+    return;
+  }
+  Issue(imem_[pc_]);
+}
+
+// Executes the instruction at pc_ at core_time_, or moves core_time_ to when it can issue (a stall; the
+// caller comes back then). Everything an instruction does happens here, at issue.
+void ChipModel::Issue(uint64_t word) {
+  const tpu::isa::Instr in = tpu::isa::Decode(word);
+  const tpu::isa::OpcodeInfo* info = tpu::isa::FindOpcode(in.opcode);
+  if (info == nullptr) {
+    RaiseCoreError(ErrorValue(Error::ILLEGAL_INSTR), pc_);
+    return;
+  }
+  auto reg = [this](uint8_t index) -> uint32_t { return sregs_[index & 15]; };
+  auto set_reg = [this](uint8_t index, uint32_t value) {
+    if ((index & 15) != 0) sregs_[index & 15] = value;
+  };
+
+  uint32_t next_pc = pc_ + 1;
+  switch (info->opcode) {
+    case Opcode::NOP: break;
+    case Opcode::LI: set_reg(in.rd, in.imm); break;
+    case Opcode::ADDI: set_reg(in.rd, reg(in.rs1) + in.imm); break;
+    case Opcode::ADD: set_reg(in.rd, reg(in.rs1) + reg(in.rs2)); break;
+    case Opcode::SUB: set_reg(in.rd, reg(in.rs1) - reg(in.rs2)); break;
+    case Opcode::MUL: set_reg(in.rd, reg(in.rs1) * reg(in.rs2)); break;
+    case Opcode::BNE:
+      if (reg(in.rs1) != reg(in.rs2)) next_pc = in.imm;
+      break;
+    case Opcode::BEQ:
+      if (reg(in.rs1) == reg(in.rs2)) next_pc = in.imm;
+      break;
+    case Opcode::BLT:
+      if (static_cast<int32_t>(reg(in.rs1)) < static_cast<int32_t>(reg(in.rs2))) next_pc = in.imm;
+      break;
+    case Opcode::JMP: next_pc = in.imm; break;
+    case Opcode::SYNC: {
+      const uint8_t units = (in.flags & 7u) == 0 ? 7u : (in.flags & 7u);
+      uint64_t ready = 0;
+      if (units & tpu::isa::flag::SYNC_DMA) ready = std::max(ready, unit_busy_until_[kDma]);
+      if (units & tpu::isa::flag::SYNC_MXU) ready = std::max(ready, unit_busy_until_[kMxu]);
+      if (units & tpu::isa::flag::SYNC_VPU) ready = std::max(ready, unit_busy_until_[kVpu]);
+      if (!WaitUntil(ready)) return;
+      break;
+    }
+    case Opcode::HALT: {
+      const uint64_t ready = *std::max_element(unit_busy_until_.begin(), unit_busy_until_.end());
+      if (!WaitUntil(ready)) return;
+      ++instret_;
+      ++core_time_;
+      halted_ = true;
+      irq_status_ |= tpu::csr::IRQ_STATUS_CORE_DONE;
+      StopCore();
+      return;
+    }
+    case Opcode::DMA_LD:
+    case Opcode::DMA_ST: {
+      if (!WaitUntil(unit_busy_until_[kDma])) return;
+      const uint64_t count = reg(in.rs3);
+      if (count > 0) {
+        const uint64_t last_hbm = uint64_t{reg(in.rs1)} + (count - 1) * uint64_t{in.imm};
+        if (last_hbm >= config_.hbm_lines) {
+          RaiseCoreError(ErrorValue(Error::BAD_HBM_ADDR), pc_);
+          return;
+        }
+      }
+      if (!CheckVmemRange(reg(in.rs2), count)) return;
+      ExecuteDma(info->opcode == Opcode::DMA_LD, reg(in.rs1), reg(in.rs2), reg(in.rs3), in.imm);
+      unit_busy_until_[kDma] =
+          core_time_ + (count == 0 ? 1 : timing_.dma_setup + config_.hbm_latency + count);
+      dma_lines_ += static_cast<uint32_t>(count);
+      break;
+    }
+    case Opcode::MXU_LW: {
+      if (!WaitUntil(unit_busy_until_[kMxu])) return;
+      if (!CheckVmemRange(reg(in.rs1), config_.lanes)) return;
+      ExecuteMxuLoadWeights(reg(in.rs1), (in.flags & tpu::isa::flag::MXU_LW_TRANSPOSE) != 0);
+      unit_busy_until_[kMxu] = core_time_ + config_.lanes + timing_.mxu_lw_extra;
+      break;
+    }
+    case Opcode::MXU_MM: {
+      if (!WaitUntil(unit_busy_until_[kMxu])) return;
+      const uint32_t count = reg(in.rs3);
+      if (!CheckVmemRange(reg(in.rs1), count) || !CheckVmemRange(reg(in.rs2), count)) return;
+      if (in.flags & tpu::isa::flag::MXU_MM_SWAP) mxu_front_.swap(mxu_back_);
+      ExecuteMxuMatmul(reg(in.rs1), reg(in.rs2), count, (in.flags & tpu::isa::flag::MXU_MM_ACC) != 0);
+      unit_busy_until_[kMxu] =
+          core_time_ + (count == 0 ? 1 : uint64_t{count} + 2ull * config_.lanes + timing_.mxu_mm_extra);
+      mxu_busy_ += count;
+      break;
+    }
+    case Opcode::VADD:
+    case Opcode::VMAX:
+    case Opcode::VSPLAT: {
+      if (!WaitUntil(unit_busy_until_[kVpu])) return;
+      const uint32_t count = reg(in.rs3);
+      const bool splat = info->opcode == Opcode::VSPLAT;
+      // VADD and VMAX share their flag bit positions (generated as VADD_* and VMAX_*).
+      static_assert(tpu::isa::flag::VADD_SRC2_IMM == tpu::isa::flag::VMAX_SRC2_IMM &&
+                        tpu::isa::flag::VADD_SRC2_BCAST == tpu::isa::flag::VMAX_SRC2_BCAST,
+                    "VADD and VMAX flags must agree");
+      const bool src2_imm = (in.flags & tpu::isa::flag::VADD_SRC2_IMM) != 0;
+      const bool src2_bcast = (in.flags & tpu::isa::flag::VADD_SRC2_BCAST) != 0;
+      if (!CheckVmemRange(reg(in.rd), count)) return;
+      if (!splat) {
+        if (!CheckVmemRange(reg(in.rs1), count)) return;
+        if (!src2_imm && !CheckVmemRange(reg(in.rs2), src2_bcast ? std::min<uint32_t>(count, 1) : count)) return;
+      }
+      ExecuteVector(in.opcode, in.flags, reg(in.rd), reg(in.rs1), reg(in.rs2), count, in.imm);
+      unit_busy_until_[kVpu] = core_time_ + (count == 0 ? 1 : uint64_t{count} + timing_.vpu_extra);
+      vpu_busy_ += count;
+      break;
+    }
+  }
+  ++instret_;
+  ++core_time_;
+  pc_ = next_pc;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Units
+
+void ChipModel::ExecuteDma(bool load, uint32_t hbm_base, uint32_t vmem_base, uint32_t count, uint32_t stride) {
+  const uint64_t line_bytes = config_.line_bytes();
+  if (stride == 1 && count > 0) {  // contiguous: one block copy
+    if (load) {
+      hbm_->Read(uint64_t{hbm_base} * line_bytes, VmemLine(vmem_base), count * line_bytes);
+    } else {
+      hbm_->Write(uint64_t{hbm_base} * line_bytes, VmemLine(vmem_base), count * line_bytes);
+    }
+    return;
+  }
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t hbm_address = (hbm_base + i * stride) * line_bytes;
+    if (load) {
+      hbm_->Read(hbm_address, VmemLine(vmem_base + i), line_bytes);
+    } else {
+      hbm_->Write(hbm_address, VmemLine(vmem_base + i), line_bytes);
+    }
+  }
+}
+
+void ChipModel::ExecuteMxuLoadWeights(uint32_t vmem_base, bool transpose) {
+  const uint32_t lanes = config_.lanes;
+  for (uint32_t k = 0; k < lanes; ++k) {
+    for (uint32_t n = 0; n < lanes; ++n) {
+      const uint32_t value = transpose ? VmemLine(vmem_base + n)[k] : VmemLine(vmem_base + k)[n];
+      const uint32_t bits = uint32_t{tpu::numerics::F32ToBf16(value)} << 16;
+      std::memcpy(&mxu_back_[static_cast<size_t>(k) * lanes + n], &bits, sizeof bits);
+    }
+  }
+}
+
+void ChipModel::ExecuteMxuMatmul(uint32_t lhs, uint32_t dst, uint32_t count, bool accumulate) {
+  const uint32_t lanes = config_.lanes;
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint32_t* row = VmemLine(lhs + i);
+    for (uint32_t k = 0; k < lanes; ++k) {
+      const uint32_t bits = uint32_t{tpu::numerics::F32ToBf16(row[k])} << 16;
+      std::memcpy(&mxu_lhs_[k], &bits, sizeof bits);
+    }
+    MxuRowTimesWeights(mxu_lhs_.data(), mxu_front_.data(), lanes, mxu_acc_.data(), mxu_out_.data());
+    uint32_t* out = VmemLine(dst + i);
+    if (accumulate) {
+      for (uint32_t n = 0; n < lanes; ++n) out[n] = tpu::numerics::F32Add(out[n], mxu_out_[n]);
+    } else {
+      std::memcpy(out, mxu_out_.data(), lanes * sizeof(uint32_t));
+    }
+  }
+}
+
+void ChipModel::ExecuteVector(uint8_t opcode, uint8_t flags, uint32_t dst, uint32_t src1, uint32_t src2,
+                              uint32_t count, uint32_t imm) {
+  const uint32_t lanes = config_.lanes;
+  if (opcode == static_cast<uint8_t>(Opcode::VSPLAT)) {
+    for (uint32_t i = 0; i < count; ++i) std::fill_n(VmemLine(dst + i), lanes, imm);
+    return;
+  }
+  const bool is_max = opcode == static_cast<uint8_t>(Opcode::VMAX);
+  const bool src2_imm = (flags & tpu::isa::flag::VADD_SRC2_IMM) != 0;
+  const bool src2_bcast = (flags & tpu::isa::flag::VADD_SRC2_BCAST) != 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint32_t* a = VmemLine(src1 + i);
+    const uint32_t* b = src2_imm ? nullptr : VmemLine(src2_bcast ? src2 : src2 + i);
+    uint32_t* out = VmemLine(dst + i);
+    for (uint32_t n = 0; n < lanes; ++n) {
+      const uint32_t operand = b ? b[n] : imm;
+      out[n] = is_max ? tpu::numerics::F32Max(a[n], operand) : tpu::numerics::F32Add(a[n], operand);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Backdoor
+
+Status ChipModel::ReadHbm(uint64_t line, void* data, uint64_t lines) const {
+  if (line > config_.hbm_lines || lines > config_.hbm_lines - line) {
+    return OutOfRange("HBM lines [" + std::to_string(line) + ", +" + std::to_string(lines) + ") exceed " +
+                      std::to_string(config_.hbm_lines) + " lines");
+  }
+  hbm_->Read(line * config_.line_bytes(), data, lines * config_.line_bytes());
+  return OkStatus();
+}
+
+Status ChipModel::WriteHbm(uint64_t line, const void* data, uint64_t lines) {
+  if (line > config_.hbm_lines || lines > config_.hbm_lines - line) {
+    return OutOfRange("HBM lines [" + std::to_string(line) + ", +" + std::to_string(lines) + ") exceed " +
+                      std::to_string(config_.hbm_lines) + " lines");
+  }
+  hbm_->Write(line * config_.line_bytes(), data, lines * config_.line_bytes());
+  return OkStatus();
+}
+
+Status ChipModel::ReadVmem(uint64_t line, void* data, uint64_t lines) const {
+  if (line > config_.vmem_lines || lines > config_.vmem_lines - line) {
+    return OutOfRange("VMEM lines [" + std::to_string(line) + ", +" + std::to_string(lines) + ") exceed " +
+                      std::to_string(config_.vmem_lines) + " lines");
+  }
+  std::memcpy(data, &vmem_[line * config_.lanes], lines * config_.line_bytes());
+  return OkStatus();
+}
+
+Status ChipModel::WriteVmem(uint64_t line, const void* data, uint64_t lines) {
+  if (line > config_.vmem_lines || lines > config_.vmem_lines - line) {
+    return OutOfRange("VMEM lines [" + std::to_string(line) + ", +" + std::to_string(lines) + ") exceed " +
+                      std::to_string(config_.vmem_lines) + " lines");
+  }
+  std::memcpy(&vmem_[line * config_.lanes], data, lines * config_.line_bytes());
+  return OkStatus();
+}
+
+Status ChipModel::HostRead(uint64_t address, void* data, uint64_t bytes) const {
+  if (address > config_.host_mem_bytes || bytes > config_.host_mem_bytes - address) {
+    return OutOfRange("host memory bytes [" + std::to_string(address) + ", +" + std::to_string(bytes) +
+                      ") exceed " + std::to_string(config_.host_mem_bytes) + " bytes");
+  }
+  host_->Read(address, data, bytes);
+  return OkStatus();
+}
+
+Status ChipModel::HostWrite(uint64_t address, const void* data, uint64_t bytes) {
+  if (address > config_.host_mem_bytes || bytes > config_.host_mem_bytes - address) {
+    return OutOfRange("host memory bytes [" + std::to_string(address) + ", +" + std::to_string(bytes) +
+                      ") exceed " + std::to_string(config_.host_mem_bytes) + " bytes");
+  }
+  host_->Write(address, data, bytes);
+  return OkStatus();
+}
+
+}  // namespace tpu::model

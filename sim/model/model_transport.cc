@@ -1,0 +1,34 @@
+#include "sim/model/model_transport.h"
+
+#include <stdexcept>
+
+namespace tpu::model {
+
+uint32_t ModelTransport::MmioRead(uint32_t offset) {
+  // The read samples the register in the access cycle; the response arrives one cycle later.
+  const uint32_t value = model_.MmioRead(offset);
+  model_.Step(kMmioAccessCycles);
+  return value;
+}
+
+void ModelTransport::MmioWrite(uint32_t offset, uint32_t value) {
+  model_.MmioWrite(offset, value);
+  model_.Step(kMmioAccessCycles);
+}
+
+void ModelTransport::HostWrite(uint64_t address, const void* data, size_t bytes) {
+  Status status = model_.HostWrite(address, data, bytes);
+  if (!status.ok()) throw std::out_of_range(status.ToString());
+}
+
+void ModelTransport::HostRead(uint64_t address, void* data, size_t bytes) {
+  Status status = model_.HostRead(address, data, bytes);
+  if (!status.ok()) throw std::out_of_range(status.ToString());
+}
+
+bool ModelTransport::WaitForInterrupt(uint64_t timeout_cycles) {
+  model_.RunUntilIrq(timeout_cycles);
+  return model_.Irq();
+}
+
+}  // namespace tpu::model
