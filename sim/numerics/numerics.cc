@@ -1,5 +1,6 @@
 #include "sim/numerics/numerics.h"
 
+#include <cfenv>
 #include <cstdio>
 
 namespace tpu::numerics {
@@ -13,10 +14,22 @@ uint32_t F32AddSpecial(uint32_t a, uint32_t b) {
   return inf_a ? a : b;  // inf plus anything finite (a subnormal is a zero under DAZ)
 }
 
+
+bool HostRoundsToNearest() { return std::fegetround() == FE_TONEAREST; }
+
 }  // namespace internal
 
 void MxuMatVec(const uint16_t* a, const uint16_t* w, int n, uint32_t* out) {
   for (int col = 0; col < n; ++col) out[col] = 0;
+  if (internal::kHostFloatUsable && internal::HostRoundsToNearest()) {
+    for (int k = 0; k < n; ++k) {
+      const uint16_t* row = w + static_cast<long>(k) * n;
+      const uint16_t a_k = a[k];
+      for (int col = 0; col < n; ++col) out[col] = internal::HostMac(out[col], a_k, row[col]);
+    }
+    for (int col = 0; col < n; ++col) out[col] = internal::CanonicalizeNan(out[col]);
+    return;
+  }
   for (int k = 0; k < n; ++k) {
     const uint16_t* row = w + static_cast<long>(k) * n;
     const uint16_t a_k = a[k];

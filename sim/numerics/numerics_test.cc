@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cfenv>
 #include <cstdio>
 #include <vector>
 
@@ -228,6 +229,47 @@ TEST(MxuDot, MatchesReferenceInColumnOrder) {
       }
     }
   }
+}
+
+// The fast host-FPU column sum against the integer definition, on data full of special values
+// (NaN, inf, subnormal, huge and tiny magnitudes that overflow and flush inside the sum).
+void ExpectFastPathMatchesPortable(uint64_t seed) {
+  OperandGenerator gen(seed);
+  for (int n : {3, 8, 64, 128}) {
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<uint16_t> a(n), w(static_cast<size_t>(n) * n);
+      const uint32_t special_one_in = 2 + trial % 16;  // from dense specials to sparse ones
+      // Exponent fields: around 1.0, or products near 2^-126 (flushes, tiny sums), or near 2^128.
+      const int32_t center = trial % 3 == 0 ? 127 : trial % 3 == 1 ? 63 : 191;
+      auto value = [&]() {
+        if (gen.random().Below(special_one_in) == 0) return gen.Bf16();
+        const uint32_t exponent = static_cast<uint32_t>(center + gen.random().Range(-4, 4));
+        return static_cast<uint16_t>((gen.random().Below(2) << 15) | (exponent << 7) | gen.random().Below(128));
+      };
+      for (auto& v : a) v = value();
+      for (auto& v : w) v = value();
+      std::vector<uint32_t> out(n);
+      MxuMatVec(a.data(), w.data(), n, out.data());
+      for (int col = 0; col < n; ++col) {
+        const uint32_t want = MxuDotPortable(a.data(), w.data() + col, n, n);
+        ASSERT_EQ(MxuDot(a.data(), w.data() + col, n, n), want) << "n=" << n << " col=" << col << " trial=" << trial;
+        ASSERT_EQ(out[col], want) << "MxuMatVec n=" << n << " col=" << col << " trial=" << trial;
+      }
+    }
+  }
+}
+
+TEST(MxuDot, FastPathMatchesIntegerDefinition) { ExpectFastPathMatchesPortable(TestSeed(7)); }
+
+// Under another host rounding mode the fast path must not be used: results stay those of RNE.
+TEST(MxuDot, IndependentOfHostRoundingMode) {
+  ASSERT_EQ(std::fesetround(FE_UPWARD), 0);
+  ExpectFastPathMatchesPortable(TestSeed(8));
+  const uint16_t a[2] = {0x3F80, 0x3F80};
+  const uint16_t w[2] = {0x3F80, 0x3380};  // 1 + 2^-24: RNE keeps 1, upward rounding would not
+  const uint32_t upward_result = MxuDot(a, w, 2, 1);
+  ASSERT_EQ(std::fesetround(FE_TONEAREST), 0);
+  EXPECT_EQ(upward_result, 0x3F800000u);
 }
 
 TEST(MxuDot, OrderIsFixedAndStartsAtPositiveZero) {
