@@ -1,0 +1,319 @@
+#include "sysc/platform.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "Vtpu_chip.h"
+#include "tpu_config.h"
+#include "verilated.h"
+#include "verilated_fst_sc.h"
+
+namespace tpu::sysc {
+
+Platform::Platform(sc_core::sc_module_name name, const PlatformOptions& options)
+    : sc_core::sc_module(name),
+      options_(options),
+      clk_("clk", ClockPeriod()),
+      rst_n_("rst_n", false),
+      hbm_("hbm", tpu::cfg::kHbmLines, static_cast<unsigned>(tpu::cfg::kHbmLatency), ClockPeriod()),
+      host_memory_("host_memory", tpu::cfg::kHostMemBytes, options.host_memory_latency),
+      bridge_("bridge", &hbm_, ClockPeriod(), options.mmio_timeout_cycles, options.min_host_latency_cycles),
+      mmio_initiator_("mmio_initiator") {
+  // Tracing must be allowed before the model exists; it costs nothing until a trace file is opened.
+  Verilated::traceEverOn(true);
+  chip_ = std::make_unique<Vtpu_chip>("chip");
+
+  chip_->clk_i(clk_);
+  chip_->rst_ni(rst_n_);
+  chip_->mmio_valid_i(mmio_valid_);
+  chip_->mmio_write_i(mmio_write_);
+  chip_->mmio_addr_i(mmio_addr_);
+  chip_->mmio_wdata_i(mmio_wdata_);
+  chip_->mmio_rvalid_o(mmio_rvalid_);
+  chip_->mmio_rdata_o(mmio_rdata_);
+  chip_->irq_o(irq_);
+  chip_->hbm_req_valid_o(hbm_req_valid_);
+  chip_->hbm_req_ready_i(hbm_req_ready_);
+  chip_->hbm_req_write_o(hbm_req_write_);
+  chip_->hbm_req_addr_o(hbm_req_addr_);
+  chip_->hbm_req_wdata_o(hbm_req_wdata_);
+  chip_->hbm_rsp_valid_i(hbm_rsp_valid_);
+  chip_->hbm_rsp_rdata_i(hbm_rsp_rdata_);
+  chip_->host_req_valid_o(host_req_valid_);
+  chip_->host_req_ready_i(host_req_ready_);
+  chip_->host_req_write_o(host_req_write_);
+  chip_->host_req_addr_o(host_req_addr_);
+  chip_->host_req_wdata_o(host_req_wdata_);
+  chip_->host_rsp_valid_i(host_rsp_valid_);
+  chip_->host_rsp_rdata_i(host_rsp_rdata_);
+  chip_->host_rsp_error_i(host_rsp_error_);
+
+  hbm_.clk_i(clk_);
+  hbm_.rst_ni(rst_n_);
+  hbm_.req_valid_i(hbm_req_valid_);
+  hbm_.req_ready_o(hbm_req_ready_);
+  hbm_.req_write_i(hbm_req_write_);
+  hbm_.req_addr_i(hbm_req_addr_);
+  hbm_.req_wdata_i(hbm_req_wdata_);
+  hbm_.rsp_valid_o(hbm_rsp_valid_);
+  hbm_.rsp_rdata_o(hbm_rsp_rdata_);
+
+  bridge_.clk_i(clk_);
+  bridge_.rst_ni(rst_n_);
+  bridge_.mmio_valid_o(mmio_valid_);
+  bridge_.mmio_write_o(mmio_write_);
+  bridge_.mmio_addr_o(mmio_addr_);
+  bridge_.mmio_wdata_o(mmio_wdata_);
+  bridge_.mmio_rvalid_i(mmio_rvalid_);
+  bridge_.mmio_rdata_i(mmio_rdata_);
+  bridge_.host_req_valid_i(host_req_valid_);
+  bridge_.host_req_ready_o(host_req_ready_);
+  bridge_.host_req_write_i(host_req_write_);
+  bridge_.host_req_addr_i(host_req_addr_);
+  bridge_.host_req_wdata_i(host_req_wdata_);
+  bridge_.host_rsp_valid_o(host_rsp_valid_);
+  bridge_.host_rsp_rdata_o(host_rsp_rdata_);
+  bridge_.host_rsp_error_o(host_rsp_error_);
+  bridge_.host_socket.bind(host_memory_.socket);
+  mmio_initiator_.bind(bridge_.mmio_socket);
+
+  SC_THREAD(HostThread);
+  SC_METHOD(WatchIrq);
+  sensitive << irq_;
+  dont_initialize();
+  SC_METHOD(OpenTraceFile);
+  sensitive << trace_open_event_;
+  dont_initialize();
+  SC_METHOD(CloseTraceFile);
+  sensitive << trace_close_event_;
+  dont_initialize();
+}
+
+Platform::~Platform() {
+  if (trace_) trace_->close();
+}
+
+uint64_t Platform::Cycles() const {
+  return static_cast<uint64_t>(sc_core::sc_time_stamp() / ClockPeriod());
+}
+
+void Platform::EnsureStarted() {
+  if (started_) return;
+  started_ = true;
+  sc_core::sc_start(sc_core::SC_ZERO_TIME);  // finishes elaboration; needed before a trace opens
+}
+
+// Executes the current command from the host's side. Each command ends with sc_pause(), so the kernel
+// runs exactly as long as the command needs.
+void Platform::HostThread() {
+  while (true) {
+    while (command_ == nullptr || command_->done) sc_core::wait(command_event_);
+    Command& command = *command_;
+    if (command.kind == CommandKind::kReset) {
+      sc_core::wait(clk_.posedge_event());
+      rst_n_.write(false);
+      for (unsigned i = 0; i < options_.reset_cycles; ++i) sc_core::wait(clk_.posedge_event());
+      rst_n_.write(true);
+      command.status = tlm::TLM_OK_RESPONSE;
+    } else {
+      uint8_t data[4];
+      std::memcpy(data, &command.value, 4);
+      tlm::tlm_generic_payload payload;
+      payload.set_command(command.kind == CommandKind::kWrite ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+      payload.set_address(command.offset);
+      payload.set_data_ptr(data);
+      payload.set_data_length(4);
+      payload.set_streaming_width(4);
+      payload.set_byte_enable_ptr(nullptr);
+      payload.set_dmi_allowed(false);
+      payload.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+      sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+      mmio_initiator_->b_transport(payload, delay);
+      command.status = payload.get_response_status();
+      std::memcpy(&command.value, data, 4);
+    }
+    command.done = true;
+    sc_core::sc_pause();
+  }
+}
+
+void Platform::WatchIrq() {
+  if (pause_on_irq_ && irq_.read()) sc_core::sc_pause();
+}
+
+Status Platform::Execute(Command& command, uint64_t max_cycles) {
+  EnsureStarted();
+  command_ = &command;
+  command_event_.notify(sc_core::SC_ZERO_TIME);
+  const uint64_t deadline = Cycles() + max_cycles;
+  while (!command.done && Cycles() < deadline) {
+    sc_core::sc_start(ClockPeriod() * static_cast<double>(deadline - Cycles()));
+  }
+  command_ = nullptr;
+  if (!command.done) return Internal("the host thread did not finish a platform command in " +
+                                     std::to_string(max_cycles) + " cycles");
+  return OkStatus();
+}
+
+std::string Platform::ResponseName(tlm::tlm_response_status status) {
+  switch (status) {
+    case tlm::TLM_OK_RESPONSE: return "TLM_OK_RESPONSE";
+    case tlm::TLM_INCOMPLETE_RESPONSE: return "TLM_INCOMPLETE_RESPONSE";
+    case tlm::TLM_GENERIC_ERROR_RESPONSE: return "TLM_GENERIC_ERROR_RESPONSE (no answer from the chip)";
+    case tlm::TLM_ADDRESS_ERROR_RESPONSE: return "TLM_ADDRESS_ERROR_RESPONSE";
+    case tlm::TLM_COMMAND_ERROR_RESPONSE: return "TLM_COMMAND_ERROR_RESPONSE";
+    case tlm::TLM_BURST_ERROR_RESPONSE: return "TLM_BURST_ERROR_RESPONSE";
+    case tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE: return "TLM_BYTE_ENABLE_ERROR_RESPONSE";
+  }
+  return "unknown TLM response";
+}
+
+Status Platform::Reset() {
+  Command command;
+  command.kind = CommandKind::kReset;
+  return Execute(command, options_.reset_cycles + 4);
+}
+
+StatusOr<uint32_t> Platform::MmioRead(uint32_t offset) {
+  Command command;
+  command.kind = CommandKind::kRead;
+  command.offset = offset;
+  TPU_RETURN_IF_ERROR(Execute(command, options_.mmio_timeout_cycles + 8));
+  if (command.status != tlm::TLM_OK_RESPONSE) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "MMIO read at offset 0x%05x failed: ", offset);
+    return InvalidArgument(text + ResponseName(command.status));
+  }
+  return command.value;
+}
+
+Status Platform::MmioWrite(uint32_t offset, uint32_t value) {
+  Command command;
+  command.kind = CommandKind::kWrite;
+  command.offset = offset;
+  command.value = value;
+  TPU_RETURN_IF_ERROR(Execute(command, options_.mmio_timeout_cycles + 8));
+  if (command.status != tlm::TLM_OK_RESPONSE) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "MMIO write at offset 0x%05x failed: ", offset);
+    return InvalidArgument(text + ResponseName(command.status));
+  }
+  return OkStatus();
+}
+
+bool Platform::RunUntilIrq(uint64_t max_cycles) {
+  EnsureStarted();
+  if (irq_.read()) return true;
+  pause_on_irq_ = true;
+  // One sc_start for the whole wait: the kernel only stops early when WatchIrq pauses it.
+  const uint64_t deadline = Cycles() + max_cycles;
+  while (!irq_.read() && Cycles() < deadline) {
+    sc_core::sc_start(ClockPeriod() * static_cast<double>(deadline - Cycles()));
+  }
+  pause_on_irq_ = false;
+  return irq_.read();
+}
+
+void Platform::Run(uint64_t cycles) {
+  EnsureStarted();
+  const uint64_t deadline = Cycles() + cycles;
+  while (Cycles() < deadline) sc_core::sc_start(ClockPeriod() * static_cast<double>(deadline - Cycles()));
+}
+
+Status Platform::StartTrace(const TraceOptions& options) {
+  if (options.file.empty()) return InvalidArgument("trace: no file name given");
+  if (options.depth < 0) return InvalidArgument("trace: depth must be >= 0 (0 dumps every level)");
+  if (options.stop_cycle <= options.start_cycle) {
+    return InvalidArgument("trace: the window [" + std::to_string(options.start_cycle) + ", " +
+                           std::to_string(options.stop_cycle) + ") is empty");
+  }
+  if (trace_open_ || trace_pending_) return FailedPrecondition("trace: " + trace_file_ + " is still open");
+  const int levels = options.depth == 0 ? 99 : options.depth;
+  if (trace_ && levels != trace_depth_) {
+    return FailedPrecondition("trace: this process already traced with depth " + std::to_string(trace_depth_) +
+                              "; a later trace must use the same depth");
+  }
+  // Check the file can be written now rather than failing silently at the window start.
+  if (FILE* probe = std::fopen(options.file.c_str(), "wb")) {
+    std::fclose(probe);
+  } else {
+    return InvalidArgument("trace: cannot write " + options.file + ": " + std::strerror(errno));
+  }
+  EnsureStarted();
+  if (!trace_) {
+    trace_ = std::make_unique<VerilatedFstSc>();
+    chip_->trace(trace_.get(), levels);
+    trace_depth_ = levels;
+  }
+  trace_file_ = options.file;
+  trace_pending_ = true;
+  trace_open_event_.notify(ClockPeriod() * static_cast<double>(options.start_cycle));
+  if (options.stop_cycle != std::numeric_limits<uint64_t>::max()) {
+    trace_close_event_.notify(ClockPeriod() * static_cast<double>(options.stop_cycle));
+  }
+  if (options.start_cycle == 0) {
+    trace_open_event_.cancel();
+    OpenTraceFile();
+  }
+  return OkStatus();
+}
+
+void Platform::OpenTraceFile() {
+  if (!trace_pending_) return;
+  trace_pending_ = false;
+  trace_->open(trace_file_.c_str());
+  trace_open_ = true;
+}
+
+void Platform::CloseTraceFile() {
+  trace_pending_ = false;
+  if (!trace_open_) return;
+  trace_->close();
+  trace_open_ = false;
+}
+
+void Platform::StopTrace() {
+  trace_open_event_.cancel();
+  trace_close_event_.cancel();
+  CloseTraceFile();
+}
+
+bool Platform::tracing() const { return trace_open_; }
+
+Status Platform::HbmDebugWrite(uint64_t byte_address, const void* data, size_t bytes) {
+  tlm::tlm_generic_payload payload;
+  payload.set_command(tlm::TLM_WRITE_COMMAND);
+  payload.set_address(byte_address);
+  payload.set_data_ptr(static_cast<uint8_t*>(const_cast<void*>(data)));
+  payload.set_data_length(static_cast<unsigned int>(bytes));
+  if (bytes > std::numeric_limits<unsigned int>::max() || mmio_initiator_->transport_dbg(payload) != bytes) {
+    return OutOfRange("HBM backdoor write of " + std::to_string(bytes) + " bytes at byte address " +
+                      std::to_string(byte_address) + " leaves HBM (" + std::to_string(hbm_.lines() * kLineBytes) +
+                      " bytes)");
+  }
+  return OkStatus();
+}
+
+Status Platform::HbmDebugRead(uint64_t byte_address, void* data, size_t bytes) {
+  tlm::tlm_generic_payload payload;
+  payload.set_command(tlm::TLM_READ_COMMAND);
+  payload.set_address(byte_address);
+  payload.set_data_ptr(static_cast<uint8_t*>(data));
+  payload.set_data_length(static_cast<unsigned int>(bytes));
+  if (bytes > std::numeric_limits<unsigned int>::max() || mmio_initiator_->transport_dbg(payload) != bytes) {
+    return OutOfRange("HBM backdoor read of " + std::to_string(bytes) + " bytes at byte address " +
+                      std::to_string(byte_address) + " leaves HBM (" + std::to_string(hbm_.lines() * kLineBytes) +
+                      " bytes)");
+  }
+  return OkStatus();
+}
+
+}  // namespace tpu::sysc
+
+// libsystemc.so defines main() and needs an sc_main. Programs that use the platform have their own
+// main() and never call this one; it exists so they link.
+extern "C" __attribute__((weak)) int sc_main(int, char**) {
+  std::fprintf(stderr, "tpusim: this program has no sc_main; create a tpu::sysc::Platform from main()\n");
+  return 1;
+}

@@ -1,0 +1,148 @@
+// Platform: the verilated tpu_chip with its clock, reset, memories and host bridge, plus the host-side
+// initiator that the RtlTransport drives.
+//
+//   host thread --TLM b_transport--> HostBridge.mmio_socket --mmio pins--> tpu_chip
+//   tpu_chip --host_req pins--> HostBridge --TLM b_transport--> HostMemory
+//   tpu_chip --hbm_req pins--> HbmMemory
+//
+// Clock: 1 ns period (1 GHz), rising edge at every whole nanosecond, so cycle = time / 1 ns. Reset:
+// rst_ni is low from time 0 until the first Reset() has run, and low for `reset_cycles` cycles on every
+// Reset(). The SystemC time resolution stays at its 1 ps default to match `timescale 1ns/1ps.
+//
+// The methods below run the SystemC kernel and must be called from outside it (between sc_start calls,
+// i.e. from ordinary host code), never from a SystemC process. SystemC allows one simulation per
+// process and modules cannot be destroyed once it has started, so a program creates at most one
+// Platform and keeps it to the end (RtlTransport does this for you).
+#pragma once
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "sw/base/status.h"
+#include "sysc/hbm_memory.h"
+#include "sysc/host_bridge.h"
+#include "sysc/host_memory.h"
+#include "sysc/line.h"
+
+class Vtpu_chip;
+class VerilatedFstSc;
+
+namespace tpu::sysc {
+
+// An FST waveform of a window of cycles. Full dumps are huge: dump only the window you need.
+struct TraceOptions {
+  std::string file;  // FST file to write; empty: no tracing
+  int depth = 0;     // hierarchy levels to dump below the chip top; 0: all
+  // Window, in device cycles counted from when tracing is requested (for RtlTransport: from its
+  // creation, so the reset sequence is at the start): [start_cycle, stop_cycle).
+  uint64_t start_cycle = 0;
+  uint64_t stop_cycle = std::numeric_limits<uint64_t>::max();  // max: until the trace is closed
+};
+
+struct PlatformOptions {
+  unsigned reset_cycles = 8;                                 // cycles rst_ni is held low by Reset()
+  unsigned mmio_timeout_cycles = 1000;                       // cycles before an MMIO access fails
+  unsigned min_host_latency_cycles = 2;                      // host bridge pipeline, in cycles
+  sc_core::sc_time host_memory_latency = sc_core::SC_ZERO_TIME;  // added per host-memory access
+};
+
+class Platform : public sc_core::sc_module {
+ public:
+  SC_HAS_PROCESS(Platform);
+  Platform(sc_core::sc_module_name name, const PlatformOptions& options = {});
+  ~Platform() override;
+
+  static sc_core::sc_time ClockPeriod() { return sc_core::sc_time(1, sc_core::SC_NS); }
+
+  // Holds rst_ni low for reset_cycles cycles and releases it (synchronous to the clock).
+  Status Reset();
+  // One 32-bit MMIO access through the TLM bridge; runs the kernel until it completes. An access the
+  // bridge rejects or the chip does not answer gives an error naming the TLM response.
+  StatusOr<uint32_t> MmioRead(uint32_t offset);
+  Status MmioWrite(uint32_t offset, uint32_t value);
+  // Runs until irq_o is high (returns true at once if it already is) or max_cycles have passed.
+  bool RunUntilIrq(uint64_t max_cycles);
+  // Runs exactly `cycles` cycles.
+  void Run(uint64_t cycles);
+  bool irq() const { return irq_.read(); }
+  // Rising clock edges since time 0.
+  uint64_t Cycles() const;
+
+  // Starts an FST trace; the window is relative to now. Fails if a trace is already open or if the
+  // depth differs from that of an earlier trace in this process (Verilator registers signals once).
+  Status StartTrace(const TraceOptions& options);
+  // Flushes and closes the trace file, if one is open or pending.
+  void StopTrace();
+  bool tracing() const;
+
+  // Backdoor HBM access through the bridge's transport_dbg (byte addresses; no device time).
+  Status HbmDebugWrite(uint64_t byte_address, const void* data, size_t bytes);
+  Status HbmDebugRead(uint64_t byte_address, void* data, size_t bytes);
+
+  HbmMemory& hbm() { return hbm_; }
+  HostMemory& host_memory() { return host_memory_; }
+  HostBridge& bridge() { return bridge_; }
+  Vtpu_chip& chip() { return *chip_; }
+
+ private:
+  enum class CommandKind { kNone, kReset, kRead, kWrite };
+  struct Command {
+    CommandKind kind = CommandKind::kNone;
+    uint32_t offset = 0;
+    uint32_t value = 0;
+    tlm::tlm_response_status status = tlm::TLM_INCOMPLETE_RESPONSE;
+    bool done = false;
+  };
+
+  void HostThread();
+  void WatchIrq();
+  void OpenTraceFile();
+  void CloseTraceFile();
+  void EnsureStarted();
+  Status Execute(Command& command, uint64_t max_cycles);
+  static std::string ResponseName(tlm::tlm_response_status status);
+
+  const PlatformOptions options_;
+  sc_core::sc_clock clk_;
+  sc_core::sc_signal<bool> rst_n_;
+  sc_core::sc_signal<bool> irq_;
+  // MMIO pins; the bridge drives them from its initiators' processes (see host_bridge.h)
+  sc_core::sc_signal<bool, sc_core::SC_MANY_WRITERS> mmio_valid_, mmio_write_;
+  sc_core::sc_signal<uint32_t, sc_core::SC_MANY_WRITERS> mmio_addr_, mmio_wdata_;
+  sc_core::sc_signal<bool> mmio_rvalid_;
+  sc_core::sc_signal<uint32_t> mmio_rdata_;
+  // HBM port
+  sc_core::sc_signal<bool> hbm_req_valid_, hbm_req_ready_, hbm_req_write_, hbm_rsp_valid_;
+  sc_core::sc_signal<uint32_t> hbm_req_addr_;
+  sc_core::sc_signal<Line> hbm_req_wdata_, hbm_rsp_rdata_;
+  // Host port
+  sc_core::sc_signal<bool> host_req_valid_, host_req_ready_, host_req_write_, host_rsp_valid_, host_rsp_error_;
+  sc_core::sc_signal<uint64_t> host_req_addr_;
+  sc_core::sc_signal<Line> host_req_wdata_, host_rsp_rdata_;
+
+  std::unique_ptr<Vtpu_chip> chip_;
+  HbmMemory hbm_;
+  HostMemory host_memory_;
+  HostBridge bridge_;
+  tlm_utils::simple_initiator_socket<Platform> mmio_initiator_;
+
+  Command* command_ = nullptr;  // the one command the host thread is executing, owned by the caller
+  sc_core::sc_event command_event_;
+  bool pause_on_irq_ = false;
+  bool started_ = false;
+
+  std::unique_ptr<VerilatedFstSc> trace_;
+  int trace_depth_ = -1;
+  std::string trace_file_;
+  bool trace_open_ = false;
+  bool trace_pending_ = false;
+  sc_core::sc_event trace_open_event_, trace_close_event_;
+};
+
+}  // namespace tpu::sysc

@@ -1,0 +1,132 @@
+#include "sysc/rtl_transport.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace tpu {
+namespace {
+
+sysc::Platform* g_platform = nullptr;  // created once, never destroyed (see the header)
+bool g_transport_alive = false;
+
+sysc::Platform* ProcessPlatform() {
+  if (g_platform == nullptr) {
+    // SystemC prints a banner on stdout when its kernel is created; keep tool output clean.
+    setenv("SYSC_DISABLE_COPYRIGHT_MESSAGE", "1", /*overwrite=*/0);
+    g_platform = new sysc::Platform("platform");
+  }
+  return g_platform;
+}
+
+}  // namespace
+
+Status RtlTransport::Prepare(sysc::Platform** platform, const RtlTraceOptions& trace) {
+  if (g_transport_alive) {
+    return FailedPrecondition("an RtlTransport already exists in this process; SystemC runs one simulation "
+                              "per process: destroy the first before creating another");
+  }
+  *platform = ProcessPlatform();
+  (*platform)->hbm().Clear();
+  (*platform)->host_memory().Clear();
+  if (!trace.file.empty()) TPU_RETURN_IF_ERROR((*platform)->StartTrace(trace));
+  return OkStatus();
+}
+
+StatusOr<std::unique_ptr<RtlTransport>> RtlTransport::Create(const RtlTraceOptions& trace) {
+  sysc::Platform* platform = nullptr;
+  TPU_RETURN_IF_ERROR(Prepare(&platform, trace));
+  return std::make_unique<RtlTransport>(PassKey{}, platform);
+}
+
+RtlTransport::RtlTransport(const RtlTraceOptions& trace) : platform_(nullptr) {
+  const Status status = Prepare(&platform_, trace);
+  if (!status.ok()) throw std::runtime_error(status.ToString());
+  base_cycle_ = platform_->Cycles();
+  g_transport_alive = true;
+  const Status reset = platform_->Reset();
+  if (!reset.ok()) throw std::runtime_error(reset.ToString());
+}
+
+RtlTransport::RtlTransport(PassKey, sysc::Platform* platform) : platform_(platform) {
+  base_cycle_ = platform_->Cycles();
+  g_transport_alive = true;
+  // A reset of a few cycles cannot fail unless the kernel is broken; report it loudly if it does.
+  const Status reset = platform_->Reset();
+  if (!reset.ok()) std::fprintf(stderr, "RtlTransport: %s\n", reset.ToString().c_str());
+}
+
+RtlTransport::~RtlTransport() {
+  CloseTrace();
+  g_transport_alive = false;
+}
+
+void RtlTransport::CloseTrace() { platform_->StopTrace(); }
+
+uint32_t RtlTransport::MmioRead(uint32_t offset) {
+  StatusOr<uint32_t> value = platform_->MmioRead(offset);
+  if (value.ok()) return *value;
+  ++mmio_errors_;
+  last_mmio_error_ = value.status();
+  return 0xffffffffu;
+}
+
+void RtlTransport::MmioWrite(uint32_t offset, uint32_t value) {
+  const Status status = platform_->MmioWrite(offset, value);
+  if (status.ok()) return;
+  ++mmio_errors_;
+  last_mmio_error_ = status;
+}
+
+uint64_t RtlTransport::HostMemoryBytes() const { return platform_->host_memory().size_bytes(); }
+
+void RtlTransport::CheckHostRange(uint64_t address, size_t bytes, const char* what) const {
+  const uint64_t size = HostMemoryBytes();
+  if (address > size || bytes > size - address) {
+    throw std::out_of_range(std::string("RtlTransport::") + what + ": bytes [" + std::to_string(address) +
+                            ", " + std::to_string(address) + " + " + std::to_string(bytes) +
+                            ") leave host memory of " + std::to_string(size) + " bytes");
+  }
+}
+
+void RtlTransport::HostWrite(uint64_t address, const void* data, size_t bytes) {
+  CheckHostRange(address, bytes, "HostWrite");
+  // The debug transport moves at most UINT_MAX bytes per call.
+  const auto* source = static_cast<const uint8_t*>(data);
+  while (bytes > 0) {
+    const unsigned int chunk = static_cast<unsigned int>(std::min<size_t>(bytes, 1u << 30));
+    tlm::tlm_generic_payload payload;
+    payload.set_command(tlm::TLM_WRITE_COMMAND);
+    payload.set_address(address);
+    payload.set_data_ptr(const_cast<uint8_t*>(source));
+    payload.set_data_length(chunk);
+    platform_->host_memory().DebugTransport(payload);
+    address += chunk;
+    source += chunk;
+    bytes -= chunk;
+  }
+}
+
+void RtlTransport::HostRead(uint64_t address, void* data, size_t bytes) {
+  CheckHostRange(address, bytes, "HostRead");
+  auto* target = static_cast<uint8_t*>(data);
+  while (bytes > 0) {
+    const unsigned int chunk = static_cast<unsigned int>(std::min<size_t>(bytes, 1u << 30));
+    tlm::tlm_generic_payload payload;
+    payload.set_command(tlm::TLM_READ_COMMAND);
+    payload.set_address(address);
+    payload.set_data_ptr(target);
+    payload.set_data_length(chunk);
+    platform_->host_memory().DebugTransport(payload);
+    address += chunk;
+    target += chunk;
+    bytes -= chunk;
+  }
+}
+
+bool RtlTransport::WaitForInterrupt(uint64_t timeout_cycles) { return platform_->RunUntilIrq(timeout_cycles); }
+
+uint64_t RtlTransport::Cycles() const { return platform_->Cycles() - base_cycle_; }
+
+}  // namespace tpu
