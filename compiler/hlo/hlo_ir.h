@@ -220,6 +220,8 @@ class HloInstruction {
   void AddCalledComputation(const std::string& attribute, HloComputation* computation) {
     called_.push_back({attribute, computation});
   }
+  // Replaces the i-th called computation (index into called_computation_attributes()).
+  void set_called_computation(size_t i, HloComputation* computation) { called_.at(i).computation = computation; }
 
   const std::string& custom_call_target() const { return custom_call_target_; }
   void set_custom_call_target(std::string target) { custom_call_target_ = std::move(target); }

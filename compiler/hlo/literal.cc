@@ -192,7 +192,8 @@ std::string FormatFloating(double value, PrimitiveType type) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value < 0 ? "-inf" : "inf";
   char buffer[40];
-  for (int precision = 1; precision <= 17; ++precision) {
+  // Like XLA: six significant digits when that reads back exactly ("200", "0.9"), more when needed.
+  for (int precision = 6; precision <= 17; ++precision) {
     std::snprintf(buffer, sizeof(buffer), "%.*g", precision, value);
     double back = std::strtod(buffer, nullptr);
     bool same;
