@@ -1,0 +1,281 @@
+#include "sw/runtime/client.h"
+
+#include <utility>
+
+#include "compiler/codegen/codegen.h"
+#include "compiler/hlo/parser.h"
+#include "compiler/hlo/verifier.h"
+#include "sw/runtime/logging.h"
+#include "sw/runtime/transport_factory.h"
+
+namespace tpu::runtime {
+
+// The chip behind a client: its transport, driver and HBM allocator. Buffers and executables share it,
+// so they may outlive the Client object.
+class DeviceState {
+ public:
+  DeviceState(std::unique_ptr<Transport> owned, Transport& transport)
+      : owned_transport(std::move(owned)), driver(transport) {}
+
+  std::unique_ptr<Transport> owned_transport;
+  Driver driver;
+  DeviceInfo info;
+  std::unique_ptr<HbmAllocator> allocator;
+  std::mutex mutex;  // one host thread talks to the chip at a time
+
+  StatusOr<std::unique_ptr<HbmRegion>> Allocate(const std::shared_ptr<DeviceState>& self, uint64_t lines) {
+    std::lock_guard<std::mutex> lock(mutex);
+    StatusOr<uint64_t> first = allocator->Allocate(lines);
+    if (!first.ok()) {
+      TPU_LOG(ERROR) << first.status().ToString();
+      return first.status();
+    }
+    return std::make_unique<HbmRegion>(self, *first, std::max<uint64_t>(lines, 1));
+  }
+};
+
+HbmRegion::~HbmRegion() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  Status freed = state_->allocator->Free(first_line_);
+  if (!freed.ok()) TPU_LOG(ERROR) << "freeing HBM: " << freed.ToString();
+}
+
+std::string Device::full_name() const {
+  return "/job:worker/replica:0/task:" + std::to_string(worker) + "/device:" + name();
+}
+
+std::string Device::ToString() const {
+  return name() + " (core " + std::to_string(core) + ", worker " + std::to_string(worker) + ", " + kind + ")";
+}
+
+namespace {
+
+std::string ShapeText(const hlo::Shape& shape) { return shape.ToString(); }
+
+// The runtime holds f32 arrays of static shape; everything else gets the error users know from TPUs.
+Status CheckBufferShape(const hlo::Shape& shape) {
+  if (!shape.IsArray()) {
+    return InvalidArgument("a device buffer holds one array; got " + ShapeText(shape));
+  }
+  for (int d = 0; d < shape.rank(); ++d) {
+    if (shape.is_dynamic_dimension(d) || shape.dimensions[d] < 0) {
+      return ValueError("shape " + ShapeText(shape) + " must have a fixed size for dimension " + std::to_string(d) +
+                        " that is known at graph construction time.");
+    }
+  }
+  if (shape.element_type != hlo::PrimitiveType::F32) {
+    return Unimplemented("device buffers of element type " +
+                         std::string(hlo::PrimitiveTypeName(shape.element_type)) +
+                         " are not supported yet (only f32): " + ShapeText(shape));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------------
+// Buffer
+
+StatusOr<std::vector<uint8_t>> Buffer::ToDeviceBytes() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->driver.CopyFromHbm(static_cast<uint32_t>(hbm_line()), layout_.lines);
+}
+
+StatusOr<hlo::Literal> Buffer::ToLiteral() const {
+  TPU_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ToDeviceBytes());
+  return compiler::FromDeviceBytes(bytes.data(), layout_);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// LoadedExecutable
+
+StatusOr<ExecuteResult> LoadedExecutable::Execute(const std::vector<const Buffer*>& arguments) {
+  const compiler::Program& program = program_;
+  if (arguments.size() != program.parameters.size()) {
+    return InvalidArgument("executable " + program.module_name + " takes " +
+                           std::to_string(program.parameters.size()) + " arguments, got " +
+                           std::to_string(arguments.size()));
+  }
+  std::vector<uint64_t> parameter_bases;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const Buffer* argument = arguments[i];
+    if (argument == nullptr) return InvalidArgument("argument " + std::to_string(i) + " is null");
+    const hlo::Shape& expected = program.parameters[i].shape;
+    if (argument->shape() != expected) {
+      return InvalidArgument("argument " + std::to_string(i) + " of " + program.module_name + ": expected shape " +
+                             ShapeText(expected) + ", got " + ShapeText(argument->shape()));
+    }
+    if (!(argument->layout() == program.parameters[i])) {
+      return InvalidArgument("argument " + std::to_string(i) + " of " + program.module_name +
+                             " has a device layout of another configuration");
+    }
+    if (&argument->device() != device_) {
+      return InvalidArgument("argument " + std::to_string(i) + " lives on " + argument->device().name() +
+                             ", the executable on " + device_->name());
+    }
+    parameter_bases.push_back(argument->hbm_line());
+  }
+
+  ExecuteResult result;
+  std::vector<uint64_t> output_bases;
+  for (const compiler::DeviceLayout& layout : program.outputs) {
+    TPU_ASSIGN_OR_RETURN(std::unique_ptr<HbmRegion> region, state_->Allocate(state_, layout.lines));
+    output_bases.push_back(region->first_line());
+    result.outputs.push_back(std::make_unique<Buffer>(state_, device_, layout, std::move(region)));
+  }
+  std::unique_ptr<HbmRegion> temp;
+  uint64_t temp_base = 0;
+  if (program.temp_lines > 0) {
+    TPU_ASSIGN_OR_RETURN(temp, state_->Allocate(state_, program.temp_lines));
+    temp_base = temp->first_line();
+  }
+  std::vector<uint64_t> constant_bases;
+  for (const auto& region : constants_) constant_bases.push_back(region->first_line());
+
+  TPU_ASSIGN_OR_RETURN(std::vector<uint64_t> code,
+                       compiler::RelocateCode(program, parameter_bases, output_bases, constant_bases, temp_base));
+
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  Driver& driver = state_->driver;
+  TPU_RETURN_IF_ERROR(driver.LoadProgram(code));
+  TPU_RETURN_IF_ERROR(driver.Launch(0));
+  TPU_LOG(INFO) << "Execute " << program.module_name << " on " << device_->name() << ": " << code.size()
+                << " instruction words";
+  Status done = driver.WaitForCompletion(timeout_cycles_);
+  result.counters = driver.ReadCounters();
+  if (!done.ok()) {
+    TPU_LOG(ERROR) << "Execute " << program.module_name << " failed: " << done.ToString();
+    return done;
+  }
+  TPU_LOG(INFO) << "Execute " << program.module_name << " done: cycles=" << result.counters.cycles
+                << " mxu_busy_cycles=" << result.counters.mxu_busy_cycles
+                << " instructions=" << result.counters.instructions;
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Client
+
+StatusOr<std::unique_ptr<Client>> Client::Create(const std::string& backend, const std::string& config,
+                                                 const ClientOptions& options) {
+  TPU_ASSIGN_OR_RETURN(std::unique_ptr<Transport> transport, CreateTransport(backend, config, options));
+  Transport& reference = *transport;
+  TPU_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, CreateWithTransport(reference, options));
+  client->state_->owned_transport = std::move(transport);
+  client->backend_ = backend;
+  return client;
+}
+
+StatusOr<std::unique_ptr<Client>> Client::CreateWithTransport(Transport& transport, const ClientOptions& options) {
+  std::unique_ptr<Client> client(new Client());
+  client->backend_ = transport.name();
+  client->options_ = options;
+  client->state_ = std::make_shared<DeviceState>(nullptr, transport);
+  DeviceState& state = *client->state_;
+  TPU_ASSIGN_OR_RETURN(state.info, state.driver.Discover());
+  TPU_RETURN_IF_ERROR(state.driver.Reset());
+  TPU_RETURN_IF_ERROR(state.driver.SetWatchdogLimit(options.watchdog_limit_cycles));
+  state.allocator = std::make_unique<HbmAllocator>(state.info.hbm_lines, state.info.line_bytes);
+
+  const std::string kind = "tpusim " + std::to_string(state.info.lanes) + "x" + std::to_string(state.info.lanes);
+  for (uint32_t core = 0; core < state.info.num_cores; ++core) {
+    Device device;
+    device.id = static_cast<int>(core);
+    device.core = static_cast<int>(core);
+    device.worker = 0;
+    device.kind = kind;
+    client->devices_.push_back(device);
+  }
+  TPU_LOG(INFO) << "tpusim " << transport.name() << " backend: " << ToString(state.info);
+  TPU_LOG(INFO) << "Num TPU Cores: " << client->devices_.size() << ", Num TPU Workers: 1, Num TPU Cores Per Worker: "
+                << client->devices_.size();
+  for (const Device& device : client->devices_) {
+    TPU_LOG(INFO) << "Available Device: " << device.full_name() << " " << device.ToString()
+                  << ", HBM " << HumanReadableBytes(state.allocator->limit_bytes());
+  }
+  return client;
+}
+
+Client::~Client() = default;
+
+const DeviceInfo& Client::device_info() const { return state_->info; }
+Driver& Client::driver() { return state_->driver; }
+uint64_t Client::hbm_used_bytes() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->allocator->used_bytes();
+}
+uint64_t Client::hbm_limit_bytes() const { return state_->allocator->limit_bytes(); }
+
+StatusOr<const Device*> Client::GetDevice(int device) const {
+  if (device < 0 || device >= static_cast<int>(devices_.size())) {
+    return InvalidArgument("no device TPU:" + std::to_string(device) + " (the client has " +
+                           std::to_string(devices_.size()) + ")");
+  }
+  if (device != 0) {
+    return Unimplemented("the driver runs programs on core 0 only; TPU:" + std::to_string(device) + " is not usable yet");
+  }
+  return &devices_[device];
+}
+
+StatusOr<std::unique_ptr<Buffer>> Client::CreateUninitializedBuffer(const hlo::Shape& shape, int device) {
+  TPU_ASSIGN_OR_RETURN(const Device* target, GetDevice(device));
+  TPU_RETURN_IF_ERROR(CheckBufferShape(shape));
+  compiler::DeviceLayout layout = compiler::MakeDeviceLayout(shape, state_->info.lanes);
+  TPU_ASSIGN_OR_RETURN(std::unique_ptr<HbmRegion> region, state_->Allocate(state_, layout.lines));
+  return std::make_unique<Buffer>(state_, target, std::move(layout), std::move(region));
+}
+
+StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHostLiteral(const hlo::Literal& literal, int device) {
+  TPU_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> buffer, CreateUninitializedBuffer(literal.shape(), device));
+  const std::vector<uint8_t> bytes = compiler::ToDeviceBytes(literal, buffer->layout());
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  TPU_RETURN_IF_ERROR(state_->driver.CopyToHbm(bytes, static_cast<uint32_t>(buffer->hbm_line())));
+  return buffer;
+}
+
+StatusOr<std::unique_ptr<LoadedExecutable>> Client::Compile(const std::string& hlo_text, int device) {
+  TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> module, hlo::ParseHloModule(hlo_text));
+  return Compile(*module, device);
+}
+
+StatusOr<std::unique_ptr<LoadedExecutable>> Client::Compile(const hlo::HloModule& module, int device) {
+  TPU_RETURN_IF_ERROR(hlo::VerifyHloModule(module));
+  compiler::CompileOptions options;
+  options.lanes = state_->info.lanes;
+  options.vmem_lines = state_->info.vmem_lines;
+  options.imem_words = state_->info.imem_words;
+  TPU_ASSIGN_OR_RETURN(compiler::Program program, compiler::Compile(module, options));
+  TPU_LOG(INFO) << "Compiled " << module.name() << ": " << program.code.size() << " instruction words, "
+                << program.temp_lines << " temp lines";
+  return Load(std::move(program), device);
+}
+
+StatusOr<std::unique_ptr<LoadedExecutable>> Client::Load(compiler::Program program, int device) {
+  TPU_ASSIGN_OR_RETURN(const Device* target, GetDevice(device));
+  if (program.lanes != state_->info.lanes) {
+    return InvalidArgument("program " + program.module_name + " was compiled for " + std::to_string(program.lanes) +
+                           " lanes, the device has " + std::to_string(state_->info.lanes));
+  }
+  TPU_RETURN_IF_ERROR(compiler::ValidateProgram(program));
+  if (program.code.size() > state_->info.imem_words) {
+    return ResourceExhausted("program " + program.module_name + " has " + std::to_string(program.code.size()) +
+                             " instruction words; IMEM holds " + std::to_string(state_->info.imem_words));
+  }
+  std::vector<std::unique_ptr<HbmRegion>> constants;
+  for (size_t i = 0; i < program.constants.size(); ++i) {
+    TPU_ASSIGN_OR_RETURN(std::unique_ptr<HbmRegion> region, state_->Allocate(state_, program.constants[i].lines));
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    TPU_RETURN_IF_ERROR(state_->driver.CopyToHbm(program.constant_bytes[i], static_cast<uint32_t>(region->first_line())));
+    constants.push_back(std::move(region));
+  }
+  return std::make_unique<LoadedExecutable>(state_, target, std::move(program), std::move(constants),
+                                            options_.execute_timeout_cycles);
+}
+
+Status Client::ResetDevice() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  TPU_RETURN_IF_ERROR(state_->driver.Reset());
+  return state_->driver.SetWatchdogLimit(options_.watchdog_limit_cycles);
+}
+
+}  // namespace tpu::runtime

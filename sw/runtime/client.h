@@ -1,0 +1,179 @@
+// The tpusim runtime, in the spirit of PJRT/libtpu: a Client owns one chip (through the driver and a
+// transport), lists its devices, allocates HBM buffers, compiles HLO into loaded executables and runs
+// them.
+//
+//   auto client = Client::Create("model", "tiny").value();
+//   auto x = client->BufferFromHostLiteral(literal).value();
+//   auto executable = client->Compile(hlo_text).value();
+//   auto result = executable->Execute({x.get()}).value();   // result.outputs, result.counters
+//   hlo::Literal y = result.outputs[0]->ToLiteral().value();
+//
+// Nothing here knows which backend runs underneath except Client::Create, which builds the transport.
+// Every error is a Status with an XLA-style code; after an error the client and its device stay usable.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/program.h"
+#include "compiler/hlo/hlo_ir.h"
+#include "compiler/hlo/literal.h"
+#include "compiler/hlo/shape.h"
+#include "sw/base/status.h"
+#include "sw/driver/driver.h"
+#include "sw/driver/transport.h"
+#include "sw/runtime/hbm_allocator.h"
+
+namespace tpu::runtime {
+
+struct ClientOptions {
+  // Device cycles an Execute may take before it is abandoned (DeadlineExceeded; the device is reset).
+  uint64_t execute_timeout_cycles = 4'000'000'000ull;
+  // WATCHDOG_LIMIT written at start-up: cycles without an issued instruction before the core stops with
+  // WATCHDOG. 0 disables the watchdog.
+  uint32_t watchdog_limit_cycles = 1'000'000;
+  // Waveform of the RTL backend (ignored by the model): FST file, window in cycles (stop 0: to the end),
+  // hierarchy depth (0: all).
+  std::string trace_file;
+  uint64_t trace_start_cycle = 0;
+  uint64_t trace_stop_cycle = 0;
+  int trace_depth = 0;
+};
+
+// One TPU core as the runtime exposes it ("TPU:0").
+struct Device {
+  int id = 0;
+  int core = 0;     // core index on the chip
+  int worker = 0;   // host (task) the chip is attached to
+  std::string kind;  // "tpusim tiny"
+  std::string name() const { return "TPU:" + std::to_string(id); }
+  // As libtpu/TensorFlow print devices: /job:worker/replica:0/task:0/device:TPU:0
+  std::string full_name() const;
+  std::string ToString() const;  // "TPU:0 (core 0, worker 0, tpusim tiny)"
+};
+
+class DeviceState;  // the chip behind a client, shared by its buffers and executables
+
+// A contiguous HBM region, freed when the last owner drops it.
+class HbmRegion {
+ public:
+  HbmRegion(std::shared_ptr<DeviceState> state, uint64_t first_line, uint64_t lines)
+      : state_(std::move(state)), first_line_(first_line), lines_(lines) {}
+  ~HbmRegion();
+  HbmRegion(const HbmRegion&) = delete;
+  HbmRegion& operator=(const HbmRegion&) = delete;
+  uint64_t first_line() const { return first_line_; }
+  uint64_t lines() const { return lines_; }
+
+ private:
+  std::shared_ptr<DeviceState> state_;
+  uint64_t first_line_;
+  uint64_t lines_;
+};
+
+// An f32 array in device HBM, in the device layout of compiler/codegen/program.h.
+class Buffer {
+ public:
+  Buffer(std::shared_ptr<DeviceState> state, const Device* device, compiler::DeviceLayout layout,
+         std::unique_ptr<HbmRegion> region)
+      : state_(std::move(state)), device_(device), layout_(std::move(layout)), region_(std::move(region)) {}
+
+  const hlo::Shape& shape() const { return layout_.shape; }
+  const compiler::DeviceLayout& layout() const { return layout_; }
+  const Device& device() const { return *device_; }
+  uint64_t hbm_line() const { return region_->first_line(); }
+  uint64_t hbm_lines() const { return region_->lines(); }
+
+  // Copies the value back to the host (host DMA), dropping the layout's padding.
+  StatusOr<hlo::Literal> ToLiteral() const;
+  // Raw device bytes (padded layout).
+  StatusOr<std::vector<uint8_t>> ToDeviceBytes() const;
+
+ private:
+  std::shared_ptr<DeviceState> state_;
+  const Device* device_;
+  compiler::DeviceLayout layout_;
+  std::unique_ptr<HbmRegion> region_;
+};
+
+struct ExecuteResult {
+  std::vector<std::unique_ptr<Buffer>> outputs;  // the root value, tuple flattened
+  DeviceCounters counters;                        // the device's performance counters of this run
+};
+
+class LoadedExecutable {
+ public:
+  LoadedExecutable(std::shared_ptr<DeviceState> state, const Device* device, compiler::Program program,
+                   std::vector<std::unique_ptr<HbmRegion>> constants, uint64_t timeout_cycles)
+      : state_(std::move(state)),
+        device_(device),
+        program_(std::move(program)),
+        constants_(std::move(constants)),
+        timeout_cycles_(timeout_cycles) {}
+
+  const compiler::Program& program() const { return program_; }
+  const std::string& name() const { return program_.module_name; }
+
+  // Runs the program once on `arguments` (one buffer per entry parameter, of the parameter's shape).
+  // InvalidArgument naming both shapes when an argument does not match.
+  StatusOr<ExecuteResult> Execute(const std::vector<const Buffer*>& arguments);
+
+ private:
+  std::shared_ptr<DeviceState> state_;
+  const Device* device_;
+  compiler::Program program_;
+  std::vector<std::unique_ptr<HbmRegion>> constants_;  // uploaded once, at load time
+  uint64_t timeout_cycles_;
+};
+
+class Client {
+ public:
+  // backend: "model" (C++ reference model, any configuration file rtl/config/<config>.cfg) or "rtl"
+  // (verilated chip; only the configuration this build was generated for).
+  static StatusOr<std::unique_ptr<Client>> Create(const std::string& backend, const std::string& config,
+                                                  const ClientOptions& options = {});
+  // A client over a transport the caller built (it must outlive the client).
+  static StatusOr<std::unique_ptr<Client>> CreateWithTransport(Transport& transport, const ClientOptions& options = {});
+  ~Client();
+
+  const std::string& backend() const { return backend_; }
+  const std::vector<Device>& devices() const { return devices_; }
+  const DeviceInfo& device_info() const;
+  const ClientOptions& options() const { return options_; }
+  // The register-level driver (for diagnostics such as `tpusim info`).
+  Driver& driver();
+
+  // HBM in use and its size, in bytes.
+  uint64_t hbm_used_bytes() const;
+  uint64_t hbm_limit_bytes() const;
+
+  // Allocates HBM for `shape` and copies `literal` there. `device` indexes devices().
+  StatusOr<std::unique_ptr<Buffer>> BufferFromHostLiteral(const hlo::Literal& literal, int device = 0);
+  // Allocates an uninitialised buffer.
+  StatusOr<std::unique_ptr<Buffer>> CreateUninitializedBuffer(const hlo::Shape& shape, int device = 0);
+
+  // Parses, verifies and compiles HLO text, then loads the program (uploads its constants).
+  StatusOr<std::unique_ptr<LoadedExecutable>> Compile(const std::string& hlo_text, int device = 0);
+  StatusOr<std::unique_ptr<LoadedExecutable>> Compile(const hlo::HloModule& module, int device = 0);
+  // Loads an already compiled program.
+  StatusOr<std::unique_ptr<LoadedExecutable>> Load(compiler::Program program, int device = 0);
+
+  // Stops whatever the device is doing and resets it (the seeds' "stop/start the TPU"). Buffers keep
+  // their contents.
+  Status ResetDevice();
+
+ private:
+  Client() = default;
+  StatusOr<const Device*> GetDevice(int device) const;
+
+  std::string backend_;
+  ClientOptions options_;
+  std::unique_ptr<Transport> owned_transport_;
+  std::shared_ptr<DeviceState> state_;
+  std::vector<Device> devices_;
+};
+
+}  // namespace tpu::runtime

@@ -1,0 +1,356 @@
+// Runtime tests on the model backend: client and devices, buffers, the OOM message, compiling and running
+// HLO (checked against the interpreter), argument checks, and recovery after errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "compiler/codegen/assembler.h"
+#include "compiler/hlo/parser.h"
+#include "compiler/interpreter/interpreter.h"
+#include "sim/model/chip_config.h"
+#include "sw/runtime/client.h"
+#include "sw/runtime/logging.h"
+#include "sw/runtime/transport_factory.h"
+#include "tpu_config.h"
+
+namespace tpu::runtime {
+namespace {
+
+using hlo::Literal;
+using hlo::PrimitiveType;
+using hlo::Shape;
+
+std::unique_ptr<Client> MakeClient(const ClientOptions& options = {}) {
+  StatusOr<std::unique_ptr<Client>> client = Client::Create("model", cfg::kName, options);
+  EXPECT_TRUE(client.ok()) << client.status();
+  return client.ok() ? std::move(client).value() : nullptr;
+}
+
+Literal RandomLiteral(const Shape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  return Literal::Random(shape, rng);
+}
+
+// Device results agree with the interpreter within docs/numerics.md's tolerance.
+void ExpectClose(const Literal& device, const Literal& reference) {
+  ASSERT_EQ(device.shape(), reference.shape());
+  double max_reference = 0;
+  for (int64_t i = 0; i < reference.element_count(); ++i) {
+    max_reference = std::max(max_reference, std::fabs(reference.GetAsDouble(i)));
+  }
+  const double rtol = 1.0 / 64, atol = max_reference / 64;
+  for (int64_t i = 0; i < reference.element_count(); ++i) {
+    const double d = device.GetAsDouble(i), r = reference.GetAsDouble(i);
+    ASSERT_LE(std::fabs(d - r), atol + rtol * std::fabs(r)) << "element " << i << ": device " << d << " reference " << r;
+  }
+}
+
+const char kAddModule[] = R"(HloModule add_two
+ENTRY %main (a: f32[3,20], b: f32[3,20]) -> f32[3,20] {
+  %a = f32[3,20]{1,0} parameter(0)
+  %b = f32[3,20]{1,0} parameter(1)
+  ROOT %sum = f32[3,20]{1,0} add(f32[3,20]{1,0} %a, f32[3,20]{1,0} %b)
+}
+)";
+
+const char kDotModule[] = R"(HloModule small_dot
+ENTRY %main (x: f32[10,20], w: f32[20,12]) -> f32[10,12] {
+  %x = f32[10,20]{1,0} parameter(0)
+  %w = f32[20,12]{1,0} parameter(1)
+  ROOT %dot = f32[10,12]{1,0} dot(f32[10,20]{1,0} %x, f32[20,12]{1,0} %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+)";
+
+const char kConstantModule[] = R"(HloModule add_constant
+ENTRY %main (a: f32[2,3]) -> f32[2,3] {
+  %a = f32[2,3]{1,0} parameter(0)
+  %c = f32[2,3]{1,0} constant({ {1, 2, 3}, {4, 5, 6} })
+  ROOT %sum = f32[2,3]{1,0} add(f32[2,3]{1,0} %a, f32[2,3]{1,0} %c)
+}
+)";
+
+// Compiles `text`, runs it on seeded arguments and compares with the interpreter.
+void RunAndCheck(Client& client, const char* text, uint32_t seed) {
+  StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  StatusOr<std::unique_ptr<LoadedExecutable>> executable = client.Compile(**module);
+  ASSERT_TRUE(executable.ok()) << executable.status();
+  std::mt19937 rng(seed);
+  std::vector<Literal> arguments;
+  std::vector<std::unique_ptr<Buffer>> buffers;
+  std::vector<const Buffer*> pointers;
+  for (const hlo::HloInstruction* parameter : (*module)->entry_computation()->parameter_instructions()) {
+    arguments.push_back(Literal::Random(parameter->shape(), rng));
+    StatusOr<std::unique_ptr<Buffer>> buffer = client.BufferFromHostLiteral(arguments.back());
+    ASSERT_TRUE(buffer.ok()) << buffer.status();
+    pointers.push_back(buffer->get());
+    buffers.push_back(std::move(*buffer));
+  }
+  StatusOr<ExecuteResult> result = (*executable)->Execute(pointers);
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_GT(result->counters.cycles, 0u);
+  EXPECT_GT(result->counters.instructions, 0u);
+  StatusOr<std::vector<Literal>> reference = hlo::Interpret(**module, arguments);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  ASSERT_EQ(result->outputs.size(), reference->size());
+  for (size_t i = 0; i < reference->size(); ++i) {
+    StatusOr<Literal> device = result->outputs[i]->ToLiteral();
+    ASSERT_TRUE(device.ok()) << device.status();
+    ExpectClose(*device, (*reference)[i]);
+  }
+}
+
+TEST(ClientTest, ListsDevicesFromTheDiscoveredConfiguration) {
+  std::unique_ptr<Client> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  EXPECT_EQ(client->backend(), "model");
+  ASSERT_EQ(client->devices().size(), client->device_info().num_cores);
+  EXPECT_EQ(client->devices()[0].name(), "TPU:0");
+  EXPECT_EQ(client->devices()[0].full_name(), "/job:worker/replica:0/task:0/device:TPU:0");
+  EXPECT_EQ(client->device_info().lanes, cfg::kLanes);
+  EXPECT_EQ(client->hbm_limit_bytes(), cfg::kHbmLines * cfg::kLanes * 4);
+  EXPECT_EQ(client->hbm_used_bytes(), 0u);
+}
+
+TEST(ClientTest, ModelBackendTakesAnyConfigurationFile) {
+  StatusOr<std::unique_ptr<Client>> v2 = Client::Create("model", "v2");
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  StatusOr<model::ChipConfig> config = model::ChipConfig::Named("v2");
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ((*v2)->device_info().lanes, config->lanes);
+}
+
+TEST(ClientTest, BadBackendOrConfigurationIsAnError) {
+  StatusOr<std::unique_ptr<Client>> unknown = Client::Create("fpga", "tiny");
+  EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument) << unknown.status();
+  StatusOr<std::unique_ptr<Client>> missing = Client::Create("model", "no_such_config");
+  EXPECT_FALSE(missing.ok());
+  // The rtl backend only simulates the configuration the build was generated for.
+  const std::string other = std::string(cfg::kName) == "v2" ? "tiny" : "v2";
+  StatusOr<std::unique_ptr<Client>> rtl = Client::Create("rtl", other);
+  EXPECT_EQ(rtl.status().code(), StatusCode::kInvalidArgument) << rtl.status();
+  EXPECT_NE(rtl.status().message().find(other), std::string::npos) << rtl.status();
+  EXPECT_NE(rtl.status().message().find(cfg::kName), std::string::npos) << rtl.status();
+  if (!RtlBackendAvailable()) {
+    EXPECT_EQ(Client::Create("rtl", cfg::kName).status().code(), StatusCode::kFailedPrecondition);
+  }
+}
+
+TEST(ClientTest, LogsTheDevicesLikeLibtpu) {
+  char pattern[] = "/tmp/tpusim_runtime_log.XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  logging::LogOptions options;
+  options.log_dir = pattern;
+  logging::Logger::Get().Configure(options);
+  std::unique_ptr<Client> client = MakeClient();
+  const std::string file = logging::Logger::Get().current_file();
+  logging::LogOptions off;
+  off.log_dir = "disabled";
+  logging::Logger::Get().Configure(off);
+  ASSERT_FALSE(file.empty());
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("Num TPU Cores: 1"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("/job:worker/replica:0/task:0/device:TPU:0"), std::string::npos) << text.str();
+}
+
+TEST(BufferTest, RoundTripsThroughHbm) {
+  std::unique_ptr<Client> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  // Shapes whose minor dimension is and is not a multiple of the lanes, and scalars.
+  const std::vector<Shape> shapes = {Shape::Make(PrimitiveType::F32, {}), Shape::Make(PrimitiveType::F32, {7}),
+                                     Shape::Make(PrimitiveType::F32, {5, 13}), Shape::Make(PrimitiveType::F32, {16, 8}),
+                                     Shape::Make(PrimitiveType::F32, {2, 3, 9})};
+  uint32_t seed = 1;
+  for (const Shape& shape : shapes) {
+    const Literal value = RandomLiteral(shape, seed++);
+    StatusOr<std::unique_ptr<Buffer>> buffer = client->BufferFromHostLiteral(value);
+    ASSERT_TRUE(buffer.ok()) << buffer.status();
+    EXPECT_EQ((*buffer)->shape(), shape);
+    EXPECT_EQ((*buffer)->device().name(), "TPU:0");
+    StatusOr<Literal> back = (*buffer)->ToLiteral();
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, value) << shape.ToString();
+  }
+}
+
+TEST(BufferTest, HbmIsFreedWhenBuffersAreDestroyed) {
+  std::unique_ptr<Client> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  {
+    auto a = client->CreateUninitializedBuffer(Shape::Make(PrimitiveType::F32, {100, 100}));
+    auto b = client->CreateUninitializedBuffer(Shape::Make(PrimitiveType::F32, {3}));
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_NE((*a)->hbm_line(), (*b)->hbm_line());
+    EXPECT_EQ(client->hbm_used_bytes(), ((*a)->hbm_lines() + (*b)->hbm_lines()) * client->device_info().line_bytes);
+  }
+  EXPECT_EQ(client->hbm_used_bytes(), 0u);
+}
+
+TEST(BufferTest, BuffersMayOutliveTheClient) {
+  std::unique_ptr<Client> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  const Literal value = RandomLiteral(Shape::Make(PrimitiveType::F32, {4, 4}), 3);
+  std::unique_ptr<Buffer> buffer = client->BufferFromHostLiteral(value).value();
+  client.reset();
+  StatusOr<Literal> back = buffer->ToLiteral();
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, value);
+}
+
+TEST(BufferTest, OutOfMemoryGivesTheTpuMessageAndLeavesTheClientUsable) {
+  std::unique_ptr<Client> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  auto small = client->CreateUninitializedBuffer(Shape::Make(PrimitiveType::F32, {64}));
+  ASSERT_TRUE(small.ok());
+  // One more element than HBM holds.
+  const int64_t elements = static_cast<int64_t>(client->hbm_limit_bytes() / 4);
+  StatusOr<std::unique_ptr<Buffer>> huge = client->CreateUninitializedBuffer(Shape::Make(PrimitiveType::F32, {elements}));
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), StatusCode::kResourceExhausted);
+  const std::string message = huge.status().ToString();
+  EXPECT_EQ(message.rfind("ResourceExhaustedError: Ran out of memory in memory space hbm; used: ", 0), 0u) << message;
+  EXPECT_NE(message.find("; limit: " + HumanReadableBytes(client->hbm_limit_bytes())), std::string::npos) << message;
+  const Literal value = RandomLiteral(Shape::Make(PrimitiveType::F32, {9, 9}), 4);
+  StatusOr<std::unique_ptr<Buffer>> after = client->BufferFromHostLiteral(value);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ((*after)->ToLiteral().value(), value);
+}
+
+TEST(BufferTest, UnsupportedShapesAreRejected) {
+  std::unique_ptr<Client> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  Shape dynamic = Shape::Make(PrimitiveType::F32, {hlo::kUnboundedDimension, 10});
+  dynamic.dynamic_dimensions = {true, false};
+  StatusOr<std::unique_ptr<Buffer>> d = client->CreateUninitializedBuffer(dynamic);
+  EXPECT_EQ(d.status().code(), StatusCode::kValueError) << d.status();
+  EXPECT_NE(d.status().message().find("must have a fixed size for dimension 0 that is known at graph construction time"),
+            std::string::npos) << d.status();
+  StatusOr<std::unique_ptr<Buffer>> s = client->CreateUninitializedBuffer(Shape::Make(PrimitiveType::S32, {4}));
+  EXPECT_FALSE(s.ok());
+  StatusOr<std::unique_ptr<Buffer>> t =
+      client->CreateUninitializedBuffer(Shape::MakeTuple({Shape::Make(PrimitiveType::F32, {4})}));
+  EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(client->CreateUninitializedBuffer(Shape::Make(PrimitiveType::F32, {4}), 5).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(ExecuteTest, RunsElementwiseAndDotModulesLikeTheInterpreter) {
+  std::unique_ptr<Client> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  RunAndCheck(*client, kAddModule, 1);
+  RunAndCheck(*client, kDotModule, 2);
+  EXPECT_EQ(client->hbm_used_bytes(), 0u);
+}
+
+TEST(ExecuteTest, RunsTheDenseLayer) {
+  std::ifstream in(std::string(TPU_SOURCE_DIR) + "/sim/dense_layer.hlo");
+  ASSERT_TRUE(in.good());
+  std::stringstream text;
+  text << in.rdbuf();
+  std::unique_ptr<Client> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  RunAndCheck(*client, text.str().c_str(), 3);
+}
+
+TEST(ExecuteTest, ConstantsAreUploadedOnceAndReused) {
+  std::unique_ptr<Client> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  StatusOr<std::unique_ptr<LoadedExecutable>> executable = client->Compile(std::string(kConstantModule));
+  ASSERT_TRUE(executable.ok()) << executable.status();
+  const uint64_t used_after_load = client->hbm_used_bytes();
+  EXPECT_GT(used_after_load, 0u);  // the constant lives in HBM now
+  const Literal a = RandomLiteral(Shape::Make(PrimitiveType::F32, {2, 3}), 5);
+  std::unique_ptr<Buffer> buffer = client->BufferFromHostLiteral(a).value();
+  for (int run = 0; run < 3; ++run) {
+    StatusOr<ExecuteResult> result = (*executable)->Execute({buffer.get()});
+    ASSERT_TRUE(result.ok()) << result.status();
+    const Literal out = result->outputs[0]->ToLiteral().value();
+    for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(out.Get<float>(i), a.Get<float>(i) + float(i + 1)) << i;
+  }
+  buffer.reset();
+  EXPECT_EQ(client->hbm_used_bytes(), used_after_load);
+  executable->reset();
+  EXPECT_EQ(client->hbm_used_bytes(), 0u);
+}
+
+TEST(ExecuteTest, BadArgumentsNameBothShapes) {
+  std::unique_ptr<Client> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  std::unique_ptr<LoadedExecutable> executable = client->Compile(std::string(kAddModule)).value();
+  auto good = client->BufferFromHostLiteral(RandomLiteral(Shape::Make(PrimitiveType::F32, {3, 20}), 6)).value();
+  auto bad = client->BufferFromHostLiteral(RandomLiteral(Shape::Make(PrimitiveType::F32, {3, 21}), 7)).value();
+  StatusOr<ExecuteResult> wrong_shape = executable->Execute({good.get(), bad.get()});
+  ASSERT_EQ(wrong_shape.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(wrong_shape.status().message().find("f32[3,20]"), std::string::npos) << wrong_shape.status();
+  EXPECT_NE(wrong_shape.status().message().find("f32[3,21]"), std::string::npos) << wrong_shape.status();
+  EXPECT_NE(wrong_shape.status().message().find("argument 1"), std::string::npos) << wrong_shape.status();
+  EXPECT_EQ(executable->Execute({good.get()}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(executable->Execute({good.get(), nullptr}).status().code(), StatusCode::kInvalidArgument);
+  // Nothing leaked, and the right arguments work.
+  StatusOr<ExecuteResult> ok = executable->Execute({good.get(), good.get()});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+}
+
+TEST(ExecuteTest, MalformedHloIsInvalidArgumentWithLineAndColumn) {
+  std::unique_ptr<Client> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  StatusOr<std::unique_ptr<LoadedExecutable>> executable = client->Compile(std::string("HloModule m\nENTRY %e {\n  %a = f32[2 parameter(0)\n}\n"));
+  ASSERT_FALSE(executable.ok());
+  EXPECT_EQ(executable.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(executable.status().message().find("line 3"), std::string::npos) << executable.status();
+}
+
+// A hand-written program through Load: the device error comes back typed, and the device still works.
+compiler::Program HandWritten(uint32_t lanes, bool illegal, bool loop_forever) {
+  compiler::Assembler assembler;
+  if (illegal) assembler.Emit(static_cast<isa::Opcode>(0x7f), {});
+  if (loop_forever) {
+    compiler::Assembler::Label top = assembler.NewLabel();
+    assembler.Bind(top);
+    assembler.Jmp(top);
+  }
+  assembler.Halt();
+  compiler::Program program;
+  program.module_name = "hand_written";
+  program.lanes = lanes;
+  Status finished = assembler.Finish(&program.code, &program.relocations);
+  EXPECT_TRUE(finished.ok()) << finished;
+  return program;
+}
+
+TEST(ExecuteTest, DeviceErrorsAreTypedAndTheDeviceStaysUsable) {
+  ClientOptions options;
+  options.execute_timeout_cycles = 100'000;
+  options.watchdog_limit_cycles = 0;
+  std::unique_ptr<Client> client = MakeClient(options);
+  ASSERT_NE(client, nullptr);
+  const uint32_t lanes = client->device_info().lanes;
+
+  std::unique_ptr<LoadedExecutable> illegal = client->Load(HandWritten(lanes, true, false)).value();
+  StatusOr<ExecuteResult> error = illegal->Execute({});
+  ASSERT_FALSE(error.ok());
+  EXPECT_EQ(error.status().code(), StatusCode::kInternal);
+  EXPECT_NE(error.status().message().find("ILLEGAL_INSTR"), std::string::npos) << error.status();
+  RunAndCheck(*client, kAddModule, 8);
+
+  std::unique_ptr<LoadedExecutable> forever = client->Load(HandWritten(lanes, false, true)).value();
+  StatusOr<ExecuteResult> timeout = forever->Execute({});
+  EXPECT_EQ(timeout.status().code(), StatusCode::kDeadlineExceeded) << timeout.status();
+  RunAndCheck(*client, kDotModule, 9);
+  EXPECT_EQ(client->hbm_used_bytes(), 0u);
+}
+
+TEST(ExecuteTest, ProgramsForAnotherConfigurationAreRefused) {
+  std::unique_ptr<Client> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  compiler::Program program = HandWritten(client->device_info().lanes * 2, false, false);
+  EXPECT_EQ(client->Load(std::move(program)).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tpu::runtime

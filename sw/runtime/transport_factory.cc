@@ -1,0 +1,54 @@
+#include "sw/runtime/transport_factory.h"
+
+#include "sim/model/chip_config.h"
+#include "sim/model/model_transport.h"
+#include "tpu_config.h"
+
+#ifdef TPUSIM_HAVE_RTL
+#include "sysc/rtl_transport.h"
+#endif
+
+namespace tpu::runtime {
+
+bool RtlBackendAvailable() {
+#ifdef TPUSIM_HAVE_RTL
+  return true;
+#else
+  return false;
+#endif
+}
+
+StatusOr<std::unique_ptr<Transport>> CreateTransport(const std::string& backend, const std::string& config,
+                                                     const ClientOptions& options) {
+  if (backend == "model") {
+    TPU_ASSIGN_OR_RETURN(model::ChipConfig chip, model::ChipConfig::Named(config));
+    return std::unique_ptr<Transport>(std::make_unique<model::ModelTransport>(chip));
+  }
+  if (backend == "rtl") {
+    if (config != cfg::kName) {
+      return InvalidArgument("the rtl backend of this build is the '" + std::string(cfg::kName) +
+                             "' configuration; '" + config + "' was requested (build with CONFIG=" + config +
+                             " to simulate it, or use --backend=model)");
+    }
+#ifdef TPUSIM_HAVE_RTL
+    RtlTraceOptions trace;
+    trace.file = options.trace_file;
+    trace.depth = options.trace_depth;
+    trace.start_cycle = options.trace_start_cycle;
+    if (options.trace_stop_cycle != 0) trace.stop_cycle = options.trace_stop_cycle;
+    if (trace.stop_cycle <= trace.start_cycle) {
+      return InvalidArgument("trace window [" + std::to_string(trace.start_cycle) + ", " +
+                             std::to_string(trace.stop_cycle) + ") is empty");
+    }
+    TPU_ASSIGN_OR_RETURN(std::unique_ptr<RtlTransport> transport, RtlTransport::Create(trace));
+    return std::unique_ptr<Transport>(std::move(transport));
+#else
+    (void)options;
+    return FailedPrecondition("the rtl backend is not part of this build (the SystemC platform target "
+                              "tpusim_sysc was not built); use --backend=model");
+#endif
+  }
+  return InvalidArgument("unknown backend '" + backend + "' (expected rtl or model)");
+}
+
+}  // namespace tpu::runtime

@@ -1,0 +1,22 @@
+// Builds the Transport of a backend. The only place in the runtime that names the backends.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "sw/base/status.h"
+#include "sw/driver/transport.h"
+#include "sw/runtime/client.h"
+
+namespace tpu::runtime {
+
+// "model": the reference model of rtl/config/<config>.cfg. "rtl": the verilated chip, which exists only
+// for the configuration this build was generated for (InvalidArgument naming both otherwise) and only
+// when the SystemC platform was built (FailedPrecondition otherwise).
+StatusOr<std::unique_ptr<Transport>> CreateTransport(const std::string& backend, const std::string& config,
+                                                     const ClientOptions& options);
+
+// Whether this build includes the rtl backend.
+bool RtlBackendAvailable();
+
+}  // namespace tpu::runtime
