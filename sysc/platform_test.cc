@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -259,6 +260,37 @@ std::string ConvertToVcd(const std::string& fst) {
   return text.str();
 }
 
+// Full hierarchical names of the VCD's variables ("scope.scope.name[msb:lsb]"), as GTKWave shows them.
+std::set<std::string> VcdSignals(const std::string& vcd) {
+  std::set<std::string> signals;
+  std::vector<std::string> scopes;
+  std::istringstream lines(vcd);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string keyword;
+    words >> keyword;
+    if (keyword == "$scope") {
+      std::string kind, name;
+      words >> kind >> name;
+      scopes.push_back(name);
+    } else if (keyword == "$upscope") {
+      if (!scopes.empty()) scopes.pop_back();
+    } else if (keyword == "$var") {
+      std::string kind, width, code, name, range;
+      words >> kind >> width >> code >> name >> range;
+      std::string full;
+      for (const std::string& scope : scopes) full += scope + ".";
+      full += name;
+      if (!range.empty() && range[0] == '[') full += range;
+      signals.insert(full);
+    } else if (keyword == "$enddefinitions") {
+      break;
+    }
+  }
+  return signals;
+}
+
 // Timestamps (in ps) at which the VCD records changes.
 std::vector<uint64_t> VcdTimes(const std::string& vcd) {
   std::vector<uint64_t> times;
@@ -302,6 +334,19 @@ TEST(PlatformTest, TracedRunWritesAWindowedFst) {
   EXPECT_EQ(times.front(), (base_cycle + trace.start_cycle) * ps_per_cycle);
   EXPECT_LT(times.back(), (base_cycle + trace.stop_cycle) * ps_per_cycle);
   EXPECT_GE(times.back(), (base_cycle + trace.stop_cycle - 1) * ps_per_cycle);
+
+  // Every signal of the shipped GTKWave save file exists in a full-depth dump of this chip.
+  const std::set<std::string> signals = VcdSignals(vcd);
+  std::ifstream save_file(TPU_CHIP_GTKW);
+  ASSERT_TRUE(save_file.good()) << "cannot read " << TPU_CHIP_GTKW;
+  std::string line;
+  int checked = 0;
+  while (std::getline(save_file, line)) {
+    if (line.empty() || line[0] == '@' || line[0] == '-' || line[0] == '[' || line[0] == '*') continue;
+    EXPECT_EQ(signals.count(line), 1u) << TPU_CHIP_GTKW << " names " << line << ", which the dump does not hold";
+    ++checked;
+  }
+  EXPECT_GT(checked, 50);
   std::filesystem::remove(fst);
   std::filesystem::remove(fst + ".vcd");
 }

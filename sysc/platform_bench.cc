@@ -1,0 +1,144 @@
+// Simulation speed of the SystemC platform: simulated device cycles per host second for long-running
+// programs, without and with FST tracing. Prints one line per run; not a test.
+//
+//   sysc_bench [--iterations=N] [--trace=FILE.fst] [--depth=D]
+// The traced run dumps every cycle of its program into FILE (default: a temporary file, removed).
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sysc/rtl_transport.h"
+#include "tpu_csr.h"
+#include "tpu_isa.h"
+
+namespace tpu {
+namespace {
+
+using isa::Opcode;
+
+uint64_t Insn(Opcode opcode, uint8_t rd, uint8_t rs1, uint8_t rs2, uint8_t rs3, uint8_t flags, uint32_t imm) {
+  isa::Instr instr;
+  instr.opcode = static_cast<uint8_t>(opcode);
+  instr.rd = rd;
+  instr.rs1 = rs1;
+  instr.rs2 = rs2;
+  instr.rs3 = rs3;
+  instr.flags = flags;
+  instr.imm = imm;
+  return isa::Encode(instr);
+}
+
+// A scalar countdown loop: the sequencer issues every cycle, the other units idle.
+std::vector<uint64_t> ScalarLoop(uint32_t iterations) {
+  return {Insn(Opcode::LI, 1, 0, 0, 0, 0, iterations),
+          Insn(Opcode::ADDI, 1, 1, 0, 0, 0, 0xffffffffu),  // pc 1
+          Insn(Opcode::BNE, 0, 1, 0, 0, 0, 1),
+          Insn(Opcode::HALT, 0, 0, 0, 0, 0, 0)};
+}
+
+// A loop that keeps DMA, MXU and VPU busy: load 16 lines from HBM, load weights, a 16-row matmul and a
+// 16-line vector add, then store 16 lines back.
+std::vector<uint64_t> UnitLoop(uint32_t iterations) {
+  const uint8_t kDma = isa::flag::SYNC_DMA, kAll = 0;
+  return {Insn(Opcode::LI, 1, 0, 0, 0, 0, iterations),
+          Insn(Opcode::LI, 2, 0, 0, 0, 0, 1000),  // HBM line
+          Insn(Opcode::LI, 3, 0, 0, 0, 0, 0),     // VMEM: inputs
+          Insn(Opcode::LI, 4, 0, 0, 0, 0, 16),    // count
+          Insn(Opcode::LI, 5, 0, 0, 0, 0, 64),    // VMEM: results
+          Insn(Opcode::DMA_LD, 0, 2, 3, 4, 0, 1),  // pc 5
+          Insn(Opcode::SYNC, 0, 0, 0, 0, kDma, 0),
+          Insn(Opcode::MXU_LW, 0, 3, 0, 0, 0, 0),
+          Insn(Opcode::MXU_MM, 0, 3, 5, 4, isa::flag::MXU_MM_SWAP, 0),
+          Insn(Opcode::VADD, 3, 3, 3, 4, 0, 0),
+          Insn(Opcode::SYNC, 0, 0, 0, 0, kAll, 0),
+          Insn(Opcode::DMA_ST, 0, 2, 5, 4, 0, 1),
+          Insn(Opcode::ADDI, 1, 1, 0, 0, 0, 0xffffffffu),
+          Insn(Opcode::BNE, 0, 1, 0, 0, 0, 5),
+          Insn(Opcode::SYNC, 0, 0, 0, 0, kAll, 0),
+          Insn(Opcode::HALT, 0, 0, 0, 0, 0, 0)};
+}
+
+// Loads and runs one program; returns false if it did not halt cleanly.
+bool RunOnce(RtlTransport& transport, const std::vector<uint64_t>& program, const char* label,
+             const char* tracing) {
+  for (size_t i = 0; i < program.size(); ++i) {
+    transport.MmioWrite(csr::IMEM_WINDOW + 8 * i, static_cast<uint32_t>(program[i]));
+    transport.MmioWrite(csr::IMEM_WINDOW + 8 * i + 4, static_cast<uint32_t>(program[i] >> 32));
+  }
+  transport.MmioWrite(csr::WATCHDOG_LIMIT, 0);
+  transport.MmioWrite(csr::START_PC, 0);
+  const uint64_t start_cycles = transport.Cycles();
+  const auto start = std::chrono::steady_clock::now();
+  transport.MmioWrite(csr::DOORBELL, 1);
+  const bool irq = transport.WaitForInterrupt(uint64_t{1} << 40);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const uint64_t cycles = transport.Cycles() - start_cycles;
+  const uint32_t status = transport.MmioRead(csr::STATUS);
+  transport.MmioWrite(csr::IRQ_STATUS, 0xf);
+  const bool halted = irq && (status & csr::STATUS_HALTED) && !(status & csr::STATUS_ERROR);
+  std::printf("%-12s %-22s %10llu cycles %8.3f s %10.0f cycles/s%s\n", label, tracing,
+              static_cast<unsigned long long>(cycles), seconds, cycles / seconds,
+              halted ? "" : "  (did not halt cleanly: check the program against the chip)");
+  return halted;
+}
+
+int Main(int argc, char** argv) {
+  uint32_t iterations = 200000;
+  std::string trace_file;
+  int depth = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--iterations=", 13) == 0) {
+      iterations = static_cast<uint32_t>(std::strtoul(argv[i] + 13, nullptr, 10));
+    } else if (std::strncmp(argv[i], "--trace=", 8) == 0) {
+      trace_file = argv[i] + 8;
+    } else if (std::strncmp(argv[i], "--depth=", 8) == 0) {
+      depth = std::atoi(argv[i] + 8);
+    } else {
+      std::fprintf(stderr, "usage: %s [--iterations=N] [--trace=FILE.fst] [--depth=D]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (iterations == 0) {
+    std::fprintf(stderr, "--iterations must be a positive number\n");
+    return 2;
+  }
+  bool ok = true;
+  {
+    auto transport = RtlTransport::Create();
+    if (!transport.ok()) {
+      std::fprintf(stderr, "%s\n", transport.status().ToString().c_str());
+      return 1;
+    }
+    ok &= RunOnce(**transport, ScalarLoop(iterations), "scalar-loop", "no trace");
+    ok &= RunOnce(**transport, UnitLoop(iterations / 50), "unit-loop", "no trace");
+  }
+  const bool temporary = trace_file.empty();
+  if (temporary) trace_file = (std::filesystem::temp_directory_path() / "sysc_bench.fst").string();
+  {
+    RtlTraceOptions trace;
+    trace.file = trace_file;
+    trace.depth = depth;
+    auto transport = RtlTransport::Create(trace);
+    if (!transport.ok()) {
+      std::fprintf(stderr, "%s\n", transport.status().ToString().c_str());
+      return 1;
+    }
+    const std::string label = "FST depth " + (depth == 0 ? std::string("all") : std::to_string(depth));
+    ok &= RunOnce(**transport, ScalarLoop(iterations / 10), "scalar-loop", label.c_str());
+    ok &= RunOnce(**transport, UnitLoop(iterations / 500), "unit-loop", label.c_str());
+  }
+  std::printf("trace: %s (%llu bytes)\n", trace_file.c_str(),
+              static_cast<unsigned long long>(std::filesystem::file_size(trace_file)));
+  if (temporary) std::filesystem::remove(trace_file);
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace tpu
+
+int main(int argc, char** argv) { return tpu::Main(argc, argv); }
