@@ -1,0 +1,827 @@
+#include "compiler/codegen/codegen.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "compiler/codegen/assembler.h"
+#include "compiler/codegen/buffer_assignment.h"
+#include "compiler/hlo/hlo_opcode.h"
+#include "compiler/passes/relu_fusion.h"
+
+namespace tpu::compiler {
+namespace {
+
+using hlo::HloInstruction;
+using hlo::HloOpcode;
+
+constexpr uint8_t kSyncDma = isa::flag::SYNC_DMA;
+constexpr uint8_t kSyncMxu = isa::flag::SYNC_MXU;
+constexpr uint8_t kSyncVpu = isa::flag::SYNC_VPU;
+constexpr uint8_t kSyncAll = 0;
+
+Status UnsupportedOp(const HloInstruction& instruction) {
+  return NotFound("No registered '" + instruction.opcode_name() +
+                  "' OpKernel for XLA_TPU_JIT devices compatible with node " + instruction.name());
+}
+
+uint32_t FloatBits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  return bits;
+}
+
+bool IsScalarF32Constant(const HloInstruction& instruction) {
+  return instruction.opcode() == HloOpcode::kConstant && instruction.has_literal() &&
+         instruction.literal().shape().element_type == hlo::PrimitiveType::F32 && instruction.shape().rank() == 0;
+}
+
+// op(+0, c) == +0 bit for bit: the immediate form then keeps padded lanes zero.
+bool ImmediateKeepsPaddingZero(HloOpcode op, uint32_t c) {
+  const bool is_nan = (c & 0x7f800000u) == 0x7f800000u && (c & 0x007fffffu) != 0;
+  if (op == HloOpcode::kAdd) return c == 0u || c == 0x80000000u;
+  // maximum: +0 wins over -0 and every negative number.
+  return c == 0u || ((c & 0x80000000u) != 0 && !is_nan);
+}
+
+// How the second operand of an elementwise op reaches the VPU.
+struct Src2 {
+  enum Kind { kTensor, kImmediate, kRow } kind = kTensor;
+  const HloInstruction* value = nullptr;  // kTensor: the tensor; kRow: the rank-1 row (or null: constant row)
+  uint32_t imm = 0;                       // kImmediate
+  int32_t constant_row = -1;              // kRow from a scalar constant: index of the constant region
+};
+
+class CodeGenerator {
+ public:
+  CodeGenerator(const hlo::HloModule& module, const CompileOptions& options) : module_(module), options_(options) {}
+
+  StatusOr<Program> Run(CompileStats* stats);
+
+ private:
+  uint32_t L() const { return options_.lanes; }
+
+  // --- analysis ---
+  Status CheckSupported(const HloInstruction& instruction);
+  // The instruction whose buffer holds the value of `instruction` (through copies, reshapes, GTEs).
+  const HloInstruction* BufferOf(const HloInstruction* instruction) const;
+  void FlattenOutputs(const HloInstruction* value, std::vector<const HloInstruction*>* outputs) const;
+  // Whether a user reads `value` from HBM (false when the user folds it into an instruction field).
+  bool ReadsFromMemory(const HloInstruction& user, const HloInstruction& value) const;
+  // For add/maximum: the fused form of operand `index` if it is a foldable broadcast.
+  bool FoldableBroadcast(const HloInstruction& op, const HloInstruction& operand) const;
+
+  // --- code ---
+  StatusOr<ScopedReg> NewReg() { return AllocateScoped(&regs_); }
+  void LoadAddress(Reg reg, const HloInstruction* value, uint32_t extra_lines);
+  Status EmitInstruction(const HloInstruction& instruction);
+  Status EmitElementwise(const HloInstruction& instruction, HloOpcode op, const HloInstruction* a, Src2 b);
+  Status EmitBroadcast(const HloInstruction& instruction);
+  Status EmitRowBroadcastInto(const HloInstruction& out, const Src2& row);
+  Status EmitDot(const HloInstruction& instruction);
+  Status EmitCopy(const HloInstruction* from, Location to);
+  StatusOr<int32_t> ConstantRow(uint32_t bits, int64_t cols);
+  int32_t ConstantRegion(const HloInstruction& constant);
+  // Runs `body(count)` over `total` items in chunks of `chunk`, advancing each pointer register by
+  // step * chunk after every chunk. Full chunks run in a loop when there are two or more.
+  Status ForChunks(uint32_t total, uint32_t chunk, const std::vector<std::pair<Reg, uint32_t>>& pointers,
+                   const std::function<Status(Reg count, uint32_t count_value)>& body);
+  Status VmemOverflow(const HloInstruction& instruction, uint64_t needed) const {
+    return ResourceExhausted("Ran out of memory in memory space vmem; used: " + std::to_string(needed) +
+                             " lines; limit: " + std::to_string(options_.vmem_lines) + " lines (compiling " +
+                             instruction.name() + ")");
+  }
+
+  const hlo::HloModule& module_;
+  CompileOptions options_;
+  Assembler asm_;
+  ScalarRegisterAllocator regs_;
+  Program program_;
+  std::map<const HloInstruction*, Location> locations_;
+  std::map<const HloInstruction*, int32_t> constant_regions_;
+  std::map<std::pair<uint32_t, int64_t>, int32_t> constant_rows_;
+  std::vector<DotPaddingReport> dots_;
+};
+
+const HloInstruction* CodeGenerator::BufferOf(const HloInstruction* instruction) const {
+  while (true) {
+    switch (instruction->opcode()) {
+      case HloOpcode::kCopy:
+      case HloOpcode::kReshape:
+      case HloOpcode::kBitcast:
+        instruction = instruction->operand(0);
+        continue;
+      case HloOpcode::kCustomCall:
+        if (hlo::IsIdentityCustomCallTarget(instruction->custom_call_target())) {
+          instruction = instruction->operand(0);
+          continue;
+        }
+        return instruction;
+      case HloOpcode::kGetTupleElement: {
+        const HloInstruction* tuple = instruction->operand(0);
+        if (tuple->opcode() != HloOpcode::kTuple) return instruction;
+        instruction = tuple->operand(instruction->tuple_index());
+        continue;
+      }
+      default:
+        return instruction;
+    }
+  }
+}
+
+void CodeGenerator::FlattenOutputs(const HloInstruction* value, std::vector<const HloInstruction*>* outputs) const {
+  if (value->opcode() == HloOpcode::kTuple) {
+    for (const HloInstruction* element : value->operands()) FlattenOutputs(element, outputs);
+    return;
+  }
+  if (value->opcode() == HloOpcode::kGetTupleElement && value->operand(0)->opcode() == HloOpcode::kTuple) {
+    FlattenOutputs(value->operand(0)->operand(value->tuple_index()), outputs);
+    return;
+  }
+  outputs->push_back(value);
+}
+
+bool CodeGenerator::FoldableBroadcast(const HloInstruction& op, const HloInstruction& operand) const {
+  if (operand.opcode() != HloOpcode::kBroadcast) return false;
+  const HloInstruction& source = *operand.operand(0);
+  if (IsScalarF32Constant(source)) return true;
+  // A row [N] broadcast along the minor dimension of the output.
+  const int rank = op.shape().rank();
+  return source.shape().rank() == 1 && rank >= 1 && operand.dimensions().size() == 1 &&
+         operand.dimensions(0) == rank - 1 && source.shape().dimensions[0] == op.shape().dimensions.back();
+}
+
+bool CodeGenerator::ReadsFromMemory(const HloInstruction& user, const HloInstruction& value) const {
+  if ((user.opcode() == HloOpcode::kAdd || user.opcode() == HloOpcode::kMaximum) &&
+      value.opcode() == HloOpcode::kBroadcast && FoldableBroadcast(user, value)) {
+    // Folded unless both operands are foldable broadcasts: then operand 0 is materialized.
+    bool other_foldable = FoldableBroadcast(user, *user.operand(user.operand(0) == &value ? 1 : 0));
+    return other_foldable && user.operand(0) == &value;
+  }
+  if (user.opcode() == HloOpcode::kBroadcast && IsScalarF32Constant(value)) return false;
+  if (user.opcode() == HloOpcode::kFusion && IsReluFusion(user)) return true;
+  if (user.opcode() == HloOpcode::kTuple || user.opcode() == HloOpcode::kGetTupleElement) return false;
+  return true;
+}
+
+Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
+  switch (instruction.opcode()) {
+    case HloOpcode::kParameter:
+    case HloOpcode::kConstant:
+    case HloOpcode::kBroadcast:
+    case HloOpcode::kDot:
+    case HloOpcode::kAdd:
+    case HloOpcode::kMaximum:
+    case HloOpcode::kTuple:
+    case HloOpcode::kGetTupleElement:
+    case HloOpcode::kCopy:
+    case HloOpcode::kReshape:
+    case HloOpcode::kBitcast:
+      break;
+    case HloOpcode::kCustomCall:
+      if (!hlo::IsIdentityCustomCallTarget(instruction.custom_call_target())) return UnsupportedOp(instruction);
+      break;
+    case HloOpcode::kFusion:
+      if (!IsReluFusion(instruction)) {
+        return Unimplemented("fusion " + instruction.name() + " is not a fusion this code generator can lower");
+      }
+      break;
+    default:
+      return UnsupportedOp(instruction);
+  }
+  const hlo::Shape& shape = instruction.shape();
+  if (instruction.opcode() == HloOpcode::kTuple) return OkStatus();
+  if (shape.IsTuple()) {
+    if (instruction.opcode() == HloOpcode::kParameter) {
+      return Unimplemented("tuple-shaped parameter " + instruction.name() + " is not supported; pass its elements");
+    }
+    return Unimplemented(instruction.name() + " produces a tuple outside the root");
+  }
+  if (shape.element_type != hlo::PrimitiveType::F32) {
+    return Unimplemented(instruction.name() + " has element type " + hlo::PrimitiveTypeName(shape.element_type) +
+                         "; this code generator handles f32 values only");
+  }
+  if (instruction.opcode() == HloOpcode::kConstant && !instruction.has_literal()) {
+    return FailedPrecondition("constant " + instruction.name() + " has no values (the dump elided them)");
+  }
+  if (instruction.opcode() == HloOpcode::kGetTupleElement &&
+      instruction.operand(0)->opcode() != HloOpcode::kTuple) {
+    return Unimplemented("get-tuple-element " + instruction.name() + " of a non-tuple instruction");
+  }
+  if (instruction.opcode() == HloOpcode::kReshape || instruction.opcode() == HloOpcode::kBitcast) {
+    DeviceLayout in = MakeDeviceLayout(instruction.operand(0)->shape(), L());
+    DeviceLayout out = MakeDeviceLayout(shape, L());
+    const bool same_lines = in.rows == out.rows && in.cols == out.cols;
+    const bool unpadded = in.cols % L() == 0 && out.cols % L() == 0 && in.lines == out.lines;
+    if (!same_lines && !unpadded) {
+      return Unimplemented(instruction.name() + ": reshape from " + instruction.operand(0)->shape().ToString() +
+                           " to " + shape.ToString() + " changes the device layout");
+    }
+  }
+  return OkStatus();
+}
+
+void CodeGenerator::LoadAddress(Reg reg, const HloInstruction* value, uint32_t extra_lines) {
+  const Location& location = locations_.at(BufferOf(value));
+  asm_.LoadAddress(reg, location.kind, location.index, location.offset + extra_lines);
+}
+
+int32_t CodeGenerator::ConstantRegion(const HloInstruction& constant) {
+  auto it = constant_regions_.find(&constant);
+  if (it != constant_regions_.end()) return it->second;
+  DeviceLayout layout = MakeDeviceLayout(constant.shape(), L());
+  program_.constants.push_back(layout);
+  program_.constant_bytes.push_back(ToDeviceBytes(constant.literal(), layout));
+  int32_t index = static_cast<int32_t>(program_.constants.size() - 1);
+  constant_regions_[&constant] = index;
+  return index;
+}
+
+StatusOr<int32_t> CodeGenerator::ConstantRow(uint32_t bits, int64_t cols) {
+  auto key = std::make_pair(bits, cols);
+  auto it = constant_rows_.find(key);
+  if (it != constant_rows_.end()) return it->second;
+  float value;
+  std::memcpy(&value, &bits, 4);
+  hlo::Shape shape = hlo::Shape::Make(hlo::PrimitiveType::F32, {cols});
+  DeviceLayout layout = MakeDeviceLayout(shape, L());
+  program_.constants.push_back(layout);
+  program_.constant_bytes.push_back(
+      ToDeviceBytes(hlo::Literal(shape, std::vector<float>(static_cast<size_t>(cols), value)), layout));
+  int32_t index = static_cast<int32_t>(program_.constants.size() - 1);
+  constant_rows_[key] = index;
+  return index;
+}
+
+Status CodeGenerator::ForChunks(uint32_t total, uint32_t chunk,
+                                const std::vector<std::pair<Reg, uint32_t>>& pointers,
+                                const std::function<Status(Reg count, uint32_t count_value)>& body) {
+  if (total == 0) return OkStatus();
+  chunk = std::min(chunk, total);
+  const uint32_t full = total / chunk;
+  const uint32_t rest = total % chunk;
+  TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
+  auto advance = [&](uint32_t items) {
+    for (const auto& [reg, step] : pointers) asm_.Addi(reg, reg, items * step);
+  };
+  asm_.Li(count, chunk);
+  if (full >= 2) {
+    TPU_ASSIGN_OR_RETURN(ScopedReg remaining, NewReg());
+    asm_.Li(remaining, full);
+    Assembler::Label loop = asm_.NewLabel();
+    asm_.Bind(loop);
+    TPU_RETURN_IF_ERROR(body(count, chunk));
+    advance(chunk);
+    asm_.Addi(remaining, remaining, static_cast<uint32_t>(-1));
+    asm_.Bne(remaining, kZeroReg, loop);
+  } else {
+    TPU_RETURN_IF_ERROR(body(count, chunk));
+    if (rest > 0) advance(chunk);
+  }
+  if (rest > 0) {
+    asm_.Li(count, rest);
+    TPU_RETURN_IF_ERROR(body(count, rest));
+  }
+  return OkStatus();
+}
+
+Status CodeGenerator::EmitCopy(const HloInstruction* from, Location to) {
+  const DeviceLayout layout = MakeDeviceLayout(from->shape(), L());
+  TPU_ASSIGN_OR_RETURN(ScopedReg src, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg dst, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg buffer, NewReg());
+  LoadAddress(src, from, 0);
+  asm_.LoadAddress(dst, to.kind, to.index, to.offset);
+  asm_.Li(buffer, 0);
+  // One unit moves both ways and completes in order, so no SYNC is needed between load and store.
+  return ForChunks(layout.lines, options_.vmem_lines, {{src, 1}, {dst, 1}}, [&](Reg count, uint32_t) {
+    asm_.DmaLoad(src, buffer, count, 1);
+    asm_.DmaStore(dst, buffer, count, 1);
+    return OkStatus();
+  });
+}
+
+Status CodeGenerator::EmitElementwise(const HloInstruction& instruction, HloOpcode op, const HloInstruction* a,
+                                      Src2 b) {
+  const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
+  auto vop = [&](Reg dst, Reg src1, Reg src2, Reg count, uint8_t flags, uint32_t imm) {
+    if (op == HloOpcode::kAdd) {
+      asm_.Vadd(dst, src1, src2, count, flags, imm);
+    } else {
+      asm_.Vmax(dst, src1, src2, count, flags, imm);
+    }
+  };
+  TPU_ASSIGN_OR_RETURN(ScopedReg a_hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg a_vmem, NewReg());
+  LoadAddress(a_hbm, a, 0);
+  LoadAddress(out_hbm, &instruction, 0);
+  const uint32_t budget = options_.vmem_lines;
+
+  if (b.kind == Src2::kTensor || b.kind == Src2::kImmediate) {
+    const bool tensor = b.kind == Src2::kTensor;
+    const uint32_t chunk = tensor ? budget / 2 : budget;
+    if (chunk == 0) return VmemOverflow(instruction, 2);
+    TPU_ASSIGN_OR_RETURN(ScopedReg b_hbm, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg b_vmem, NewReg());
+    if (tensor) LoadAddress(b_hbm, b.value, 0);
+    asm_.Li(a_vmem, 0);
+    asm_.Li(b_vmem, std::min(chunk, layout.lines));
+    std::vector<std::pair<Reg, uint32_t>> pointers = {{a_hbm, 1}, {out_hbm, 1}};
+    if (tensor) pointers.push_back({b_hbm, 1});
+    return ForChunks(layout.lines, chunk, pointers, [&](Reg count, uint32_t) {
+      asm_.DmaLoad(a_hbm, a_vmem, count, 1);
+      if (tensor) asm_.DmaLoad(b_hbm, b_vmem, count, 1);
+      asm_.Sync(kSyncDma);
+      if (tensor) {
+        vop(a_vmem, a_vmem, b_vmem, count, 0, 0);
+      } else {
+        vop(a_vmem, a_vmem, kZeroReg, count, isa::flag::VADD_SRC2_IMM, b.imm);
+      }
+      asm_.Sync(kSyncVpu);
+      asm_.DmaStore(out_hbm, a_vmem, count, 1);
+      return OkStatus();
+    });
+  }
+
+  // Row broadcast: the row's line t is added to line t of every row.
+  const uint32_t tiles = static_cast<uint32_t>(layout.column_tiles(L()));
+  TPU_ASSIGN_OR_RETURN(ScopedReg row_vmem, NewReg());
+  {
+    TPU_ASSIGN_OR_RETURN(ScopedReg row_hbm, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg row_count, NewReg());
+    if (b.constant_row >= 0) {
+      asm_.LoadAddress(row_hbm, RegionKind::kConstant, static_cast<uint32_t>(b.constant_row), 0);
+    } else {
+      LoadAddress(row_hbm, b.value, 0);
+    }
+    asm_.Li(row_vmem, 0);
+    asm_.Li(row_count, tiles);
+    asm_.DmaLoad(row_hbm, row_vmem, row_count, 1);  // waited for by the first SYNC below
+  }
+  if (tiles == 1) {
+    // Rows are whole lines: one VPU instruction per chunk with the row broadcast to every line.
+    if (budget <= 1) return VmemOverflow(instruction, 2);
+    asm_.Li(a_vmem, 1);
+    return ForChunks(layout.lines, budget - 1, {{a_hbm, 1}, {out_hbm, 1}}, [&](Reg count, uint32_t) {
+      asm_.DmaLoad(a_hbm, a_vmem, count, 1);
+      asm_.Sync(kSyncDma);
+      vop(a_vmem, a_vmem, row_vmem, count, isa::flag::VADD_SRC2_BCAST, 0);
+      asm_.Sync(kSyncVpu);
+      asm_.DmaStore(out_hbm, a_vmem, count, 1);
+      return OkStatus();
+    });
+  }
+  // Several lines per row: gather column tile t of a chunk of rows into contiguous lines (strided DMA),
+  // apply line t of the row to all of them, scatter them back.
+  if (budget <= tiles) return VmemOverflow(instruction, tiles + 1);
+  asm_.Li(a_vmem, tiles);
+  const uint32_t rows = static_cast<uint32_t>(layout.rows);
+  return ForChunks(rows, budget - tiles, {{a_hbm, tiles}, {out_hbm, tiles}}, [&](Reg count, uint32_t) {
+    TPU_ASSIGN_OR_RETURN(ScopedReg a_tile, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg out_tile, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg row_line, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg row_end, NewReg());
+    asm_.Addi(a_tile, a_hbm, 0);
+    asm_.Addi(out_tile, out_hbm, 0);
+    asm_.Li(row_line, 0);
+    asm_.Li(row_end, tiles);
+    Assembler::Label loop = asm_.NewLabel();
+    asm_.Bind(loop);
+    asm_.DmaLoad(a_tile, a_vmem, count, tiles);
+    asm_.Sync(kSyncDma);
+    vop(a_vmem, a_vmem, row_line, count, isa::flag::VADD_SRC2_BCAST, 0);
+    asm_.Sync(kSyncVpu);
+    asm_.DmaStore(out_tile, a_vmem, count, tiles);
+    asm_.Addi(a_tile, a_tile, 1);
+    asm_.Addi(out_tile, out_tile, 1);
+    asm_.Addi(row_line, row_line, 1);
+    asm_.Bne(row_line, row_end, loop);
+    return OkStatus();
+  });
+}
+
+Status CodeGenerator::EmitRowBroadcastInto(const HloInstruction& out, const Src2& row) {
+  const DeviceLayout layout = MakeDeviceLayout(out.shape(), L());
+  const uint32_t tiles = static_cast<uint32_t>(layout.column_tiles(L()));
+  if (options_.vmem_lines < tiles) return VmemOverflow(out, tiles);
+  TPU_ASSIGN_OR_RETURN(ScopedReg row_hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg row_vmem, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg row_count, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
+  if (row.constant_row >= 0) {
+    asm_.LoadAddress(row_hbm, RegionKind::kConstant, static_cast<uint32_t>(row.constant_row), 0);
+  } else {
+    LoadAddress(row_hbm, row.value, 0);
+  }
+  LoadAddress(out_hbm, &out, 0);
+  asm_.Li(row_vmem, 0);
+  asm_.Li(row_count, tiles);
+  // DMA_LD then DMA_ST of the same lines: one unit, in order.
+  asm_.DmaLoad(row_hbm, row_vmem, row_count, 1);
+  return ForChunks(static_cast<uint32_t>(layout.rows), 1, {{out_hbm, tiles}}, [&](Reg, uint32_t) {
+    asm_.DmaStore(out_hbm, row_vmem, row_count, 1);
+    return OkStatus();
+  });
+}
+
+Status CodeGenerator::EmitBroadcast(const HloInstruction& instruction) {
+  const HloInstruction& source = *instruction.operand(0);
+  const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
+  if (IsScalarF32Constant(source)) {
+    const uint32_t bits = FloatBits(source.literal().Get<float>(0));
+    if (layout.cols % L() == 0 || bits == 0) {
+      // Whole lines (or zero): splat one chunk once and store it as often as needed.
+      const uint32_t chunk = std::min(layout.lines, options_.vmem_lines);
+      TPU_ASSIGN_OR_RETURN(ScopedReg buffer, NewReg());
+      TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
+      {
+        TPU_ASSIGN_OR_RETURN(ScopedReg splat_count, NewReg());
+        asm_.Li(buffer, 0);
+        asm_.Li(splat_count, chunk);
+        asm_.Vsplat(buffer, splat_count, bits);
+        asm_.Sync(kSyncVpu);
+      }
+      LoadAddress(out_hbm, &instruction, 0);
+      return ForChunks(layout.lines, chunk, {{out_hbm, 1}}, [&](Reg count, uint32_t) {
+        asm_.DmaStore(out_hbm, buffer, count, 1);
+        return OkStatus();
+      });
+    }
+    Src2 row;
+    row.kind = Src2::kRow;
+    TPU_ASSIGN_OR_RETURN(row.constant_row, ConstantRow(bits, layout.cols));
+    return EmitRowBroadcastInto(instruction, row);
+  }
+  if (source.shape().rank() == 0) {
+    return Unimplemented("broadcast " + instruction.name() +
+                         ": broadcasting a scalar computed at run time is not supported (only constants)");
+  }
+  const int rank = instruction.shape().rank();
+  if (source.shape().rank() == 1 && instruction.dimensions().size() == 1 && instruction.dimensions(0) == rank - 1) {
+    Src2 row;
+    row.kind = Src2::kRow;
+    row.value = &source;
+    return EmitRowBroadcastInto(instruction, row);
+  }
+  if (source.shape() == instruction.shape()) return EmitCopy(&source, locations_.at(&instruction));
+  return Unimplemented("broadcast " + instruction.name() + " from " + source.shape().ToString() + " to " +
+                       instruction.shape().ToString() + " with dimensions other than the minor one");
+}
+
+Status CodeGenerator::EmitDot(const HloInstruction& instruction) {
+  const hlo::DotDimensionNumbers& dnums = instruction.dot_dimension_numbers();
+  const HloInstruction* lhs = instruction.operand(0);
+  const HloInstruction* rhs = instruction.operand(1);
+  if (lhs->shape().rank() != 2 || rhs->shape().rank() != 2 || !dnums.lhs_batch_dimensions.empty() ||
+      !dnums.rhs_batch_dimensions.empty() || dnums.lhs_contracting_dimensions.size() != 1 ||
+      dnums.rhs_contracting_dimensions.size() != 1) {
+    return Unimplemented("dot " + instruction.name() + ": only rank-2 dots without batch dimensions are supported");
+  }
+  if (dnums.lhs_contracting_dimensions[0] != 1) {
+    return Unimplemented("dot " + instruction.name() + ": the lhs must contract its dimension 1");
+  }
+  const bool transposed = dnums.rhs_contracting_dimensions[0] == 1;
+  const int64_t M = lhs->shape().dimensions[0];
+  const int64_t K = lhs->shape().dimensions[1];
+  const int64_t N = transposed ? rhs->shape().dimensions[0] : rhs->shape().dimensions[1];
+  const uint32_t lanes = L();
+  const uint32_t k_tiles = static_cast<uint32_t>((K + lanes - 1) / lanes);
+  const uint32_t n_tiles = static_cast<uint32_t>((N + lanes - 1) / lanes);
+  const uint32_t k_rest = static_cast<uint32_t>(K % lanes);
+  const uint32_t n_rest = static_cast<uint32_t>(N % lanes);
+
+  DotPaddingReport report;
+  report.name = instruction.name();
+  report.m = M;
+  report.k = K;
+  report.n = N;
+  report.logical_macs = static_cast<uint64_t>(M * K * N);
+  report.padded_macs = static_cast<uint64_t>(M) * k_tiles * lanes * n_tiles * lanes;
+  dots_.push_back(report);
+  program_.mxu_macs += report.padded_macs;
+  program_.logical_macs += report.logical_macs;
+  if (M == 0 || N == 0) return OkStatus();
+  if (K == 0) {
+    return Unimplemented("dot " + instruction.name() + " with an empty contracting dimension");
+  }
+
+  // VMEM: two weight buffers, a buffer for the partial last K tile whose missing rows stay zero, the
+  // accumulator (one line per row) and the lhs (one slice of rows per K tile, slice t at t*rows).
+  const uint32_t weight0 = 0, weight1 = lanes, weight_last = 2 * lanes, acc = 3 * lanes;
+  if (options_.vmem_lines <= acc + k_tiles) return VmemOverflow(instruction, acc + k_tiles + 1);
+  const uint32_t max_rows = (options_.vmem_lines - acc) / (k_tiles + 1);
+  const uint32_t rows_per_chunk = static_cast<uint32_t>(std::min<int64_t>(M, max_rows));
+  const uint32_t lhs_tiles = k_tiles;                  // lines per lhs row
+  const uint32_t out_tiles = n_tiles;                  // lines per output row
+  const uint32_t rhs_row_lines = transposed ? k_tiles : n_tiles;
+  const bool partial_k = !transposed && k_rest != 0;   // last K tile has fewer than LANES weight rows
+  const bool partial_n = transposed && n_rest != 0;    // last N tile has fewer than LANES weight rows
+
+  TPU_ASSIGN_OR_RETURN(ScopedReg weight_sum, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg weight_buf, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg lane_count, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg acc_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg rows_reg, NewReg());
+  asm_.Li(weight_sum, weight0 + weight1);
+  asm_.Li(weight_buf, weight0);
+  asm_.Li(lane_count, lanes);
+  asm_.Li(acc_reg, acc);
+
+  ScopedReg weight_last_reg, rest_count;
+  if (partial_k) {
+    TPU_ASSIGN_OR_RETURN(weight_last_reg, NewReg());
+    TPU_ASSIGN_OR_RETURN(rest_count, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg zero_from, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg zero_count, NewReg());
+    asm_.Li(weight_last_reg, weight_last);
+    asm_.Li(rest_count, k_rest);
+    // Rows K..end of the last weight tile multiply the lhs padding; they must be zero, not stale data.
+    asm_.Li(zero_from, weight_last + k_rest);
+    asm_.Li(zero_count, lanes - k_rest);
+    asm_.Vsplat(zero_from, zero_count, 0);
+    asm_.Sync(kSyncVpu);
+  } else if (partial_n) {
+    TPU_ASSIGN_OR_RETURN(rest_count, NewReg());
+    asm_.Li(rest_count, n_rest);
+  }
+
+  const uint32_t kt_step = transposed ? 1 : lanes * rhs_row_lines;  // HBM lines from tile k to k+1
+  const uint32_t nt_step = transposed ? lanes * rhs_row_lines : 1;  // HBM lines from tile n to n+1
+
+  for (uint32_t m0 = 0; m0 < M; m0 += rows_per_chunk) {
+    const uint32_t rows = static_cast<uint32_t>(std::min<int64_t>(rows_per_chunk, M - m0));
+    const uint32_t lhs_base = acc + rows;
+    asm_.Li(rows_reg, rows);
+    {
+      // The lhs rows of this chunk, K tile t gathered into lines lhs_base + t*rows (stride: a row's lines).
+      TPU_ASSIGN_OR_RETURN(ScopedReg src, NewReg());
+      TPU_ASSIGN_OR_RETURN(ScopedReg dst, NewReg());
+      TPU_ASSIGN_OR_RETURN(ScopedReg dst_end, NewReg());
+      LoadAddress(src, lhs, m0 * lhs_tiles);
+      asm_.Li(dst, lhs_base);
+      asm_.Li(dst_end, lhs_base + k_tiles * rows);
+      Assembler::Label loop = asm_.NewLabel();
+      asm_.Bind(loop);
+      asm_.DmaLoad(src, dst, rows_reg, lhs_tiles);
+      asm_.Addi(src, src, 1);
+      asm_.Addi(dst, dst, rows);
+      asm_.Bne(dst, dst_end, loop);
+    }
+    TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg rhs_tile_n, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg rhs_tile, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg lhs_slice, NewReg());
+    LoadAddress(out_hbm, &instruction, m0 * out_tiles);
+    LoadAddress(rhs_tile_n, rhs, 0);
+
+    // One weight tile: load it, wait for the DMA (which also covers the lhs loads and the previous
+    // store of the accumulator), push it into the MXU's back buffer, stream the lhs slice through it.
+    auto emit_tile = [&](bool first, bool last_k_partial, Reg weight_rows) {
+      Reg buffer = last_k_partial ? weight_last_reg.get() : weight_buf.get();
+      asm_.DmaLoad(rhs_tile, buffer, weight_rows, rhs_row_lines);
+      asm_.Sync(kSyncDma);
+      asm_.MxuLoadWeights(buffer, transposed);
+      asm_.MxuMatmul(lhs_slice, acc_reg, rows_reg, /*accumulate=*/!first, /*swap=*/true);
+      asm_.Addi(rhs_tile, rhs_tile, kt_step);
+      asm_.Addi(lhs_slice, lhs_slice, rows);
+      // Alternate weight buffers so the next tile's DMA never overwrites lines the MXU may still read.
+      if (!last_k_partial) asm_.Sub(weight_buf, weight_sum, weight_buf);
+    };
+    // All K tiles for one N tile, then the accumulator goes to HBM.
+    auto emit_n_tile = [&](Reg weight_rows) -> Status {
+      asm_.Addi(rhs_tile, rhs_tile_n, 0);
+      asm_.Li(lhs_slice, lhs_base);
+      const uint32_t full_k_tiles = partial_k ? k_tiles - 1 : k_tiles;
+      if (full_k_tiles == 0) {
+        emit_tile(/*first=*/true, /*last_k_partial=*/true, rest_count);
+      } else {
+        emit_tile(/*first=*/true, false, weight_rows);
+        if (full_k_tiles >= 2) {
+          TPU_ASSIGN_OR_RETURN(ScopedReg lhs_end, NewReg());
+          asm_.Li(lhs_end, lhs_base + full_k_tiles * rows);
+          Assembler::Label loop = asm_.NewLabel();
+          asm_.Bind(loop);
+          emit_tile(false, false, weight_rows);
+          asm_.Bne(lhs_slice, lhs_end, loop);
+        }
+        if (partial_k) emit_tile(false, true, rest_count);
+      }
+      asm_.Sync(kSyncMxu);
+      asm_.DmaStore(out_hbm, acc_reg, rows_reg, out_tiles);
+      asm_.Addi(out_hbm, out_hbm, 1);
+      asm_.Addi(rhs_tile_n, rhs_tile_n, nt_step);
+      return OkStatus();
+    };
+
+    const uint32_t full_n_tiles = partial_n ? n_tiles - 1 : n_tiles;
+    if (full_n_tiles == 1) {
+      TPU_RETURN_IF_ERROR(emit_n_tile(lane_count));
+    } else if (full_n_tiles >= 2) {
+      TPU_ASSIGN_OR_RETURN(ScopedReg out_end, NewReg());
+      LoadAddress(out_end, &instruction, m0 * out_tiles + full_n_tiles);
+      Assembler::Label loop = asm_.NewLabel();
+      asm_.Bind(loop);
+      TPU_RETURN_IF_ERROR(emit_n_tile(lane_count));
+      asm_.Bne(out_hbm, out_end, loop);
+    }
+    if (partial_n) {
+      // Transposed weights of the last N tile: lines N..end of both weight buffers become output
+      // columns beyond N and must be zero. The MXU is idle (SYNC above) and every DMA into them is done.
+      TPU_ASSIGN_OR_RETURN(ScopedReg zero_count, NewReg());
+      asm_.Li(zero_count, 2 * lanes);
+      asm_.Vsplat(kZeroReg, zero_count, 0);  // weight buffers 0 and 1 are lines [0, 2*LANES)
+      asm_.Sync(kSyncVpu);
+      TPU_RETURN_IF_ERROR(emit_n_tile(rest_count));
+    }
+  }
+  return OkStatus();
+}
+
+Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
+  switch (instruction.opcode()) {
+    case HloOpcode::kDot:
+      return EmitDot(instruction);
+    case HloOpcode::kBroadcast:
+      return EmitBroadcast(instruction);
+    case HloOpcode::kFusion: {
+      // ReLU fusion: maximum with a zero immediate.
+      const HloInstruction* root = instruction.called_computations()[0]->root_instruction();
+      const HloInstruction* zero = root->operand(0)->opcode() == HloOpcode::kBroadcast ? root->operand(0)
+                                                                                      : root->operand(1);
+      Src2 b;
+      b.kind = Src2::kImmediate;
+      b.imm = FloatBits(zero->operand(0)->literal().Get<float>(0));
+      return EmitElementwise(instruction, HloOpcode::kMaximum, instruction.operand(0), b);
+    }
+    case HloOpcode::kAdd:
+    case HloOpcode::kMaximum: {
+      const HloInstruction* a = instruction.operand(0);
+      const HloInstruction* bcast = instruction.operand(1);
+      if (!FoldableBroadcast(instruction, *bcast) && FoldableBroadcast(instruction, *a)) std::swap(a, bcast);
+      Src2 b;
+      if (!FoldableBroadcast(instruction, *bcast)) {
+        b.kind = Src2::kTensor;
+        b.value = bcast;
+        return EmitElementwise(instruction, instruction.opcode(), a, b);
+      }
+      const HloInstruction& source = *bcast->operand(0);
+      const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
+      if (IsScalarF32Constant(source)) {
+        const uint32_t bits = FloatBits(source.literal().Get<float>(0));
+        if (layout.cols % L() == 0 || ImmediateKeepsPaddingZero(instruction.opcode(), bits)) {
+          b.kind = Src2::kImmediate;
+          b.imm = bits;
+        } else {
+          b.kind = Src2::kRow;
+          TPU_ASSIGN_OR_RETURN(b.constant_row, ConstantRow(bits, layout.cols));
+        }
+      } else {
+        b.kind = Src2::kRow;
+        b.value = &source;
+      }
+      return EmitElementwise(instruction, instruction.opcode(), a, b);
+    }
+    default:
+      return Internal("no emitter for " + instruction.name());
+  }
+}
+
+StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
+  const hlo::HloComputation* entry = module_.entry_computation();
+  if (entry == nullptr || entry->root_instruction() == nullptr) {
+    return InvalidArgument("module " + module_.name() + " has no entry computation");
+  }
+  if (L() == 0 || options_.vmem_lines == 0) return InvalidArgument("CompileOptions: lanes and vmem_lines must be > 0");
+  program_.module_name = module_.name();
+  program_.lanes = L();
+
+  const std::vector<HloInstruction*> order = entry->MakeInstructionPostOrder();
+  for (const HloInstruction* instruction : order) TPU_RETURN_IF_ERROR(CheckSupported(*instruction));
+
+  // Parameters.
+  for (int64_t i = 0; i < entry->num_parameters(); ++i) {
+    const HloInstruction* parameter = entry->parameter_instruction(i);
+    if (parameter == nullptr) return InvalidArgument("entry parameter " + std::to_string(i) + " is missing");
+    program_.parameters.push_back(MakeDeviceLayout(parameter->shape(), L()));
+    locations_[parameter] = Location{RegionKind::kParameter, static_cast<uint32_t>(i), 0};
+  }
+
+  // Which buffer-defining values must exist in HBM: read from memory by some user, or an output.
+  std::vector<const HloInstruction*> outputs;
+  FlattenOutputs(entry->root_instruction(), &outputs);
+  std::set<const HloInstruction*> needed;
+  for (const HloInstruction* instruction : order) {
+    for (const HloInstruction* operand : instruction->operands()) {
+      if (ReadsFromMemory(*instruction, *operand)) needed.insert(BufferOf(operand));
+    }
+  }
+  for (const HloInstruction* output : outputs) needed.insert(BufferOf(output));
+
+  // Outputs: a value computed here is written straight into its output region the first time it
+  // appears; parameters, constants and repeated values are copied there at the end.
+  std::vector<std::pair<const HloInstruction*, Location>> output_copies;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const HloInstruction* buffer = BufferOf(outputs[i]);
+    program_.outputs.push_back(MakeDeviceLayout(outputs[i]->shape(), L()));
+    Location location{RegionKind::kOutput, static_cast<uint32_t>(i), 0};
+    const bool computed = buffer->opcode() != HloOpcode::kParameter && buffer->opcode() != HloOpcode::kConstant;
+    if (computed && locations_.count(buffer) == 0) {
+      locations_[buffer] = location;
+    } else {
+      output_copies.push_back({outputs[i], location});
+    }
+  }
+
+  // Constants that are read from memory get a region.
+  for (const HloInstruction* instruction : order) {
+    if (instruction->opcode() == HloOpcode::kConstant && needed.count(instruction) > 0) {
+      locations_[instruction] = Location{RegionKind::kConstant, static_cast<uint32_t>(ConstantRegion(*instruction)), 0};
+    }
+  }
+
+  // Temporaries: liveness-based offsets in the temp region.
+  std::vector<BufferRequest> requests;
+  std::map<const HloInstruction*, int64_t> position;
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int64_t>(i);
+  std::map<const HloInstruction*, int64_t> last_use;
+  for (const HloInstruction* instruction : order) {
+    for (const HloInstruction* operand : instruction->operands()) {
+      const HloInstruction* buffer = BufferOf(operand);
+      last_use[buffer] = std::max(last_use[buffer], position[instruction]);
+      // A folded broadcast is read through its source when the user runs.
+      if (operand->opcode() == HloOpcode::kBroadcast) {
+        const HloInstruction* source = BufferOf(operand->operand(0));
+        last_use[source] = std::max(last_use[source], position[instruction]);
+      }
+    }
+  }
+  for (const HloInstruction* instruction : order) {
+    if (needed.count(instruction) == 0 || locations_.count(instruction) > 0) continue;
+    if (BufferOf(instruction) != instruction) continue;
+    BufferRequest request;
+    request.id = position[instruction];
+    request.lines = MakeDeviceLayout(instruction->shape(), L()).lines;
+    request.defined_at = position[instruction];
+    request.last_use = std::max(last_use[instruction], request.defined_at);
+    requests.push_back(request);
+  }
+  BufferAssignment assignment = AssignBuffers(requests);
+  for (const BufferRequest& request : requests) {
+    locations_[order[request.id]] = Location{RegionKind::kTemp, 0, assignment.offsets.at(request.id)};
+  }
+  program_.temp_lines = assignment.peak_lines;
+
+  // Code: one instruction after the other, separated by a full SYNC so that no unit of the previous
+  // instruction still touches VMEM the next one reuses.
+  bool first = true;
+  for (const HloInstruction* instruction : order) {
+    if (needed.count(instruction) == 0) continue;
+    switch (instruction->opcode()) {
+      case HloOpcode::kParameter:
+      case HloOpcode::kConstant:
+      case HloOpcode::kTuple:
+      case HloOpcode::kGetTupleElement:
+      case HloOpcode::kCopy:
+      case HloOpcode::kReshape:
+      case HloOpcode::kBitcast:
+      case HloOpcode::kCustomCall:
+        continue;  // no code: the value is an existing buffer
+      default:
+        break;
+    }
+    if (!first) asm_.Sync(kSyncAll);
+    first = false;
+    TPU_RETURN_IF_ERROR(EmitInstruction(*instruction));
+  }
+  for (const auto& [value, location] : output_copies) {
+    if (!first) asm_.Sync(kSyncAll);
+    first = false;
+    TPU_RETURN_IF_ERROR(EmitCopy(value, location));
+  }
+  asm_.Halt();  // waits for every unit
+  TPU_RETURN_IF_ERROR(asm_.Finish(&program_.code, &program_.relocations));
+
+  if (options_.imem_words != 0 && program_.code.size() > options_.imem_words) {
+    return ResourceExhausted("Ran out of memory in memory space imem; used: " + std::to_string(program_.code.size()) +
+                             " words; limit: " + std::to_string(options_.imem_words) + " words");
+  }
+  TPU_RETURN_IF_ERROR(ValidateProgram(program_));
+  if (stats != nullptr) {
+    stats->instructions = static_cast<uint32_t>(program_.code.size());
+    stats->peak_temp_lines = program_.temp_lines;
+    stats->dots = dots_;
+  }
+  return std::move(program_);
+}
+
+}  // namespace
+
+StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& options, CompileStats* stats) {
+  CodeGenerator generator(module, options);
+  return generator.Run(stats);
+}
+
+}  // namespace tpu::compiler

@@ -1,0 +1,60 @@
+// Code generation from an HLO module to a tpusim program (docs/isa.md, compiler/codegen/program.h).
+//
+// Model: every HLO array value lives in HBM in the device layout (program.h). Each instruction is
+// compiled on its own: its code loads operand chunks into VMEM, computes with the MXU or VPU, stores the
+// result back to HBM, and synchronizes every hand-over between units (DMA -> MXU/VPU -> DMA) with SYNC,
+// because the units run concurrently on the RTL. Instructions are separated by a full SYNC.
+//
+// Padding invariant: the padded lanes of every stored tensor are +0. Parameters and constants are
+// stored padded with zeros by the loader (ToDeviceBytes). Ops preserve it as follows:
+//  - add / maximum of two tensors or with a broadcast row: op(+0, +0) = +0.
+//  - add / maximum with a scalar constant c: uses the immediate form only when op(+0, c) = +0 or the
+//    minor dimension fills whole lines; otherwise c is broadcast from a constant row whose padded lanes
+//    are zero.
+//  - broadcast: rows are copied from the zero-padded operand; a scalar constant is splatted only into
+//    full lines, otherwise written from a zero-padded constant row.
+//  - dot: padded output lanes are sums of products with zero weights, +0 for finite lhs values (an inf
+//    or NaN in the lhs makes them NaN, as 0 * inf = NaN; the logical values are unaffected).
+//  - copy, reshape, get-tuple-element move whole lines.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/program.h"
+#include "compiler/hlo/hlo_ir.h"
+#include "sw/base/status.h"
+
+namespace tpu::compiler {
+
+struct CompileOptions {
+  uint32_t lanes = 8;          // LANES of the target configuration (MXU size)
+  uint32_t vmem_lines = 8192;  // VMEM lines codegen may use
+  uint32_t imem_words = 0;     // instruction memory size; 0 = do not check
+};
+
+// What the padding of one dot costs: the MXU computes whole LANES x LANES tiles.
+struct DotPaddingReport {
+  std::string name;
+  int64_t m = 0, k = 0, n = 0;
+  uint64_t logical_macs = 0;  // m * k * n
+  uint64_t padded_macs = 0;   // m * round_up(k, lanes) * round_up(n, lanes)
+  double waste_percent() const {
+    return padded_macs == 0 ? 0.0 : 100.0 * double(padded_macs - logical_macs) / double(padded_macs);
+  }
+};
+
+struct CompileStats {
+  uint32_t instructions = 0;
+  uint32_t peak_temp_lines = 0;
+  std::vector<DotPaddingReport> dots;
+};
+
+// Compiles the entry computation. Unsupported ops give
+// NotFound("No registered '<op>' OpKernel for XLA_TPU_JIT devices compatible with node <name>");
+// supported ops in a form this version cannot lower give Unimplemented; a program that does not fit the
+// VMEM or IMEM gives ResourceExhausted.
+StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& options, CompileStats* stats = nullptr);
+
+}  // namespace tpu::compiler

@@ -1,0 +1,362 @@
+// End-to-end tests of the code generator: compile HLO modules, run them on the C++ reference model,
+// compare with the HLO interpreter within the tolerance of docs/numerics.md, check that padded lanes
+// of every output stay zero and that the program synchronizes its units.
+#include "compiler/codegen/codegen.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "compiler/codegen/sync_checker.h"
+#include "compiler/hlo/parser.h"
+#include "compiler/interpreter/interpreter.h"
+#include "compiler/passes/pass.h"
+#include "sim/model/chip_model.h"
+#include "tpu_csr.h"
+#include "tpu_isa.h"
+
+namespace tpu::compiler {
+namespace {
+
+struct RunResult {
+  std::vector<hlo::Literal> outputs;
+  uint64_t cycles = 0;
+  uint64_t mxu_busy = 0;
+  uint32_t instret = 0;
+  size_t instructions = 0;
+};
+
+// A minimal loader for tests: allocates the regions back to back in HBM, patches the relocations,
+// writes IMEM through the MMIO window and the data through the backdoor, runs, reads the outputs.
+StatusOr<RunResult> RunOnModel(const Program& program, const std::vector<hlo::Literal>& arguments) {
+  model::ChipConfig config = model::ChipConfig::Build();
+  if (config.lanes != program.lanes) return FailedPrecondition("program compiled for other lanes");
+  model::ChipModel chip(config);
+  uint64_t next_line = 64;  // leave line 0.. unused so that a missing relocation shows up as wrong data
+  auto allocate = [&](uint64_t lines) {
+    uint64_t base = next_line;
+    next_line += lines + 16;  // a gap, so that an overrun lands in memory nobody reads
+    return base;
+  };
+  std::vector<uint64_t> parameter_bases, output_bases, constant_bases;
+  for (const DeviceLayout& layout : program.parameters) parameter_bases.push_back(allocate(layout.lines));
+  for (const DeviceLayout& layout : program.outputs) output_bases.push_back(allocate(layout.lines));
+  for (const DeviceLayout& layout : program.constants) constant_bases.push_back(allocate(layout.lines));
+  const uint64_t temp_base = allocate(program.temp_lines);
+  TPU_ASSIGN_OR_RETURN(std::vector<uint64_t> code,
+                       RelocateCode(program, parameter_bases, output_bases, constant_bases, temp_base));
+  if (code.size() > config.imem_words) return ResourceExhausted("program does not fit IMEM");
+  TPU_RETURN_IF_ERROR(CheckUnitSynchronization(code, SyncCheckOptions{program.lanes}));
+
+  if (arguments.size() != program.parameters.size()) return InvalidArgument("argument count");
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    std::vector<uint8_t> bytes = ToDeviceBytes(arguments[i], program.parameters[i]);
+    TPU_RETURN_IF_ERROR(chip.WriteHbm(parameter_bases[i], bytes.data(), program.parameters[i].lines));
+  }
+  for (size_t i = 0; i < program.constants.size(); ++i) {
+    TPU_RETURN_IF_ERROR(chip.WriteHbm(constant_bases[i], program.constant_bytes[i].data(), program.constants[i].lines));
+  }
+  // Poison the outputs and temps: every line the program is supposed to write must really be written.
+  for (size_t i = 0; i < program.outputs.size(); ++i) {
+    std::vector<uint8_t> poison(size_t{program.outputs[i].lines} * LineBytes(program.lanes), 0xAB);
+    TPU_RETURN_IF_ERROR(chip.WriteHbm(output_bases[i], poison.data(), program.outputs[i].lines));
+  }
+  for (size_t i = 0; i < code.size(); ++i) {
+    const uint32_t offset = csr::IMEM_WINDOW + 8 * static_cast<uint32_t>(i);
+    chip.MmioWrite(offset, static_cast<uint32_t>(code[i]));
+    chip.MmioWrite(offset + 4, static_cast<uint32_t>(code[i] >> 32));
+  }
+  chip.MmioWrite(csr::START_PC, 0);
+  chip.MmioWrite(csr::DOORBELL, 1);
+  chip.Run(200'000'000);
+  const uint32_t status = chip.MmioRead(csr::STATUS);
+  if (status & csr::STATUS_ERROR) {
+    return Internal(std::string("device error ") + isa::ErrorName(chip.MmioRead(csr::ERROR_CODE)) + " at pc " +
+                    std::to_string(chip.MmioRead(csr::ERROR_PC)));
+  }
+  if (!(status & csr::STATUS_HALTED)) return DeadlineExceeded("program did not halt");
+
+  RunResult result;
+  result.cycles = chip.MmioRead(csr::CYCLES_LO) | (uint64_t{chip.MmioRead(csr::CYCLES_HI)} << 32);
+  result.mxu_busy = chip.MmioRead(csr::MXU_BUSY_LO) | (uint64_t{chip.MmioRead(csr::MXU_BUSY_HI)} << 32);
+  result.instret = chip.MmioRead(csr::INSTRET);
+  result.instructions = code.size();
+  for (size_t i = 0; i < program.outputs.size(); ++i) {
+    const DeviceLayout& layout = program.outputs[i];
+    std::vector<uint8_t> bytes(size_t{layout.lines} * LineBytes(program.lanes));
+    TPU_RETURN_IF_ERROR(chip.ReadHbm(output_bases[i], bytes.data(), layout.lines));
+    // Padding invariant: lanes beyond the logical columns are +0.
+    for (int64_t r = 0; r < layout.rows; ++r) {
+      for (int64_t c = layout.cols; c < layout.padded_cols; ++c) {
+        uint32_t word;
+        std::memcpy(&word, &bytes[(r * layout.padded_cols + c) * 4], 4);
+        if (word != 0) {
+          return Internal("output " + std::to_string(i) + " row " + std::to_string(r) + " padded column " +
+                          std::to_string(c) + " holds 0x" + std::to_string(word) + ", not zero");
+        }
+      }
+    }
+    result.outputs.push_back(FromDeviceBytes(bytes.data(), layout));
+  }
+  return result;
+}
+
+std::string ReadTextFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Compiles `hlo_text` (after the default passes), runs it with seeded random arguments and compares
+// every output with the interpreter. Returns the run for further checks.
+RunResult CompileRunAndCompare(const std::string& hlo_text, CompileOptions options = {}, uint32_t seed = 1,
+                               CompileStats* stats_out = nullptr) {
+  RunResult empty;
+  StatusOr<std::unique_ptr<hlo::HloModule>> reference = hlo::ParseHloModule(hlo_text);
+  EXPECT_TRUE(reference.ok()) << reference.status();
+  if (!reference.ok()) return empty;
+  StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(hlo_text);
+  PassPipeline pipeline("test");
+  AddDefaultPasses(&pipeline);
+  StatusOr<bool> changed = pipeline.Run(module->get());
+  EXPECT_TRUE(changed.ok()) << changed.status();
+
+  options.lanes = static_cast<uint32_t>(model::ChipConfig::Build().lanes);
+  CompileStats stats;
+  StatusOr<Program> program = Compile(**module, options, &stats);
+  EXPECT_TRUE(program.ok()) << program.status();
+  if (!program.ok()) return empty;
+  if (stats_out != nullptr) *stats_out = stats;
+
+  std::mt19937 rng(seed);
+  std::vector<hlo::Literal> arguments;
+  const hlo::HloComputation* entry = (*reference)->entry_computation();
+  for (int64_t i = 0; i < entry->num_parameters(); ++i) {
+    arguments.push_back(hlo::Literal::Random(entry->parameter_instruction(i)->shape(), rng));
+  }
+  StatusOr<RunResult> run = RunOnModel(*program, arguments);
+  EXPECT_TRUE(run.ok()) << run.status();
+  StatusOr<std::vector<hlo::Literal>> expected = hlo::Interpret(**reference, arguments);
+  EXPECT_TRUE(expected.ok()) << expected.status();
+  if (run.ok() && !expected.ok()) return *run;
+  if (!run.ok() || !expected.ok()) return empty;
+  EXPECT_EQ(run->outputs.size(), expected->size());
+  for (size_t o = 0; o < std::min(run->outputs.size(), expected->size()); ++o) {
+    const hlo::Literal& want = (*expected)[o];
+    const hlo::Literal& got = run->outputs[o];
+    EXPECT_EQ(got.shape(), want.shape());
+    if (got.shape() != want.shape()) continue;
+    double max_abs = 0;
+    for (int64_t i = 0; i < want.element_count(); ++i) max_abs = std::max(max_abs, std::fabs(want.GetAsDouble(i)));
+    const double rtol = 1.0 / 64, atol = max_abs / 64;
+    int reported = 0;
+    for (int64_t i = 0; i < want.element_count(); ++i) {
+      const double w = want.GetAsDouble(i), g = got.GetAsDouble(i);
+      if (!(std::fabs(g - w) <= atol + rtol * std::fabs(w)) && reported++ < 5) {
+        ADD_FAILURE() << "output " << o << " element " << i << ": device " << g << ", interpreter " << w;
+      }
+    }
+  }
+  return *run;
+}
+
+std::string DotModule(int64_t m, int64_t k, int64_t n, bool transposed_rhs) {
+  char text[1024];
+  const int64_t r0 = transposed_rhs ? n : k, r1 = transposed_rhs ? k : n;
+  std::snprintf(text, sizeof(text),
+                "HloModule dot_%lldx%lldx%lld\n\n"
+                "ENTRY %%main (a: f32[%lld,%lld], b: f32[%lld,%lld]) -> f32[%lld,%lld] {\n"
+                "  %%a = f32[%lld,%lld]{1,0} parameter(0)\n"
+                "  %%b = f32[%lld,%lld]{1,0} parameter(1)\n"
+                "  ROOT %%dot = f32[%lld,%lld]{1,0} dot(f32[%lld,%lld]{1,0} %%a, f32[%lld,%lld]{1,0} %%b), "
+                "lhs_contracting_dims={1}, rhs_contracting_dims={%d}\n"
+                "}\n",
+                (long long)m, (long long)k, (long long)n, (long long)m, (long long)k, (long long)r0, (long long)r1,
+                (long long)m, (long long)n, (long long)m, (long long)k, (long long)r0, (long long)r1, (long long)m,
+                (long long)n, (long long)m, (long long)k, (long long)r0, (long long)r1, transposed_rhs ? 1 : 0);
+  return text;
+}
+
+TEST(CodegenTest, DenseLayerMatchesTheInterpreter) {
+  std::string text = ReadTextFile(std::string(TPU_SOURCE_DIR) + "/sim/dense_layer.hlo");
+  ASSERT_FALSE(text.empty());
+  CompileStats stats;
+  RunResult run = CompileRunAndCompare(text, {}, 1, &stats);
+  ASSERT_EQ(stats.dots.size(), 1u);
+  EXPECT_EQ(stats.dots[0].logical_macs, 64u * 256 * 128);
+  std::printf("dense layer 64x256x128 + bias + ReLU: %zu instructions, %u issued, %llu cycles, MXU busy %llu\n",
+              run.instructions, run.instret, (unsigned long long)run.cycles, (unsigned long long)run.mxu_busy);
+  EXPECT_GT(run.cycles, 0u);
+}
+
+struct DotCase {
+  int64_t m, k, n;
+  bool transposed;
+};
+
+class DotShapes : public ::testing::TestWithParam<DotCase> {};
+
+TEST_P(DotShapes, MatchesTheInterpreter) {
+  const DotCase& c = GetParam();
+  CompileStats stats;
+  CompileRunAndCompare(DotModule(c.m, c.k, c.n, c.transposed), {}, 7, &stats);
+  ASSERT_EQ(stats.dots.size(), 1u);
+  EXPECT_EQ(stats.dots[0].logical_macs, uint64_t(c.m * c.k * c.n));
+  EXPECT_GE(stats.dots[0].padded_macs, stats.dots[0].logical_macs);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sizes, DotShapes,
+    ::testing::Values(DotCase{5, 13, 7, false}, DotCase{1, 1, 1, false}, DotCase{33, 17, 9, false},
+                      DotCase{8, 8, 8, false}, DotCase{16, 24, 40, false}, DotCase{3, 64, 5, false},
+                      DotCase{5, 13, 7, true}, DotCase{1, 1, 1, true}, DotCase{33, 17, 9, true},
+                      DotCase{16, 16, 16, true}, DotCase{7, 40, 20, true}),
+    [](const ::testing::TestParamInfo<DotCase>& info) {
+      return std::to_string(info.param.m) + "x" + std::to_string(info.param.k) + "x" + std::to_string(info.param.n) +
+             (info.param.transposed ? "_transposed" : "");
+    });
+
+TEST(CodegenTest, SmallVmemForcesChunkedLoopsAndStaysCorrect) {
+  CompileOptions options;
+  options.vmem_lines = 64;  // dot: 24 weight lines + 40 for rows; elementwise: chunks of 32 lines
+  CompileRunAndCompare(DotModule(37, 21, 19, false), options, 3);
+  CompileRunAndCompare(DotModule(37, 21, 19, true), options, 4);
+  const char* text = R"(HloModule ew
+ENTRY %main (a: f32[40,30], b: f32[40,30], r: f32[30]) -> (f32[40,30], f32[40,30]) {
+  %a = f32[40,30]{1,0} parameter(0)
+  %b = f32[40,30]{1,0} parameter(1)
+  %r = f32[30]{0} parameter(2)
+  %add = f32[40,30]{1,0} add(f32[40,30]{1,0} %a, f32[40,30]{1,0} %b)
+  %br = f32[40,30]{1,0} broadcast(f32[30]{0} %r), dimensions={1}
+  %max = f32[40,30]{1,0} maximum(f32[40,30]{1,0} %add, f32[40,30]{1,0} %br)
+  ROOT %t = (f32[40,30]{1,0}, f32[40,30]{1,0}) tuple(%add, %max)
+}
+)";
+  CompileRunAndCompare(text, options, 5);
+}
+
+TEST(CodegenTest, ElementwiseWithBroadcasts) {
+  const char* text = R"(HloModule broadcasts
+ENTRY %main (x: f32[5,13], y: f32[5,13], row: f32[13], wide: f32[3,2,16], row16: f32[16]) -> (f32[5,13], f32[5,13], f32[5,13], f32[5,13], f32[3,2,16], f32[3,2,16], f32[5,13], f32[5,13]) {
+  %x = f32[5,13]{1,0} parameter(0)
+  %y = f32[5,13]{1,0} parameter(1)
+  %row = f32[13]{0} parameter(2)
+  %wide = f32[3,2,16]{2,1,0} parameter(3)
+  %row16 = f32[16]{0} parameter(4)
+  %sum = f32[5,13]{1,0} add(f32[5,13]{1,0} %x, f32[5,13]{1,0} %y)
+  %brow = f32[5,13]{1,0} broadcast(f32[13]{0} %row), dimensions={1}
+  %plus_row = f32[5,13]{1,0} add(f32[5,13]{1,0} %brow, f32[5,13]{1,0} %x)
+  %half = f32[] constant(0.5)
+  %bhalf = f32[5,13]{1,0} broadcast(f32[] %half), dimensions={}
+  %max_half = f32[5,13]{1,0} maximum(f32[5,13]{1,0} %x, f32[5,13]{1,0} %bhalf)
+  %neg = f32[] constant(-2)
+  %bneg = f32[5,13]{1,0} broadcast(f32[] %neg), dimensions={}
+  %max_neg = f32[5,13]{1,0} maximum(f32[5,13]{1,0} %bneg, f32[5,13]{1,0} %y)
+  %bwide = f32[3,2,16]{2,1,0} broadcast(f32[16]{0} %row16), dimensions={2}
+  %wide_sum = f32[3,2,16]{2,1,0} add(f32[3,2,16]{2,1,0} %wide, f32[3,2,16]{2,1,0} %bwide)
+  %three = f32[] constant(3)
+  %bthree = f32[3,2,16]{2,1,0} broadcast(f32[] %three), dimensions={}
+  %wide_plus3 = f32[3,2,16]{2,1,0} add(f32[3,2,16]{2,1,0} %wide, f32[3,2,16]{2,1,0} %bthree)
+  ROOT %t = (f32[5,13]{1,0}, f32[5,13]{1,0}, f32[5,13]{1,0}, f32[5,13]{1,0}, f32[3,2,16]{2,1,0}, f32[3,2,16]{2,1,0}, f32[5,13]{1,0}, f32[5,13]{1,0}) tuple(%sum, %plus_row, %max_half, %max_neg, %wide_sum, %wide_plus3, %bhalf, %brow)
+}
+)";
+  CompileRunAndCompare(text, {}, 11);
+}
+
+TEST(CodegenTest, OutputsThatAreParametersConstantsOrRepeatedAreCopied) {
+  const char* text = R"(HloModule passthrough
+ENTRY %main (x: f32[3,9], w: f32[4,16]) -> (f32[3,9], f32[2], f32[3,9], f32[3,9], f32[3,9], f32[64]) {
+  %x = f32[3,9]{1,0} parameter(0)
+  %w = f32[4,16]{1,0} parameter(1)
+  %c = f32[2]{0} constant({1.5, -2})
+  %twice = f32[3,9]{1,0} add(f32[3,9]{1,0} %x, f32[3,9]{1,0} %x)
+  %zero = f32[] constant(0)
+  %bzero = f32[3,9]{1,0} broadcast(f32[] %zero), dimensions={}
+  %relu = f32[3,9]{1,0} maximum(f32[3,9]{1,0} %twice, f32[3,9]{1,0} %bzero)
+  %copy = f32[3,9]{1,0} copy(f32[3,9]{1,0} %relu)
+  %flat = f32[64]{0} reshape(f32[4,16]{1,0} %w)
+  %flat_sum = f32[64]{0} add(f32[64]{0} %flat, f32[64]{0} %flat)
+  ROOT %t = (f32[3,9]{1,0}, f32[2]{0}, f32[3,9]{1,0}, f32[3,9]{1,0}, f32[3,9]{1,0}, f32[64]{0}) tuple(%x, %c, %relu, %copy, %relu, %flat_sum)
+}
+)";
+  CompileRunAndCompare(text, {}, 13);
+}
+
+TEST(CodegenTest, ChainedDotsReuseTempSpace) {
+  const char* text = R"(HloModule mlp
+ENTRY %main (x: f32[20,30], w1: f32[30,40], w2: f32[40,12], w3: f32[12,40]) -> f32[20,40] {
+  %x = f32[20,30]{1,0} parameter(0)
+  %w1 = f32[30,40]{1,0} parameter(1)
+  %w2 = f32[40,12]{1,0} parameter(2)
+  %w3 = f32[12,40]{1,0} parameter(3)
+  %h1 = f32[20,40]{1,0} dot(f32[20,30]{1,0} %x, f32[30,40]{1,0} %w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %zero = f32[] constant(0)
+  %bzero = f32[20,40]{1,0} broadcast(f32[] %zero), dimensions={}
+  %r1 = f32[20,40]{1,0} maximum(f32[20,40]{1,0} %h1, f32[20,40]{1,0} %bzero)
+  %h2 = f32[20,12]{1,0} dot(f32[20,40]{1,0} %r1, f32[40,12]{1,0} %w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %h3 = f32[20,40]{1,0} dot(f32[20,12]{1,0} %h2, f32[12,40]{1,0} %w3), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+)";
+  CompileStats stats;
+  CompileRunAndCompare(text, {}, 17, &stats);
+  // h1 (100 lines) dies at r1, r1 (100) at h2, h2 (20) at h3: the peak is two live values, not three.
+  EXPECT_EQ(stats.peak_temp_lines, 200u);
+}
+
+TEST(CodegenTest, UnsupportedOpsGetTheTpuKernelError) {
+  const char* text = R"(HloModule unsupported
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  ROOT %exponential.3 = f32[4]{0} exponential(f32[4]{0} %x)
+}
+)";
+  StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  StatusOr<Program> program = Compile(**module, {});
+  ASSERT_FALSE(program.ok());
+  EXPECT_EQ(program.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(program.status().message(),
+            "No registered 'exponential' OpKernel for XLA_TPU_JIT devices compatible with node exponential.3");
+}
+
+TEST(CodegenTest, ResourceErrorsAreClear) {
+  StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(DotModule(4, 4000, 4, false));
+  ASSERT_TRUE(module.ok());
+  CompileOptions options;
+  options.vmem_lines = 64;  // 500 K tiles do not fit next to the weight buffers
+  StatusOr<Program> program = Compile(**module, options);
+  EXPECT_EQ(program.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(program.status().message().find("Ran out of memory in memory space vmem"), std::string::npos);
+
+  CompileOptions tiny_imem;
+  tiny_imem.imem_words = 10;
+  module = hlo::ParseHloModule(DotModule(4, 4, 4, false));
+  program = Compile(**module, tiny_imem);
+  EXPECT_EQ(program.status().code(), StatusCode::kResourceExhausted);
+}
+
+TEST(SyncCheckerTest, FindsAMissingSync) {
+  // DMA_LD into line 0, then VADD reading line 0 without waiting for the DMA.
+  std::vector<uint64_t> code;
+  auto emit = [&](isa::Opcode op, uint8_t rd, uint8_t rs1, uint8_t rs2, uint8_t rs3, uint8_t flags, uint32_t imm) {
+    code.push_back(isa::Encode({static_cast<uint8_t>(op), rd, rs1, rs2, rs3, flags, imm}));
+  };
+  emit(isa::Opcode::LI, 1, 0, 0, 0, 0, 4);
+  emit(isa::Opcode::DMA_LD, 0, 0, 0, 1, 0, 1);
+  emit(isa::Opcode::VADD, 0, 0, 0, 1, isa::flag::VADD_SRC2_IMM, 0);
+  emit(isa::Opcode::HALT, 0, 0, 0, 0, 0, 0);
+  Status status = CheckUnitSynchronization(code, {});
+  EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("read-after-write"), std::string::npos) << status;
+  // With SYNC DMA in between it is fine.
+  code.insert(code.begin() + 2, isa::Encode({static_cast<uint8_t>(isa::Opcode::SYNC), 0, 0, 0, 0, isa::flag::SYNC_DMA, 0}));
+  EXPECT_TRUE(CheckUnitSynchronization(code, {}).ok());
+}
+
+}  // namespace
+}  // namespace tpu::compiler

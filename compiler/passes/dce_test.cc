@@ -1,0 +1,62 @@
+#include "compiler/passes/dce.h"
+
+#include <gtest/gtest.h>
+
+#include "compiler/passes/pass_test_util.h"
+
+namespace tpu::compiler {
+namespace {
+
+using testing::Canonical;
+using testing::RunPassOnText;
+
+TEST(DeadCodeEliminationTest, RemovesUnusedInstructionsAndComputations) {
+  const char* input = R"(HloModule dead
+
+%unused_add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %a, f32[] %b)
+}
+
+ENTRY %main (x: f32[2], y: f32[2]) -> f32[2] {
+  %x = f32[2]{0} parameter(0)
+  %y = f32[2]{0} parameter(1)
+  %dead = f32[2]{0} add(f32[2]{0} %x, f32[2]{0} %y)
+  %dead2 = f32[2]{0} maximum(f32[2]{0} %dead, f32[2]{0} %x)
+  ROOT %live = f32[2]{0} add(f32[2]{0} %x, f32[2]{0} %x)
+}
+)";
+  const char* expected = R"(HloModule dead
+
+ENTRY %main (x: f32[2], y: f32[2]) -> f32[2] {
+  %x = f32[2]{0} parameter(0)
+  %y = f32[2]{0} parameter(1)
+  ROOT %live = f32[2]{0} add(f32[2]{0} %x, f32[2]{0} %x)
+}
+
+)";
+  DeadCodeElimination pass;
+  testing::PassResult result = RunPassOnText(pass, input);
+  EXPECT_TRUE(result.changed);
+  EXPECT_EQ(result.printed, expected);
+}
+
+TEST(DeadCodeEliminationTest, LeavesALiveModuleUnchanged) {
+  const char* input = R"(HloModule live
+
+ENTRY %main (x: f32[2], y: f32[2]) -> (f32[2], f32[2]) {
+  %x = f32[2]{0} parameter(0)
+  %y = f32[2]{0} parameter(1)
+  %a = f32[2]{0} add(f32[2]{0} %x, f32[2]{0} %y)
+  ROOT %t = (f32[2]{0}, f32[2]{0}) tuple(f32[2]{0} %a, f32[2]{0} %y)
+}
+)";
+  DeadCodeElimination pass;
+  testing::PassResult result = RunPassOnText(pass, input);
+  EXPECT_FALSE(result.changed);
+  EXPECT_EQ(result.printed, Canonical(input));
+}
+
+}  // namespace
+}  // namespace tpu::compiler

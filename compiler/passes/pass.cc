@@ -1,0 +1,55 @@
+#include "compiler/passes/pass.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "compiler/hlo/printer.h"
+#include "compiler/passes/dce.h"
+#include "compiler/passes/relu_fusion.h"
+
+namespace tpu::compiler {
+
+std::vector<std::string> PassPipeline::pass_names() const {
+  std::vector<std::string> names;
+  for (const auto& pass : passes_) names.emplace_back(pass->name());
+  return names;
+}
+
+Status PassPipeline::Dump(const std::string& file_name, const hlo::HloModule& module) const {
+  std::error_code error;
+  std::filesystem::create_directories(dump_dir_, error);
+  if (error) return InvalidArgument("cannot create dump directory '" + dump_dir_ + "': " + error.message());
+  std::string path = dump_dir_ + "/" + file_name;
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) return InvalidArgument("cannot write '" + path + "'");
+  out << hlo::PrintHloModule(module);
+  return out ? OkStatus() : Internal("writing '" + path + "' failed");
+}
+
+StatusOr<bool> PassPipeline::Run(hlo::HloModule* module) {
+  if (!dump_dir_.empty()) TPU_RETURN_IF_ERROR(Dump("00-input.hlo", *module));
+  bool any_changed = false;
+  for (size_t i = 0; i < passes_.size(); ++i) {
+    HloPass& pass = *passes_[i];
+    StatusOr<bool> changed = pass.Run(module);
+    if (!changed.ok()) {
+      return Status(changed.status().code(), std::string(pass.name()) + ": " + changed.status().message());
+    }
+    any_changed |= *changed;
+    if (!dump_dir_.empty()) {
+      char prefix[16];
+      std::snprintf(prefix, sizeof(prefix), "%02d-", static_cast<int>(i + 1));
+      TPU_RETURN_IF_ERROR(Dump(prefix + std::string(pass.name()) + ".hlo", *module));
+    }
+    if (after_pass_) TPU_RETURN_IF_ERROR(after_pass_(static_cast<int>(i), pass.name(), *changed, *module));
+  }
+  return any_changed;
+}
+
+void AddDefaultPasses(PassPipeline* pipeline) {
+  pipeline->AddPass<ReluFusion>();
+  pipeline->AddPass<DeadCodeElimination>();
+}
+
+}  // namespace tpu::compiler
