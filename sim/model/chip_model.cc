@@ -1,6 +1,7 @@
 #include "sim/model/chip_model.h"
 
 #include <algorithm>
+#include <cfenv>
 #include <cstring>
 #include <limits>
 
@@ -89,8 +90,11 @@ ChipModel::ChipModel(const ChipConfig& config)
       host_(std::make_unique<SparseMemory>(config.host_mem_bytes)),
       mxu_front_(static_cast<size_t>(config.lanes) * config.lanes, 0.0f),
       mxu_back_(static_cast<size_t>(config.lanes) * config.lanes, 0.0f),
+      mxu_front_bf16_(static_cast<size_t>(config.lanes) * config.lanes, 0),
+      mxu_back_bf16_(static_cast<size_t>(config.lanes) * config.lanes, 0),
       mxu_lhs_(config.lanes),
       mxu_acc_(config.lanes),
+      mxu_lhs_bf16_(config.lanes),
       mxu_out_(config.lanes) {}
 
 ChipModel::~ChipModel() = default;
@@ -189,22 +193,27 @@ void ChipModel::DoorBell() {
   halted_ = false;
   error_ = false;
   error_code_ = 0;
+  error_pc_ = 0;
   sregs_.fill(0);
-  run_start_ = run_stop_ = cycle_;
   mxu_busy_ = 0;
   instret_ = dma_lines_ = vpu_busy_ = stall_cycles_ = 0;
   pc_ = start_pc_;
   core_time_ = cycle_ + timing_.doorbell_to_fetch;
+  run_start_ = run_stop_ = core_time_;  // CYCLES counts the cycles the sequencer runs
+  last_issue_ = core_time_ - 1;
   watchdog_expired_ = false;
+  draining_ = false;
 }
 
 void ChipModel::SoftReset() {
   if (core_running_) run_stop_ = std::max(cycle_, run_start_);  // counters stop at the abort
   core_running_ = false;
   watchdog_expired_ = false;
+  draining_ = false;
   halted_ = false;
   error_ = false;
   error_code_ = 0;
+  error_pc_ = 0;
   irq_status_ = 0;
   hdma_status_ = 0;
   hdma_busy_ = false;  // an aborted host DMA moves nothing (the model moves data on completion)
@@ -218,10 +227,10 @@ void ChipModel::StartHostDma(uint32_t ctrl) {
   namespace csr = tpu::csr;
   if (!(ctrl & csr::HDMA_CTRL_START) || hdma_busy_) return;  // ignored while busy
   const uint64_t host = (uint64_t{hdma_host_hi_} << 32) | hdma_host_lo_;
-  const uint64_t bytes = uint64_t{hdma_lines_} * config_.line_bytes();
+  // The engine checks alignment and the HBM range (docs/csr.md); host addresses beyond host memory get
+  // bus error responses during the transfer, as from the platform's host memory.
   uint32_t error = 0;
-  if (host % config_.line_bytes() != 0 || host > config_.host_mem_bytes ||
-      bytes > config_.host_mem_bytes - host) {
+  if (host % config_.line_bytes() != 0) {
     error = ErrorValue(Error::BAD_HOST_ADDR);
   } else if (uint64_t{hdma_hbm_line_} + hdma_lines_ > config_.hbm_lines) {
     error = ErrorValue(Error::BAD_HBM_ADDR);
@@ -237,23 +246,24 @@ void ChipModel::StartHostDma(uint32_t ctrl) {
   hdma_host_ = host;
   hdma_hbm_ = hdma_hbm_line_;
   hdma_count_ = hdma_lines_;
-  hdma_done_at_ = cycle_ + timing_.hdma_setup + config_.hbm_latency + hdma_count_;
+  hdma_done_at_ = cycle_ + timing_.hdma_overhead + config_.hbm_latency + hdma_count_;
 }
 
 void ChipModel::CompleteHostDma() {
   namespace csr = tpu::csr;
   hdma_busy_ = false;
   const uint64_t line_bytes = config_.line_bytes();
-  const uint64_t bytes = hdma_count_ * line_bytes;
-  const uint64_t host_end = hdma_host_ + bytes;
-  // A host bus error stops the engine at the first failing line; the lines before it have moved.
-  uint64_t good_lines = hdma_count_;
-  bool bus_error = false;
-  if (host_bus_error_begin_ < host_bus_error_end_ && hdma_host_ < host_bus_error_end_ &&
-      host_bus_error_begin_ < host_end) {
-    bus_error = true;
-    good_lines = host_bus_error_begin_ <= hdma_host_ ? 0 : (host_bus_error_begin_ - hdma_host_) / line_bytes;
+  // A host bus error stops the engine at the first failing line; the lines before it have moved. Lines
+  // fail at or beyond the end of host memory and in the test range.
+  const uint64_t host_limit = config_.host_mem_bytes;
+  uint64_t good_lines = hdma_host_ >= host_limit ? 0 : std::min(hdma_count_, (host_limit - hdma_host_) / line_bytes);
+  if (host_bus_error_begin_ < host_bus_error_end_ && hdma_host_ < host_bus_error_end_) {
+    const uint64_t first_bad = host_bus_error_begin_ <= hdma_host_
+                                   ? 0
+                                   : (host_bus_error_begin_ - hdma_host_ + line_bytes - 1) / line_bytes;
+    good_lines = std::min(good_lines, first_bad);
   }
+  const bool bus_error = good_lines < hdma_count_;
   std::vector<uint8_t> buffer(std::min<uint64_t>(good_lines, 4096) * line_bytes);
   for (uint64_t done = 0; done < good_lines;) {
     const uint64_t chunk = std::min<uint64_t>(good_lines - done, 4096);
@@ -325,56 +335,83 @@ void ChipModel::StopCore() {
   run_stop_ = std::max(core_time_, run_start_);
 }
 
-void ChipModel::RaiseCoreError(uint32_t code, uint32_t pc) {
-  error_ = true;
+// As the RTL sequencer does: the error is raised in cycle t = core_time_ without issuing; from t+1 the
+// core drains (still BUSY) until every unit is idle or the watchdog, still counting from the last issue,
+// expires; it stops with ERROR the cycle after.
+void ChipModel::RaiseCoreError(uint32_t code) {
   error_code_ = code;
-  error_pc_ = pc;
+  error_pc_ = pc_;
+  const uint64_t t = core_time_;
+  const uint64_t units_idle = *std::max_element(unit_busy_until_.begin(), unit_busy_until_.end());
+  uint64_t last_drain_cycle = std::max(t + 1, units_idle);
+  if (watchdog_limit_ != 0) {
+    last_drain_cycle = std::min(last_drain_cycle, std::max(t + 1, last_issue_ + watchdog_limit_));
+  }
+  core_time_ = last_drain_cycle + 1;
+  for (uint64_t& busy_until : unit_busy_until_) busy_until = std::min(busy_until, core_time_);  // flushed
+  draining_ = true;
+}
+
+void ChipModel::FinishCoreError() {
+  draining_ = false;
+  error_ = true;
   irq_status_ |= tpu::csr::IRQ_STATUS_CORE_ERROR;
   StopCore();
 }
 
 bool ChipModel::WaitUntil(uint64_t ready) {
   if (ready <= core_time_) return true;
-  const uint64_t wait = ready - core_time_;
-  if (watchdog_limit_ != 0 && wait >= watchdog_limit_) {
-    // Nothing issues for WATCHDOG_LIMIT cycles: the watchdog stops the core on the waiting instruction,
-    // when the limit is reached (StepCore raises it then).
-    stall_cycles_ += watchdog_limit_;
-    core_time_ += watchdog_limit_;
-    watchdog_expired_ = true;
-    return false;
+  if (watchdog_limit_ != 0) {
+    // The watchdog expires in the cycle that is WATCHDOG_LIMIT cycles after the last issue.
+    const uint64_t expires = last_issue_ + watchdog_limit_;
+    if (expires < ready) {
+      stall_cycles_ += static_cast<uint32_t>(expires + 1 - core_time_);
+      core_time_ = expires + 1;
+      watchdog_expired_ = true;
+      return false;
+    }
   }
-  stall_cycles_ += static_cast<uint32_t>(wait);
+  stall_cycles_ += static_cast<uint32_t>(ready - core_time_);
   core_time_ = ready;
   return false;
 }
 
 bool ChipModel::CheckVmemRange(uint64_t base, uint64_t count) {
   if (count == 0 || base + count <= config_.vmem_lines) return true;
-  RaiseCoreError(ErrorValue(Error::BAD_VMEM_ADDR), pc_);
+  RaiseCoreError(ErrorValue(Error::BAD_VMEM_ADDR));
   return false;
 }
 
 void ChipModel::StepCore() {
+  if (draining_) {
+    FinishCoreError();
+    return;
+  }
   if (watchdog_expired_) {
+    // The units are flushed and the core stops at once.
     watchdog_expired_ = false;
-    RaiseCoreError(ErrorValue(Error::WATCHDOG), pc_);
+    error_code_ = ErrorValue(Error::WATCHDOG);
+    error_pc_ = pc_;
+    for (uint64_t& busy_until : unit_busy_until_) busy_until = std::min(busy_until, core_time_);
+    FinishCoreError();
     return;
   }
   if (pc_ >= config_.imem_words) {
-    RaiseCoreError(ErrorValue(Error::BAD_PC), pc_);
+    RaiseCoreError(ErrorValue(Error::BAD_PC));
     return;
   }
   Issue(imem_[pc_]);
 }
 
-// Executes the instruction at pc_ at core_time_, or moves core_time_ to when it can issue (a stall; the
-// caller comes back then). Everything an instruction does happens here, at issue.
+// Executes the instruction at pc_ in cycle core_time_, or moves core_time_ to when it can issue (a stall;
+// the caller comes back then). Address checks come first, as in the RTL: an instruction that would fault
+// raises its error without waiting for its unit. Everything an instruction does happens here, at issue.
 void ChipModel::Issue(uint64_t word) {
+  namespace flag = tpu::isa::flag;
   const tpu::isa::Instr in = tpu::isa::Decode(word);
   const tpu::isa::OpcodeInfo* info = tpu::isa::FindOpcode(in.opcode);
   if (info == nullptr) {
-    RaiseCoreError(ErrorValue(Error::ILLEGAL_INSTR), pc_);
+    RaiseCoreError(ErrorValue(Error::ILLEGAL_INSTR));
     return;
   }
   auto reg = [this](uint8_t index) -> uint32_t { return sregs_[index & 15]; };
@@ -403,9 +440,9 @@ void ChipModel::Issue(uint64_t word) {
     case Opcode::SYNC: {
       const uint8_t units = (in.flags & 7u) == 0 ? 7u : (in.flags & 7u);
       uint64_t ready = 0;
-      if (units & tpu::isa::flag::SYNC_DMA) ready = std::max(ready, unit_busy_until_[kDma]);
-      if (units & tpu::isa::flag::SYNC_MXU) ready = std::max(ready, unit_busy_until_[kMxu]);
-      if (units & tpu::isa::flag::SYNC_VPU) ready = std::max(ready, unit_busy_until_[kVpu]);
+      if (units & flag::SYNC_DMA) ready = std::max(ready, unit_busy_until_[kDma]);
+      if (units & flag::SYNC_MXU) ready = std::max(ready, unit_busy_until_[kMxu]);
+      if (units & flag::SYNC_VPU) ready = std::max(ready, unit_busy_until_[kVpu]);
       if (!WaitUntil(ready)) return;
       break;
     }
@@ -413,7 +450,7 @@ void ChipModel::Issue(uint64_t word) {
       const uint64_t ready = *std::max_element(unit_busy_until_.begin(), unit_busy_until_.end());
       if (!WaitUntil(ready)) return;
       ++instret_;
-      ++core_time_;
+      last_issue_ = core_time_++;
       halted_ = true;
       irq_status_ |= tpu::csr::IRQ_STATUS_CORE_DONE;
       StopCore();
@@ -421,65 +458,64 @@ void ChipModel::Issue(uint64_t word) {
     }
     case Opcode::DMA_LD:
     case Opcode::DMA_ST: {
-      if (!WaitUntil(unit_busy_until_[kDma])) return;
       const uint64_t count = reg(in.rs3);
-      if (count > 0) {
-        const uint64_t last_hbm = uint64_t{reg(in.rs1)} + (count - 1) * uint64_t{in.imm};
-        if (last_hbm >= config_.hbm_lines) {
-          RaiseCoreError(ErrorValue(Error::BAD_HBM_ADDR), pc_);
-          return;
-        }
+      if (count > 0 && uint64_t{reg(in.rs1)} + (count - 1) * uint64_t{in.imm} >= config_.hbm_lines) {
+        RaiseCoreError(ErrorValue(Error::BAD_HBM_ADDR));
+        return;
       }
       if (!CheckVmemRange(reg(in.rs2), count)) return;
+      if (!WaitUntil(unit_busy_until_[kDma])) return;
       ExecuteDma(info->opcode == Opcode::DMA_LD, reg(in.rs1), reg(in.rs2), reg(in.rs3), in.imm);
       unit_busy_until_[kDma] =
-          core_time_ + (count == 0 ? 1 : timing_.dma_setup + config_.hbm_latency + count);
+          core_time_ + (count == 0 ? timing_.dma_empty : count + config_.hbm_latency + timing_.dma_overhead);
       dma_lines_ += static_cast<uint32_t>(count);
       break;
     }
     case Opcode::MXU_LW: {
-      if (!WaitUntil(unit_busy_until_[kMxu])) return;
       if (!CheckVmemRange(reg(in.rs1), config_.lanes)) return;
-      ExecuteMxuLoadWeights(reg(in.rs1), (in.flags & tpu::isa::flag::MXU_LW_TRANSPOSE) != 0);
-      unit_busy_until_[kMxu] = core_time_ + config_.lanes + timing_.mxu_lw_extra;
+      if (!WaitUntil(unit_busy_until_[kMxu])) return;
+      ExecuteMxuLoadWeights(reg(in.rs1), (in.flags & flag::MXU_LW_TRANSPOSE) != 0);
+      unit_busy_until_[kMxu] = core_time_ + config_.lanes + timing_.mxu_lw_overhead;
       break;
     }
     case Opcode::MXU_MM: {
-      if (!WaitUntil(unit_busy_until_[kMxu])) return;
       const uint32_t count = reg(in.rs3);
       if (!CheckVmemRange(reg(in.rs1), count) || !CheckVmemRange(reg(in.rs2), count)) return;
-      if (in.flags & tpu::isa::flag::MXU_MM_SWAP) mxu_front_.swap(mxu_back_);
-      ExecuteMxuMatmul(reg(in.rs1), reg(in.rs2), count, (in.flags & tpu::isa::flag::MXU_MM_ACC) != 0);
+      if (!WaitUntil(unit_busy_until_[kMxu])) return;
+      if (in.flags & flag::MXU_MM_SWAP) {  // also when count is 0
+        mxu_front_.swap(mxu_back_);
+        mxu_front_bf16_.swap(mxu_back_bf16_);
+      }
+      ExecuteMxuMatmul(reg(in.rs1), reg(in.rs2), count, (in.flags & flag::MXU_MM_ACC) != 0);
       unit_busy_until_[kMxu] =
-          core_time_ + (count == 0 ? 1 : uint64_t{count} + 2ull * config_.lanes + timing_.mxu_mm_extra);
+          core_time_ + (count == 0 ? 1 : uint64_t{count} + 2ull * config_.lanes + timing_.mxu_mm_overhead);
       mxu_busy_ += count;
       break;
     }
     case Opcode::VADD:
     case Opcode::VMAX:
     case Opcode::VSPLAT: {
-      if (!WaitUntil(unit_busy_until_[kVpu])) return;
       const uint32_t count = reg(in.rs3);
-      const bool splat = info->opcode == Opcode::VSPLAT;
       // VADD and VMAX share their flag bit positions (generated as VADD_* and VMAX_*).
-      static_assert(tpu::isa::flag::VADD_SRC2_IMM == tpu::isa::flag::VMAX_SRC2_IMM &&
-                        tpu::isa::flag::VADD_SRC2_BCAST == tpu::isa::flag::VMAX_SRC2_BCAST,
+      static_assert(flag::VADD_SRC2_IMM == flag::VMAX_SRC2_IMM && flag::VADD_SRC2_BCAST == flag::VMAX_SRC2_BCAST,
                     "VADD and VMAX flags must agree");
-      const bool src2_imm = (in.flags & tpu::isa::flag::VADD_SRC2_IMM) != 0;
-      const bool src2_bcast = (in.flags & tpu::isa::flag::VADD_SRC2_BCAST) != 0;
+      const bool src2_imm = (in.flags & flag::VADD_SRC2_IMM) != 0;
+      const bool src2_bcast = (in.flags & flag::VADD_SRC2_BCAST) != 0;
       if (!CheckVmemRange(reg(in.rd), count)) return;
-      if (!splat) {
+      if (info->opcode != Opcode::VSPLAT) {
         if (!CheckVmemRange(reg(in.rs1), count)) return;
+        // The broadcast operand is one line, read only when there is work to do.
         if (!src2_imm && !CheckVmemRange(reg(in.rs2), src2_bcast ? std::min<uint32_t>(count, 1) : count)) return;
       }
+      if (!WaitUntil(unit_busy_until_[kVpu])) return;
       ExecuteVector(in.opcode, in.flags, reg(in.rd), reg(in.rs1), reg(in.rs2), count, in.imm);
-      unit_busy_until_[kVpu] = core_time_ + (count == 0 ? 1 : uint64_t{count} + timing_.vpu_extra);
+      unit_busy_until_[kVpu] = core_time_ + (count == 0 ? timing_.vpu_empty : uint64_t{count} + timing_.vpu_overhead);
       vpu_busy_ += count;
       break;
     }
   }
   ++instret_;
-  ++core_time_;
+  last_issue_ = core_time_++;
   pc_ = next_pc;
 }
 
@@ -511,21 +547,32 @@ void ChipModel::ExecuteMxuLoadWeights(uint32_t vmem_base, bool transpose) {
   for (uint32_t k = 0; k < lanes; ++k) {
     for (uint32_t n = 0; n < lanes; ++n) {
       const uint32_t value = transpose ? VmemLine(vmem_base + n)[k] : VmemLine(vmem_base + k)[n];
-      const uint32_t bits = uint32_t{tpu::numerics::F32ToBf16(value)} << 16;
-      std::memcpy(&mxu_back_[static_cast<size_t>(k) * lanes + n], &bits, sizeof bits);
+      const uint16_t weight = tpu::numerics::F32ToBf16(value);
+      const uint32_t bits = uint32_t{weight} << 16;
+      const size_t index = static_cast<size_t>(k) * lanes + n;
+      std::memcpy(&mxu_back_[index], &bits, sizeof bits);
+      mxu_back_bf16_[index] = weight;
     }
   }
 }
 
 void ChipModel::ExecuteMxuMatmul(uint32_t lhs, uint32_t dst, uint32_t count, bool accumulate) {
   const uint32_t lanes = config_.lanes;
+  // The host-float kernel needs round-to-nearest-even (the default; a caller may have changed it).
+  const bool host_float = mxu_kernel_ == MxuKernel::kHostFloat && std::fegetround() == FE_TONEAREST;
   for (uint32_t i = 0; i < count; ++i) {
     const uint32_t* row = VmemLine(lhs + i);
-    for (uint32_t k = 0; k < lanes; ++k) {
-      const uint32_t bits = uint32_t{tpu::numerics::F32ToBf16(row[k])} << 16;
-      std::memcpy(&mxu_lhs_[k], &bits, sizeof bits);
+    for (uint32_t k = 0; k < lanes; ++k) mxu_lhs_bf16_[k] = tpu::numerics::F32ToBf16(row[k]);
+    if (host_float) {
+      for (uint32_t k = 0; k < lanes; ++k) {
+        const uint32_t bits = uint32_t{mxu_lhs_bf16_[k]} << 16;
+        std::memcpy(&mxu_lhs_[k], &bits, sizeof bits);
+      }
+      MxuRowTimesWeights(mxu_lhs_.data(), mxu_front_.data(), lanes, mxu_acc_.data(), mxu_out_.data());
+    } else {
+      tpu::numerics::MxuMatVec(mxu_lhs_bf16_.data(), mxu_front_bf16_.data(), static_cast<int>(lanes),
+                               mxu_out_.data());
     }
-    MxuRowTimesWeights(mxu_lhs_.data(), mxu_front_.data(), lanes, mxu_acc_.data(), mxu_out_.data());
     uint32_t* out = VmemLine(dst + i);
     if (accumulate) {
       for (uint32_t n = 0; n < lanes; ++n) out[n] = tpu::numerics::F32Add(out[n], mxu_out_[n]);

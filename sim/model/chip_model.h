@@ -26,16 +26,31 @@
 
 namespace tpu::model {
 
-// Estimated durations (cycles a unit stays busy after it accepts an instruction). Named so that they can
-// be tuned against the RTL's measured figures.
+// The cycle estimate, taken from the RTL's documented unit timing. A unit instruction issued in cycle T
+// makes its unit busy from T+1; the "free" offsets below say in which cycle after T the next instruction
+// for that unit (or a SYNC/HALT waiting on it) can issue.
 struct Timing {
-  uint32_t dma_setup = 2;       // DMA: setup + hbm_latency + one line per cycle
-  uint32_t mxu_lw_extra = 2;    // MXU_LW: N rows + this
-  uint32_t mxu_mm_extra = 2;    // MXU_MM: count rows + 2N fill/drain + this
-  uint32_t vpu_extra = 2;       // VADD/VMAX/VSPLAT: count lines + this
-  uint32_t hdma_setup = 2;      // host DMA: setup + hbm_latency + one line per cycle
-  uint32_t doorbell_to_fetch = 1;  // cycles from the doorbell write to the first issue
+  // DMA_LD/DMA_ST of C lines: free at T + C + hbm_latency + dma_overhead (one line per cycle behind the
+  // memory latency); C = 0 at T + dma_empty.
+  uint32_t dma_overhead = 3;
+  uint32_t dma_empty = 2;
+  // MXU_LW: busy N+1 cycles (rtl/mxu/mxu.sv), free at T + N + 2.
+  uint32_t mxu_lw_overhead = 2;
+  // MXU_MM of C rows: busy C + 2N + 1 cycles (array fill and drain), free at T + C + 2N + 2; C = 0 is
+  // never busy (only the SWAP happens).
+  uint32_t mxu_mm_overhead = 2;
+  // VADD/VMAX/VSPLAT of C lines: read, compute, write stages, free at T + C + 3; C = 0 at T + 2.
+  uint32_t vpu_overhead = 3;
+  uint32_t vpu_empty = 2;
+  // Host DMA of C lines: done at start + C + hbm_latency + hdma_overhead.
+  uint32_t hdma_overhead = 4;
+  // The first instruction issues this many cycles after the doorbell write.
+  uint32_t doorbell_to_fetch = 1;
 };
+
+// How MXU_MM computes its rows. Both give the same bits (tests check it); kHostFloat is a vectorized
+// host-float kernel (sim/model/mxu_kernel.h), kNumericsLibrary calls tpu::numerics::MxuMatVec.
+enum class MxuKernel { kHostFloat, kNumericsLibrary };
 
 class ChipModel {
  public:
@@ -46,6 +61,7 @@ class ChipModel {
 
   const ChipConfig& config() const { return config_; }
   Timing& timing() { return timing_; }
+  void set_mxu_kernel(MxuKernel kernel) { mxu_kernel_ = kernel; }
 
   // The chip's MMIO port (byte offsets: CSRs and the IMEM window). Unmapped offsets read 0 and ignore
   // writes, as do writes to read-only registers.
@@ -78,8 +94,8 @@ class ChipModel {
   Status WriteVmem(uint64_t line, const void* data, uint64_t lines);
   Status HostRead(uint64_t address, void* data, uint64_t bytes) const;
   Status HostWrite(uint64_t address, const void* data, uint64_t bytes);
-  // Host bus errors, for testing the HOST_BUS_ERROR path: host DMA accesses to bytes in
-  // [begin, end) get an error response. An empty range (the default) disables it.
+  // Host bus errors: host DMA accesses at or beyond host_mem_bytes get an error response, as the
+  // platform's host memory gives one; this adds [begin, end) (for tests). An empty range disables it.
   void SetHostBusErrorRange(uint64_t begin, uint64_t end);
 
   // Scalar register `index` (for tests and debugging).
@@ -97,7 +113,10 @@ class ChipModel {
   uint64_t Advance(uint64_t max_cycles, StopWhen stop);
   void StepCore();
   void Issue(uint64_t word);
-  void RaiseCoreError(uint32_t code, uint32_t pc);
+  // Records the error of the instruction at pc_ and lets the units drain (RTL: StDrain); the core stops
+  // with ERROR when they are idle or the watchdog expires.
+  void RaiseCoreError(uint32_t code);
+  void FinishCoreError();
   void StopCore();
   // Stalls the sequencer until `ready`; returns false if the watchdog fired instead.
   bool WaitUntil(uint64_t ready);
@@ -119,6 +138,7 @@ class ChipModel {
 
   ChipConfig config_;
   Timing timing_;
+  MxuKernel mxu_kernel_ = MxuKernel::kHostFloat;
   uint64_t cycle_ = 0;
 
   // Memories.
@@ -131,7 +151,9 @@ class ChipModel {
   // MXU weight buffers, N x N, row k = input lane, column n = output lane; stored as the fp32 value of
   // each bf16 weight so that the matmul kernel works on floats.
   std::vector<float> mxu_front_, mxu_back_;
+  std::vector<uint16_t> mxu_front_bf16_, mxu_back_bf16_;  // the same weights as bf16, for kNumericsLibrary
   std::vector<float> mxu_lhs_, mxu_acc_;  // scratch of one MXU_MM row
+  std::vector<uint16_t> mxu_lhs_bf16_;
   std::vector<uint32_t> mxu_out_;
 
   // Sequencer.
@@ -139,7 +161,9 @@ class ChipModel {
   bool core_running_ = false;
   uint32_t pc_ = 0;
   uint64_t core_time_ = 0;  // when the sequencer can issue its next instruction
-  bool watchdog_expired_ = false;  // the stall at pc_ outlasts WATCHDOG_LIMIT; fires at core_time_
+  uint64_t last_issue_ = 0;        // cycle of the last issue (the watchdog counts from it)
+  bool watchdog_expired_ = false;  // the stall at pc_ outlasts WATCHDOG_LIMIT; the core stops at core_time_
+  bool draining_ = false;          // an error was raised; the core stops with ERROR at core_time_
   std::array<uint64_t, kNumUnits> unit_busy_until_{};
 
   // CSRs.

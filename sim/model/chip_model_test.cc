@@ -443,6 +443,46 @@ TEST_F(ChipModelTest, CountersFollowTheConcurrencyModel) {
   EXPECT_GE(Csr(csr::CYCLES_LO), latency + 64);
 }
 
+// Exact figures of the RTL's documented timing (rtl/core/tpu_sequencer.sv, rtl/mxu/mxu.sv): one issue per
+// cycle, MXU_LW busy N+1 cycles, a SYNC issues in the first cycle its units are idle.
+TEST_F(ChipModelTest, CyclesFollowTheRtlTiming) {
+  RunProgram(model_, {Li(1, 0), Addi(1, 1, 1), Jmp(4), Nop(), Halt()});
+  EXPECT_EQ(Csr(csr::INSTRET), 4u);
+  EXPECT_EQ(Csr(csr::CYCLES_LO), 4u) << "no stalls: one cycle per instruction, branches included";
+  EXPECT_EQ(Csr(csr::STALL_CYCLES), 0u);
+
+  RunProgram(model_, {Li(1, 0), MxuLw(1), Sync(flag::SYNC_MXU), Halt()});
+  EXPECT_EQ(Csr(csr::STALL_CYCLES), lanes() + 1);
+  EXPECT_EQ(Csr(csr::CYCLES_LO), 4 + lanes() + 1);
+
+  // MXU_MM of C rows is busy C + 2N + 1 cycles; with count 0 it is never busy.
+  RunProgram(model_, {Li(3, 10), MxuMm(0, 0, 3), Sync(), MxuMm(0, 0, 0), Sync(), Halt()});
+  EXPECT_EQ(Csr(csr::STALL_CYCLES), 10 + 2 * lanes() + 1);
+}
+
+// Errors are raised at issue, before waiting for the unit; the units finish what they were given (the
+// core stays BUSY meanwhile), then the core stops with ERROR.
+TEST_F(ChipModelTest, ErrorDrainsTheUnitsFirst) {
+  std::vector<uint32_t> data(100 * lanes());
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint32_t>(i);
+  WriteHbmWords(model_, 0, data);
+  LoadProgram(model_, {Li(3, 100), Li(4, 200), DmaLd(0, 4, 3, 1), Li(5, 0xFFFFFF), DmaLd(0, 5, 3, 1), Halt()});
+  model_.MmioWrite(csr::DOORBELL, 1);
+  model_.Run(7);  // the error is raised in the fifth cycle
+  EXPECT_EQ(Status(), csr::STATUS_BUSY) << "draining";
+  EXPECT_EQ(Csr(csr::ERROR_CODE), static_cast<uint32_t>(Error::BAD_VMEM_ADDR));
+  EXPECT_FALSE(model_.Irq());
+  model_.Run(100000);
+  EXPECT_EQ(Status(), csr::STATUS_ERROR);
+  EXPECT_EQ(Csr(csr::ERROR_PC), 4u);
+  EXPECT_TRUE(model_.Irq());
+  EXPECT_EQ(ReadVmemWords(model_, 200, 100), data) << "the issued DMA completed";
+  EXPECT_GE(Csr(csr::CYCLES_LO), 100 + model_.config().hbm_latency);
+  // The next doorbell clears ERROR_PC with the rest of the error state.
+  RunProgram(model_, {Halt()});
+  EXPECT_EQ(Csr(csr::ERROR_PC), 0u);
+}
+
 TEST_F(ChipModelTest, RunHonoursItsBudget) {
   LoadProgram(model_, {Li(3, 2000), DmaLd(0, 0, 3, 1), Sync(), Halt()});
   model_.MmioWrite(csr::DOORBELL, 1);
@@ -450,13 +490,14 @@ TEST_F(ChipModelTest, RunHonoursItsBudget) {
   EXPECT_EQ(model_.Run(100), 100u);
   EXPECT_EQ(model_.cycle(), start + 100);
   EXPECT_EQ(Status(), csr::STATUS_BUSY);
-  const uint32_t mid_cycles = Csr(csr::CYCLES_LO);
-  EXPECT_EQ(mid_cycles, 100u) << "CYCLES counts while BUSY";
+  // CYCLES counts the cycles the sequencer runs, from the first fetch after the doorbell.
+  const uint32_t fetch = model_.timing().doorbell_to_fetch;
+  EXPECT_EQ(Csr(csr::CYCLES_LO), 100u - fetch) << "CYCLES counts while BUSY";
   const uint64_t rest = model_.Run(1'000'000);
   EXPECT_EQ(Status(), csr::STATUS_HALTED);
-  EXPECT_EQ(Csr(csr::CYCLES_LO), 100 + rest);
+  EXPECT_EQ(Csr(csr::CYCLES_LO), 100 + rest - fetch);
   model_.Step(1000);
-  EXPECT_EQ(Csr(csr::CYCLES_LO), 100 + rest) << "counters stop at the halt";
+  EXPECT_EQ(Csr(csr::CYCLES_LO), 100 + rest - fetch) << "counters stop at the halt";
 }
 
 }  // namespace
