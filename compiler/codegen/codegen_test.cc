@@ -32,8 +32,8 @@ struct RunResult {
 
 // A minimal loader for tests: allocates the regions back to back in HBM, patches the relocations,
 // writes IMEM through the MMIO window and the data through the backdoor, runs, reads the outputs.
-StatusOr<RunResult> RunOnModel(const Program& program, const std::vector<hlo::Literal>& arguments) {
-  model::ChipConfig config = model::ChipConfig::Build();
+StatusOr<RunResult> RunOnModel(const Program& program, const std::vector<hlo::Literal>& arguments,
+                               const model::ChipConfig& config = model::ChipConfig::Build()) {
   if (config.lanes != program.lanes) return FailedPrecondition("program compiled for other lanes");
   model::ChipModel chip(config);
   uint64_t next_line = 64;  // leave line 0.. unused so that a missing relocation shows up as wrong data
@@ -114,8 +114,25 @@ std::string ReadTextFile(const std::string& path) {
 
 // Compiles `hlo_text` (after the default passes), runs it with seeded random arguments and compares
 // every output with the interpreter. Returns the run for further checks.
+// Empty when every element satisfies |device - reference| <= atol + rtol*|reference| (docs/numerics.md).
+std::string CompareWithTolerance(const hlo::Literal& got, const hlo::Literal& want) {
+  if (got.shape() != want.shape()) return "shape " + got.shape().ToString() + " vs " + want.shape().ToString();
+  double max_abs = 0;
+  for (int64_t i = 0; i < want.element_count(); ++i) max_abs = std::max(max_abs, std::fabs(want.GetAsDouble(i)));
+  const double rtol = 1.0 / 64, atol = max_abs / 64;
+  for (int64_t i = 0; i < want.element_count(); ++i) {
+    const double w = want.GetAsDouble(i), g = got.GetAsDouble(i);
+    if (!(std::fabs(g - w) <= atol + rtol * std::fabs(w))) {
+      return "element " + std::to_string(i) + ": device " + std::to_string(g) + ", interpreter " + std::to_string(w);
+    }
+  }
+  return "";
+}
+
 RunResult CompileRunAndCompare(const std::string& hlo_text, CompileOptions options = {}, uint32_t seed = 1,
-                               CompileStats* stats_out = nullptr) {
+                               CompileStats* stats_out = nullptr,
+                               std::vector<hlo::Literal>* last_run_expected = nullptr,
+                               const model::ChipConfig& config = model::ChipConfig::Build()) {
   RunResult empty;
   StatusOr<std::unique_ptr<hlo::HloModule>> reference = hlo::ParseHloModule(hlo_text);
   EXPECT_TRUE(reference.ok()) << reference.status();
@@ -126,7 +143,9 @@ RunResult CompileRunAndCompare(const std::string& hlo_text, CompileOptions optio
   StatusOr<bool> changed = pipeline.Run(module->get());
   EXPECT_TRUE(changed.ok()) << changed.status();
 
-  options.lanes = static_cast<uint32_t>(model::ChipConfig::Build().lanes);
+  options.lanes = config.lanes;
+  options.vmem_lines = std::min(options.vmem_lines, config.vmem_lines);
+  options.imem_words = config.imem_words;
   CompileStats stats;
   StatusOr<Program> program = Compile(**module, options, &stats);
   EXPECT_TRUE(program.ok()) << program.status();
@@ -139,7 +158,7 @@ RunResult CompileRunAndCompare(const std::string& hlo_text, CompileOptions optio
   for (int64_t i = 0; i < entry->num_parameters(); ++i) {
     arguments.push_back(hlo::Literal::Random(entry->parameter_instruction(i)->shape(), rng));
   }
-  StatusOr<RunResult> run = RunOnModel(*program, arguments);
+  StatusOr<RunResult> run = RunOnModel(*program, arguments, config);
   EXPECT_TRUE(run.ok()) << run.status();
   StatusOr<std::vector<hlo::Literal>> expected = hlo::Interpret(**reference, arguments);
   EXPECT_TRUE(expected.ok()) << expected.status();
@@ -147,22 +166,23 @@ RunResult CompileRunAndCompare(const std::string& hlo_text, CompileOptions optio
   if (!run.ok() || !expected.ok()) return empty;
   EXPECT_EQ(run->outputs.size(), expected->size());
   for (size_t o = 0; o < std::min(run->outputs.size(), expected->size()); ++o) {
-    const hlo::Literal& want = (*expected)[o];
-    const hlo::Literal& got = run->outputs[o];
-    EXPECT_EQ(got.shape(), want.shape());
-    if (got.shape() != want.shape()) continue;
-    double max_abs = 0;
-    for (int64_t i = 0; i < want.element_count(); ++i) max_abs = std::max(max_abs, std::fabs(want.GetAsDouble(i)));
-    const double rtol = 1.0 / 64, atol = max_abs / 64;
-    int reported = 0;
-    for (int64_t i = 0; i < want.element_count(); ++i) {
-      const double w = want.GetAsDouble(i), g = got.GetAsDouble(i);
-      if (!(std::fabs(g - w) <= atol + rtol * std::fabs(w)) && reported++ < 5) {
-        ADD_FAILURE() << "output " << o << " element " << i << ": device " << g << ", interpreter " << w;
-      }
-    }
+    std::string mismatch = CompareWithTolerance(run->outputs[o], (*expected)[o]);
+    EXPECT_TRUE(mismatch.empty()) << "output " << o << ": " << mismatch;
   }
+  if (last_run_expected != nullptr) *last_run_expected = std::move(*expected);
   return *run;
+}
+
+std::string DotModule(int64_t m, int64_t k, int64_t n, bool transposed_rhs);
+
+TEST(CodegenTest, ToleranceCheckCatchesAWrongElement) {
+  std::vector<hlo::Literal> expected;
+  RunResult run = CompileRunAndCompare(DotModule(6, 20, 10, false), {}, 5, nullptr, &expected);
+  ASSERT_EQ(run.outputs.size(), 1u);
+  EXPECT_TRUE(CompareWithTolerance(run.outputs[0], expected[0]).empty());
+  hlo::Literal wrong = run.outputs[0];
+  wrong.Set<float>(17, wrong.Get<float>(17) + 1.0f);
+  EXPECT_FALSE(CompareWithTolerance(wrong, expected[0]).empty());
 }
 
 std::string DotModule(int64_t m, int64_t k, int64_t n, bool transposed_rhs) {
@@ -192,6 +212,16 @@ TEST(CodegenTest, DenseLayerMatchesTheInterpreter) {
   std::printf("dense layer 64x256x128 + bias + ReLU: %zu instructions, %u issued, %llu cycles, MXU busy %llu\n",
               run.instructions, run.instret, (unsigned long long)run.cycles, (unsigned long long)run.mxu_busy);
   EXPECT_GT(run.cycles, 0u);
+
+  // The same module for the v2 configuration (128 lanes), on a v2 reference model.
+  StatusOr<model::ChipConfig> v2 = model::ChipConfig::Named("v2");
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  CompileOptions v2_options;
+  v2_options.vmem_lines = v2->vmem_lines;
+  RunResult v2_run = CompileRunAndCompare(text, v2_options, 1, nullptr, nullptr, *v2);
+  std::printf("dense layer on v2: %zu instructions, %u issued, %llu cycles, MXU busy %llu\n", v2_run.instructions,
+              v2_run.instret, (unsigned long long)v2_run.cycles, (unsigned long long)v2_run.mxu_busy);
+  EXPECT_GT(v2_run.cycles, 0u);
 }
 
 struct DotCase {
