@@ -264,15 +264,16 @@ Status Parser::ParseRawValue(std::string* value) {
     char c = text_[pos_];
     if (c == '"') {
       size_t quote = pos_++;
-      while (pos_ < text_.size() && text_[pos_] != '"') {
+      while (pos_ < text_.size() && text_[pos_] != '"' && text_[pos_] != '\n') {
         if (text_[pos_] == '\\') ++pos_;
         ++pos_;
       }
-      if (pos_ >= text_.size()) return ErrorAt(quote, "unterminated string: expected a closing '\"'");
+      if (pos_ >= text_.size() || text_[pos_] != '"') return ErrorAt(quote, "unterminated string: expected a closing '\"'");
       ++pos_;
       continue;
     }
-    if (closers.empty() && (c == ',' || c == '\n' || c == ')' || c == '}')) break;
+    // Values never span lines in XLA's text, so a newline ends the value (or reports it unterminated).
+    if (c == '\n' || (closers.empty() && (c == ',' || c == ')' || c == '}'))) break;
     if (c == '{' || c == '[' || c == '(') {
       if (closers.empty()) open_position = pos_;
       closers.push_back(c == '{' ? '}' : c == '[' ? ']' : ')');
@@ -698,10 +699,8 @@ Status Parser::ParseComputation(HloModule* module) {
     Shape ignored;
     TPU_RETURN_IF_ERROR(ParseShape(&ignored));
   }
-  size_t open = pos_;
   TPU_RETURN_IF_ERROR(Expect('{', "to open the computation body"));
-  SkipSpace();
-  open = pos_ - 1;
+  size_t open = pos_ - 1;
   auto owned = std::make_unique<HloComputation>(name);
   HloComputation* computation = owned.get();
   std::vector<PendingOperand> pending;

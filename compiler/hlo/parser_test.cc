@@ -1,2 +1,244 @@
+#include "compiler/hlo/parser.h"
+
 #include <gtest/gtest.h>
-TEST(Placeholder, Builds) {}
+
+#include <chrono>
+#include <cmath>
+
+#include "compiler/hlo/test_util.h"
+
+namespace tpu::hlo {
+namespace {
+
+using testing::ReadSharedHlo;
+
+std::unique_ptr<HloModule> MustParse(const std::string& text) {
+  auto module = ParseHloModule(text);
+  EXPECT_TRUE(module.ok()) << module.status();
+  return module.ok() ? std::move(module).value() : nullptr;
+}
+
+int64_t CountOpcode(const HloModule& module, HloOpcode opcode) {
+  int64_t count = 0;
+  for (const HloComputation* computation : module.computations())
+    for (const HloInstruction* instruction : computation->instructions()) count += instruction->opcode() == opcode;
+  return count;
+}
+
+TEST(ParserTest, EverySharedFileParses) {
+  for (const char* name : testing::kSharedHloFiles) {
+    std::string text = ReadSharedHlo(name);
+    if (text.empty()) GTEST_SKIP() << "no ../shared/hlo";
+    auto module = ParseHloModule(text);
+    ASSERT_TRUE(module.ok()) << name << ": " << module.status();
+    EXPECT_NE((*module)->entry_computation(), nullptr);
+  }
+}
+
+TEST(ParserTest, MamlTrainStepStructure) {
+  std::string text = ReadSharedHlo("maml_flax_train_step.hlo");
+  if (text.empty()) GTEST_SKIP();
+  auto module = MustParse(text);
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(module->name(), "jit_train_step.26");
+  const HloComputation* entry = module->entry_computation();
+  EXPECT_EQ(entry->name(), "main.156");
+  EXPECT_EQ(entry->num_parameters(), 15);
+  EXPECT_EQ(entry->parameter_instruction(0)->shape().ToString(), "s32[]");
+  EXPECT_EQ(entry->root_instruction()->opcode(), HloOpcode::kTuple);
+  EXPECT_EQ(entry->root_instruction()->operand_count(), 14);
+  const HloInstruction* dot = entry->GetInstructionWithName("dot.43");
+  ASSERT_NE(dot, nullptr);
+  EXPECT_EQ(dot->dot_dimension_numbers().lhs_contracting_dimensions, std::vector<int64_t>{1});
+  EXPECT_EQ(dot->dot_dimension_numbers().rhs_contracting_dimensions, std::vector<int64_t>{0});
+  EXPECT_EQ(dot->operand(0)->name(), "Arg_13.14");
+  const HloInstruction* momentum = entry->GetInstructionWithName("constant.29");
+  ASSERT_TRUE(momentum->has_literal());
+  EXPECT_EQ(momentum->literal().Get<float>(0), 0.9f);
+  const HloInstruction* compare = entry->GetInstructionWithName("compare.55");
+  EXPECT_EQ(compare->comparison_direction(), ComparisonDirection::kGt);
+  const HloInstruction* call = entry->GetInstructionWithName("call.54");
+  ASSERT_NE(call->to_apply(), nullptr);
+  EXPECT_EQ(call->to_apply()->name(), "jit_relu.49");
+  EXPECT_EQ(CountOpcode(*module, HloOpcode::kDot), 8);
+}
+
+TEST(ParserTest, PytorchTrainStepAttributes) {
+  std::string text = ReadSharedHlo("pytorch_xla_mnist_mlp_train_step.hlo");
+  if (text.empty()) GTEST_SKIP();
+  auto module = MustParse(text);
+  ASSERT_NE(module, nullptr);
+  ASSERT_EQ(module->input_output_aliases().size(), 8u);
+  EXPECT_EQ(module->input_output_aliases()[0].output_index, std::vector<int64_t>{0});
+  EXPECT_EQ(module->input_output_aliases()[0].parameter_number, 2);
+  EXPECT_EQ(module->input_output_aliases()[0].kind, "must-alias");
+  const HloComputation* entry = module->entry_computation();
+  const HloInstruction* transfer = entry->GetInstructionWithName("custom-call.13");
+  ASSERT_NE(transfer, nullptr);
+  EXPECT_EQ(transfer->custom_call_target(), "AwsNeuronTransferWithStaticRing");
+  ASSERT_NE(transfer->raw_attribute("api_version"), nullptr);
+  EXPECT_EQ(*transfer->raw_attribute("api_version"), "API_VERSION_UNSPECIFIED");
+  const HloInstruction* parameter = entry->GetInstructionWithName("p2.14");
+  ASSERT_NE(parameter->raw_attribute("frontend_attributes"), nullptr);
+  EXPECT_EQ(*parameter->raw_attribute("frontend_attributes"), "{neff_input_names=\"input2\"}");
+  ASSERT_NE(parameter->raw_attribute("metadata"), nullptr);
+  EXPECT_NE(parameter->raw_attribute("metadata")->find("source_line=1158"), std::string::npos);
+  EXPECT_EQ(CountOpcode(*module, HloOpcode::kCustomCall), 12);
+  bool found_negative_infinity = false;
+  for (const HloInstruction* instruction : entry->instructions())
+    if (instruction->opcode() == HloOpcode::kConstant && instruction->has_literal() &&
+        std::isinf(instruction->literal().GetAsDouble(0)) && instruction->literal().GetAsDouble(0) < 0)
+      found_negative_infinity = true;
+  EXPECT_TRUE(found_negative_infinity);
+  const HloInstruction* iota = entry->GetInstructionWithName("iota.1");
+  EXPECT_EQ(iota->iota_dimension(), 1);
+  EXPECT_EQ(iota->shape().element_type, PrimitiveType::S64);
+}
+
+TEST(ParserTest, EfficientNetConvolutionsAndSort) {
+  std::string text = ReadSharedHlo("efficientnet_forward.hlo");
+  if (text.empty()) GTEST_SKIP();
+  auto start = std::chrono::steady_clock::now();
+  auto module = MustParse(text);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_NE(module, nullptr);
+  EXPECT_LT(ms, 250.0) << "parsing 200 KB should take milliseconds";
+  EXPECT_EQ(CountOpcode(*module, HloOpcode::kConvolution), 73);
+  const HloComputation* entry = module->entry_computation();
+  const HloInstruction* stem = entry->GetInstructionWithName("convolution.374");
+  ASSERT_NE(stem, nullptr);
+  ASSERT_EQ(stem->window().dimensions.size(), 2u);
+  EXPECT_EQ(stem->window().dimensions[0].size, 3);
+  EXPECT_EQ(stem->window().dimensions[0].stride, 2);
+  EXPECT_EQ(stem->window().dimensions[0].padding_low, 0);
+  EXPECT_EQ(stem->window().dimensions[0].padding_high, 1);
+  const ConvolutionDimensionNumbers& d = stem->convolution_dimension_numbers();
+  EXPECT_EQ(d.input_batch_dimension, 0);
+  EXPECT_EQ(d.input_feature_dimension, 3);
+  EXPECT_EQ(d.input_spatial_dimensions, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(d.kernel_input_feature_dimension, 2);
+  EXPECT_EQ(d.kernel_output_feature_dimension, 3);
+  EXPECT_EQ(ConvolutionDimensionNumbersToString(d), "b01f_01io->b01f");
+  EXPECT_FALSE(entry->GetInstructionWithName("constant.373")->has_literal());  // {...}
+  EXPECT_EQ(entry->GetInstructionWithName("convolution.399")->feature_group_count(), 32);
+  const HloComputation* top_k = module->GetComputationWithName("xla_fallback_top_k.2017");
+  ASSERT_NE(top_k, nullptr);
+  const HloInstruction* sort = top_k->GetInstructionWithName("sort.2021");
+  EXPECT_TRUE(sort->is_stable());
+  EXPECT_EQ(sort->dimensions(), std::vector<int64_t>{1});
+  EXPECT_EQ(sort->shape().tuple_shapes.size(), 2u);
+  const HloInstruction* slice = top_k->GetInstructionWithName("slice.2024");
+  EXPECT_EQ(slice->slice_limits(), (std::vector<int64_t>{250, 5}));
+  EXPECT_EQ(module->GetComputationWithName("region_1.2011")->root_instruction()->comparison_type(), "TOTALORDER");
+}
+
+TEST(ParserTest, AcceptsBareNamesUntypedOperandsAndForwardReferences) {
+  auto module = MustParse(R"(HloModule m, entry_computation_layout={(f32[2]{0})->f32[2]{0}}
+
+add_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT sum = f32[] add(a, b)
+}
+
+ENTRY main {
+  ROOT out = f32[2] multiply(x, doubled)
+  x = f32[2]{0} parameter(0)
+  doubled = f32[2] add(x, x), sharding={replicated}
+  total = f32[] reduce(x, zero), dimensions={0}, to_apply=add_f32
+  zero = f32[] constant(0)
+}
+)");
+  ASSERT_NE(module, nullptr);
+  const HloComputation* entry = module->entry_computation();
+  EXPECT_EQ(entry->root_instruction()->name(), "out");
+  EXPECT_EQ(entry->root_instruction()->operand(1)->name(), "doubled");
+  EXPECT_EQ(entry->GetInstructionWithName("total")->to_apply()->name(), "add_f32");
+  EXPECT_EQ(*entry->GetInstructionWithName("doubled")->raw_attribute("sharding"), "{replicated}");
+  ASSERT_EQ(module->raw_attributes().size(), 1u);
+  EXPECT_EQ(module->raw_attributes()[0].second, "{(f32[2]{0})->f32[2]{0}}");
+}
+
+TEST(ParserTest, NestedArrayConstants) {
+  auto module = MustParse(R"(HloModule m
+ENTRY e {
+  ROOT c = s32[2,3]{1,0} constant({ { 1, 2, 3 }, { 4, 5, -6 } })
+})");
+  ASSERT_NE(module, nullptr);
+  const Literal& literal = module->entry_computation()->root_instruction()->literal();
+  EXPECT_EQ(literal.Get<int32_t>(5), -6);
+  EXPECT_EQ(literal.Get<int32_t>(3), 4);
+}
+
+TEST(ParserTest, KeepsUnknownAttributesRaw) {
+  auto module = MustParse(R"(HloModule m
+ENTRY e {
+  p = f32[4] parameter(0)
+  ROOT c = f32[4] custom-call(p), custom_call_target="Foo", backend_config="{\"a\": [1, {2}], \"b\": \"x,y\"}", weird={a={b}, c=(1,2)}
+})");
+  ASSERT_NE(module, nullptr);
+  const HloInstruction* call = module->entry_computation()->root_instruction();
+  EXPECT_EQ(*call->raw_attribute("backend_config"), R"("{\"a\": [1, {2}], \"b\": \"x,y\"}")");
+  EXPECT_EQ(*call->raw_attribute("weird"), "{a={b}, c=(1,2)}");
+}
+
+// Parses `text` and expects InvalidArgument starting with `prefix` (the line/column part).
+void ExpectError(const std::string& text, const std::string& prefix, const std::string& fragment) {
+  auto module = ParseHloModule(text);
+  ASSERT_FALSE(module.ok());
+  EXPECT_EQ(module.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(module.status().message().rfind(prefix, 0), 0u) << module.status().message();
+  EXPECT_NE(module.status().message().find(fragment), std::string::npos) << module.status().message();
+}
+
+TEST(ParserTest, MissingParenthesis) {
+  ExpectError("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p\n}\n",
+              "line 5, column 1:", "')'");
+}
+
+TEST(ParserTest, UnknownElementType) {
+  ExpectError("HloModule m\nENTRY e {\n  p = f31[2] parameter(0)\n}\n", "line 3, column 7:",
+              "unknown element type 'f31'");
+}
+
+TEST(ParserTest, BadShape) {
+  ExpectError("HloModule m\nENTRY e {\n  p = f32[2,x] parameter(0)\n}\n", "line 3, column 13:", "dimension size");
+  ExpectError("HloModule m\nENTRY e {\n  p = f32[2]{1,0} parameter(0)\n}\n", "line 3, column 14:", "layout");
+}
+
+TEST(ParserTest, UnterminatedBrace) {
+  ExpectError("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n", "line 2, column 9:", "unterminated computation");
+  ExpectError("HloModule m\nENTRY e {\n  ROOT c = f32[2] constant({1, 2)\n}\n", "line 3, column 33:", "'}'");
+  ExpectError("HloModule m\nENTRY e {\n  p = f32[2] parameter(0), metadata={op_name=\"x\"\n}\n", "line 3, column 37:",
+              "unterminated attribute value");
+}
+
+TEST(ParserTest, UnknownOperandName) {
+  ExpectError("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT a = f32[2] add(f32[2] %p, f32[2] %q)\n}\n",
+              "line 4, column 41:", "unknown operand name 'q'");
+}
+
+TEST(ParserTest, OtherErrors) {
+  ExpectError("HloModul m\n", "line 1, column 1:", "HloModule");
+  ExpectError("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  p = f32[2] parameter(1)\n}\n", "line 4, column 3:",
+              "duplicate instruction name");
+  ExpectError("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT a = f32[2] add(f32[3] %p, f32[2] %p)\n}\n",
+              "line 4, column 30:", "shape f32[3]");
+  ExpectError("HloModule m\nENTRY e {\n  p = f32[] parameter(0)\n  ROOT r = f32[] call(p), to_apply=%nowhere\n}\n",
+              "line 4, column 36:", "unknown computation 'nowhere'");
+  ExpectError("HloModule m\nENTRY e {\n  ROOT c = f32[] constant(abc)\n}\n", "line 3, column 27:", "f32 value");
+  ExpectError("HloModule m\nENTRY e {\n  ROOT c = f32[2] constant({1, 2, 3})\n}\n", "line 3, column 34:",
+              "2 elements");
+  ExpectError("", "line 1, column 1:", "HloModule");
+}
+
+TEST(ParserTest, UnknownOpcodeIsKeptForTheVerifier) {
+  auto module = MustParse("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT x = f32[2] frobnicate(p)\n}\n");
+  ASSERT_NE(module, nullptr);
+  const HloInstruction* root = module->entry_computation()->root_instruction();
+  EXPECT_EQ(root->opcode(), HloOpcode::kUnknown);
+  EXPECT_EQ(root->opcode_name(), "frobnicate");
+}
+
+}  // namespace
+}  // namespace tpu::hlo

@@ -1,2 +1,124 @@
+#include "compiler/hlo/verifier.h"
+
 #include <gtest/gtest.h>
-TEST(Placeholder, Builds) {}
+
+#include "compiler/hlo/parser.h"
+#include "compiler/hlo/test_util.h"
+
+namespace tpu::hlo {
+namespace {
+
+Status VerifyText(const std::string& text, const VerifierOptions& options = {}) {
+  auto module = ParseHloModule(text);
+  EXPECT_TRUE(module.ok()) << module.status();
+  if (!module.ok()) return module.status();
+  return VerifyHloModule(**module, options);
+}
+
+std::string Entry(const std::string& body) { return "HloModule m\n\nENTRY %e {\n" + body + "}\n"; }
+
+TEST(VerifierTest, SharedFilesVerify) {
+  for (const char* name : testing::kSharedHloFiles) {
+    std::string text = testing::ReadSharedHlo(name);
+    if (text.empty()) GTEST_SKIP() << "no ../shared/hlo";
+    Status status = VerifyText(text);
+    EXPECT_TRUE(status.ok()) << name << ": " << status;
+  }
+}
+
+TEST(VerifierTest, DynamicDimensionIsAValueError) {
+  Status status = VerifyText(Entry("  ROOT %p = f32[?,10]{1,0} parameter(0)\n"));
+  EXPECT_EQ(status.code(), StatusCode::kValueError);
+  EXPECT_EQ(status.ToString(),
+            "ValueError: shape f32[?,10] must have a fixed size for dimension 0 that is known at graph construction "
+            "time.");
+  Status bounded = VerifyText(Entry("  %p = f32[4]{0} parameter(0)\n  ROOT %s = s32[2,<=4]{1,0} custom-call(%p), "
+                                    "custom_call_target=\"AwsNeuronTransferWithStaticRing\"\n"));
+  EXPECT_EQ(bounded.code(), StatusCode::kValueError);
+  EXPECT_NE(bounded.message().find("shape s32[2,<=4] must have a fixed size for dimension 1"), std::string::npos)
+      << bounded;
+}
+
+TEST(VerifierTest, F64InputIsATypeError) {
+  Status status = VerifyText(Entry("  ROOT %p = f64[3]{0} parameter(0)\n"));
+  EXPECT_EQ(status.ToString(), "TypeError: DataType f64 is not a supported TPU infeed type.");
+}
+
+TEST(VerifierTest, StrictInfeedTypesFollowTheCloudTpuList) {
+  std::string text = Entry("  ROOT %p = s64[32]{0} parameter(0)\n");
+  EXPECT_TRUE(VerifyText(text).ok());  // PyTorch/XLA feeds s64 labels; accepted by default
+  VerifierOptions strict;
+  strict.strict_infeed_types = true;
+  EXPECT_EQ(VerifyText(text, strict).ToString(), "TypeError: DataType s64 is not a supported TPU infeed type.");
+  EXPECT_TRUE(VerifyText(Entry("  ROOT %p = bf16[32]{0} parameter(0)\n"), strict).ok());
+}
+
+TEST(VerifierTest, F64InsideTheProgramIsInvalid) {
+  Status status = VerifyText(Entry("  %p = f32[3]{0} parameter(0)\n  ROOT %c = f64[3]{0} convert(f32[3]{0} %p)\n"));
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("f64"), std::string::npos);
+}
+
+TEST(VerifierTest, UnknownOpcodeIsNotRegistered) {
+  Status status = VerifyText(Entry("  %p = f32[3]{0} parameter(0)\n  ROOT %w = f32[3]{0} frobnicate(f32[3]{0} %p)\n"));
+  EXPECT_EQ(status.ToString(),
+            "NotFoundError: No registered 'frobnicate' OpKernel for XLA_TPU_JIT devices compatible with node w");
+}
+
+TEST(VerifierTest, UnknownCustomCallTargetIsNotRegistered) {
+  Status status = VerifyText(Entry("  %p = f32[3]{0} parameter(0)\n  ROOT %c = f32[3]{0} custom-call(f32[3]{0} %p), "
+                                   "custom_call_target=\"SomeHostCallback\"\n"));
+  EXPECT_EQ(status.ToString(),
+            "NotFoundError: No registered 'SomeHostCallback' OpKernel for XLA_TPU_JIT devices compatible with node c");
+  EXPECT_TRUE(VerifyText(Entry("  %p = f32[3]{0} parameter(0)\n  ROOT %c = f32[3]{0} custom-call(f32[3]{0} %p), "
+                               "custom_call_target=\"AwsNeuronTransferWithStaticRing\"\n"))
+                  .ok());
+}
+
+TEST(VerifierTest, ShapeMismatchIsReported) {
+  Status status = VerifyText(Entry("  %a = f32[2,3]{1,0} parameter(0)\n  %b = f32[3,4]{1,0} parameter(1)\n"
+                                   "  ROOT %d = f32[2,5]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"));
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("shape f32[2,5] does not match the inferred shape f32[2,4]"), std::string::npos)
+      << status;
+}
+
+TEST(VerifierTest, OperandProblems) {
+  Status count = VerifyText(Entry("  %a = f32[2]{0} parameter(0)\n  ROOT %n = f32[2]{0} negate(%a, %a)\n"));
+  EXPECT_NE(count.message().find("expected 1 operand(s), got 2"), std::string::npos) << count;
+  Status dims = VerifyText(Entry("  %a = f32[2]{0} parameter(0)\n  %b = f32[3]{0} parameter(1)\n"
+                                 "  ROOT %s = f32[2]{0} add(%a, %b)\n"));
+  EXPECT_NE(dims.message().find("same dimensions"), std::string::npos) << dims;
+  Status contracting = VerifyText(Entry("  %a = f32[2,3]{1,0} parameter(0)\n  %b = f32[4,4]{1,0} parameter(1)\n"
+                                        "  ROOT %d = f32[2,4]{1,0} dot(%a, %b), lhs_contracting_dims={1}, "
+                                        "rhs_contracting_dims={0}\n"));
+  EXPECT_NE(contracting.message().find("contracting dimension sizes differ"), std::string::npos) << contracting;
+  Status broadcast = VerifyText(Entry("  %a = f32[3]{0} parameter(0)\n  ROOT %b = f32[2,4]{1,0} broadcast(%a), "
+                                      "dimensions={1}\n"));
+  EXPECT_NE(broadcast.message().find("does not map onto dimension 1"), std::string::npos) << broadcast;
+  Status reshape = VerifyText(Entry("  %a = f32[6]{0} parameter(0)\n  ROOT %r = f32[4]{0} reshape(%a)\n"));
+  EXPECT_NE(reshape.message().find("element counts differ"), std::string::npos) << reshape;
+}
+
+TEST(VerifierTest, ConvolutionShapeInference) {
+  std::string good = Entry(
+      "  %x = f32[2,9,9,4]{3,2,1,0} parameter(0)\n  %k = f32[3,3,2,6]{3,2,1,0} parameter(1)\n"
+      "  ROOT %c = f32[2,5,5,6]{3,2,1,0} convolution(%x, %k), window={size=3x3 stride=2x2 pad=1_1x1_1}, "
+      "dim_labels=b01f_01io->b01f, feature_group_count=2\n");
+  EXPECT_TRUE(VerifyText(good).ok()) << VerifyText(good);
+  std::string bad = good;
+  bad.replace(bad.find("f32[2,5,5,6]"), 12, "f32[2,4,4,6]");
+  EXPECT_NE(VerifyText(bad).message().find("inferred shape f32[2,5,5,6]"), std::string::npos) << VerifyText(bad);
+}
+
+TEST(VerifierTest, InferShapeIsUsableOnItsOwn) {
+  auto module = ParseHloModule(Entry("  %a = f32[2,3]{1,0} parameter(0)\n  ROOT %t = f32[3,2]{0,1} transpose(%a), "
+                                     "dimensions={1,0}\n"));
+  ASSERT_TRUE(module.ok());
+  auto shape = InferShape(*(*module)->entry_computation()->root_instruction());
+  ASSERT_TRUE(shape.ok()) << shape.status();
+  EXPECT_EQ(shape->ToString(), "f32[3,2]");
+}
+
+}  // namespace
+}  // namespace tpu::hlo
