@@ -246,7 +246,8 @@ void ChipModel::StartHostDma(uint32_t ctrl) {
   hdma_host_ = host;
   hdma_hbm_ = hdma_hbm_line_;
   hdma_count_ = hdma_lines_;
-  hdma_done_at_ = cycle_ + timing_.hdma_overhead + config_.hbm_latency + hdma_count_;
+  hdma_done_at_ = cycle_ + (hdma_to_host_ ? timing_.hdma_to_host_overhead : timing_.hdma_to_hbm_overhead) +
+                  config_.hbm_latency + hdma_count_;
 }
 
 void ChipModel::CompleteHostDma() {
@@ -467,7 +468,10 @@ void ChipModel::Issue(uint64_t word) {
       if (!WaitUntil(unit_busy_until_[kDma])) return;
       ExecuteDma(info->opcode == Opcode::DMA_LD, reg(in.rs1), reg(in.rs2), reg(in.rs3), in.imm);
       unit_busy_until_[kDma] =
-          core_time_ + (count == 0 ? timing_.dma_empty : count + config_.hbm_latency + timing_.dma_overhead);
+          core_time_ + (count == 0 ? timing_.dma_empty
+                                   : count + config_.hbm_latency +
+                                         (info->opcode == Opcode::DMA_LD ? timing_.dma_load_overhead
+                                                                         : timing_.dma_store_overhead));
       dma_lines_ += static_cast<uint32_t>(count);
       break;
     }
