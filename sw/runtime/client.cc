@@ -135,14 +135,20 @@ StatusOr<ExecuteResult> LoadedExecutable::Execute(const std::vector<const Buffer
   TPU_ASSIGN_OR_RETURN(std::vector<uint64_t> code,
                        compiler::RelocateCode(program, parameter_bases, output_bases, constant_bases, temp_base));
 
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  Driver& driver = state_->driver;
-  TPU_RETURN_IF_ERROR(driver.LoadProgram(code));
-  TPU_RETURN_IF_ERROR(driver.Launch(0));
-  TPU_LOG(INFO) << "Execute " << program.module_name << " on " << device_->name() << ": " << code.size()
-                << " instruction words";
-  Status done = driver.WaitForCompletion(timeout_cycles_);
-  result.counters = driver.ReadCounters();
+  Status done;
+  {
+    // The lock must be released before any buffer of `result` is destroyed (HbmRegion takes it to free).
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    Driver& driver = state_->driver;
+    done = driver.LoadProgram(code);
+    if (done.ok()) done = driver.Launch(0);
+    if (done.ok()) {
+      TPU_LOG(INFO) << "Execute " << program.module_name << " on " << device_->name() << ": " << code.size()
+                    << " instruction words";
+      done = driver.WaitForCompletion(timeout_cycles_);
+      result.counters = driver.ReadCounters();
+    }
+  }
   if (!done.ok()) {
     TPU_LOG(ERROR) << "Execute " << program.module_name << " failed: " << done.ToString();
     return done;

@@ -306,7 +306,8 @@ TEST(ExecuteTest, MalformedHloIsInvalidArgumentWithLineAndColumn) {
 }
 
 // A hand-written program through Load: the device error comes back typed, and the device still works.
-compiler::Program HandWritten(uint32_t lanes, bool illegal, bool loop_forever) {
+// With `output`, the program declares one output (so that an error path has buffers to free).
+compiler::Program HandWritten(uint32_t lanes, bool illegal, bool loop_forever, bool output = false) {
   compiler::Assembler assembler;
   if (illegal) assembler.Emit(static_cast<isa::Opcode>(0x7f), {});
   if (loop_forever) {
@@ -318,6 +319,7 @@ compiler::Program HandWritten(uint32_t lanes, bool illegal, bool loop_forever) {
   compiler::Program program;
   program.module_name = "hand_written";
   program.lanes = lanes;
+  if (output) program.outputs.push_back(compiler::MakeDeviceLayout(Shape::Make(PrimitiveType::F32, {4, 20}), lanes));
   Status finished = assembler.Finish(&program.code, &program.relocations);
   EXPECT_TRUE(finished.ok()) << finished;
   return program;
@@ -331,14 +333,14 @@ TEST(ExecuteTest, DeviceErrorsAreTypedAndTheDeviceStaysUsable) {
   ASSERT_NE(client, nullptr);
   const uint32_t lanes = client->device_info().lanes;
 
-  std::unique_ptr<LoadedExecutable> illegal = client->Load(HandWritten(lanes, true, false)).value();
+  std::unique_ptr<LoadedExecutable> illegal = client->Load(HandWritten(lanes, true, false, true)).value();
   StatusOr<ExecuteResult> error = illegal->Execute({});
   ASSERT_FALSE(error.ok());
   EXPECT_EQ(error.status().code(), StatusCode::kInternal);
   EXPECT_NE(error.status().message().find("ILLEGAL_INSTR"), std::string::npos) << error.status();
   RunAndCheck(*client, kAddModule, 8);
 
-  std::unique_ptr<LoadedExecutable> forever = client->Load(HandWritten(lanes, false, true)).value();
+  std::unique_ptr<LoadedExecutable> forever = client->Load(HandWritten(lanes, false, true, true)).value();
   StatusOr<ExecuteResult> timeout = forever->Execute({});
   EXPECT_EQ(timeout.status().code(), StatusCode::kDeadlineExceeded) << timeout.status();
   RunAndCheck(*client, kDotModule, 9);
