@@ -1,5 +1,6 @@
 #include "sysc/platform.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -108,8 +109,8 @@ void Platform::EnsureStarted() {
 // runs exactly as long as the command needs.
 void Platform::HostThread() {
   while (true) {
-    while (command_ == nullptr || command_->done) sc_core::wait(command_event_);
-    Command& command = *command_;
+    while (command_.done) sc_core::wait(command_event_);
+    Command& command = command_;
     if (command.kind == CommandKind::kReset) {
       sc_core::wait(clk_.posedge_event());
       rst_n_.write(false);
@@ -142,17 +143,28 @@ void Platform::WatchIrq() {
   if (pause_on_irq_ && irq_.read()) sc_core::sc_pause();
 }
 
-Status Platform::Execute(Command& command, uint64_t max_cycles) {
+template <typename Stop>
+void Platform::RunUntil(uint64_t deadline, Stop stop) {
   EnsureStarted();
-  command_ = &command;
-  command_event_.notify(sc_core::SC_ZERO_TIME);
-  const uint64_t deadline = Cycles() + max_cycles;
-  while (!command.done && Cycles() < deadline) {
+  // One sc_start for the whole span; it returns early only when a process calls sc_pause().
+  while (!stop() && Cycles() < deadline) {
     sc_core::sc_start(ClockPeriod() * static_cast<double>(deadline - Cycles()));
   }
-  command_ = nullptr;
-  if (!command.done) return Internal("the host thread did not finish a platform command in " +
-                                     std::to_string(max_cycles) + " cycles");
+}
+
+Status Platform::Execute(const Command& command, uint64_t max_cycles) {
+  // A command that outlived its caller's patience (it cannot, given the bridge's own timeout) must finish
+  // before the next one replaces it.
+  RunUntil(Cycles() + max_cycles, [this] { return command_.done; });
+  if (!command_.done) return Internal("the platform's host thread is stuck in an earlier command");
+  command_ = command;
+  command_.done = false;
+  command_event_.notify(sc_core::SC_ZERO_TIME);
+  RunUntil(Cycles() + max_cycles, [this] { return command_.done; });
+  if (!command_.done) {
+    return Internal("the platform's host thread did not finish a command in " + std::to_string(max_cycles) +
+                    " cycles");
+  }
   return OkStatus();
 }
 
@@ -180,12 +192,12 @@ StatusOr<uint32_t> Platform::MmioRead(uint32_t offset) {
   command.kind = CommandKind::kRead;
   command.offset = offset;
   TPU_RETURN_IF_ERROR(Execute(command, options_.mmio_timeout_cycles + 8));
-  if (command.status != tlm::TLM_OK_RESPONSE) {
+  if (command_.status != tlm::TLM_OK_RESPONSE) {
     char text[64];
     std::snprintf(text, sizeof(text), "MMIO read at offset 0x%05x failed: ", offset);
-    return InvalidArgument(text + ResponseName(command.status));
+    return InvalidArgument(text + ResponseName(command_.status));
   }
-  return command.value;
+  return command_.value;
 }
 
 Status Platform::MmioWrite(uint32_t offset, uint32_t value) {
@@ -194,10 +206,10 @@ Status Platform::MmioWrite(uint32_t offset, uint32_t value) {
   command.offset = offset;
   command.value = value;
   TPU_RETURN_IF_ERROR(Execute(command, options_.mmio_timeout_cycles + 8));
-  if (command.status != tlm::TLM_OK_RESPONSE) {
+  if (command_.status != tlm::TLM_OK_RESPONSE) {
     char text[64];
     std::snprintf(text, sizeof(text), "MMIO write at offset 0x%05x failed: ", offset);
-    return InvalidArgument(text + ResponseName(command.status));
+    return InvalidArgument(text + ResponseName(command_.status));
   }
   return OkStatus();
 }
@@ -205,20 +217,14 @@ Status Platform::MmioWrite(uint32_t offset, uint32_t value) {
 bool Platform::RunUntilIrq(uint64_t max_cycles) {
   EnsureStarted();
   if (irq_.read()) return true;
-  pause_on_irq_ = true;
-  // One sc_start for the whole wait: the kernel only stops early when WatchIrq pauses it.
-  const uint64_t deadline = Cycles() + max_cycles;
-  while (!irq_.read() && Cycles() < deadline) {
-    sc_core::sc_start(ClockPeriod() * static_cast<double>(deadline - Cycles()));
-  }
+  pause_on_irq_ = true;  // WatchIrq pauses the kernel in the delta cycle irq_o rises
+  RunUntil(Cycles() + std::min(max_cycles, kMaxRunCycles), [this] { return irq_.read(); });
   pause_on_irq_ = false;
   return irq_.read();
 }
 
 void Platform::Run(uint64_t cycles) {
-  EnsureStarted();
-  const uint64_t deadline = Cycles() + cycles;
-  while (Cycles() < deadline) sc_core::sc_start(ClockPeriod() * static_cast<double>(deadline - Cycles()));
+  RunUntil(Cycles() + std::min(cycles, kMaxRunCycles), [] { return false; });
 }
 
 Status Platform::StartTrace(const TraceOptions& options) {

@@ -59,6 +59,8 @@ class Platform : public sc_core::sc_module {
   ~Platform() override;
 
   static sc_core::sc_time ClockPeriod() { return sc_core::sc_time(1, sc_core::SC_NS); }
+  // Longest single run: waits for more cycles than this are cut to it (sc_time holds 2^64 ps).
+  static constexpr uint64_t kMaxRunCycles = uint64_t{1} << 50;
 
   // Holds rst_ni low for reset_cycles cycles and releases it (synchronous to the clock).
   Status Reset();
@@ -97,7 +99,7 @@ class Platform : public sc_core::sc_module {
     uint32_t offset = 0;
     uint32_t value = 0;
     tlm::tlm_response_status status = tlm::TLM_INCOMPLETE_RESPONSE;
-    bool done = false;
+    bool done = true;
   };
 
   void HostThread();
@@ -105,7 +107,11 @@ class Platform : public sc_core::sc_module {
   void OpenTraceFile();
   void CloseTraceFile();
   void EnsureStarted();
-  Status Execute(Command& command, uint64_t max_cycles);
+  // Hands `command` to the host thread and runs the kernel until it is done; its results are in command_.
+  Status Execute(const Command& command, uint64_t max_cycles);
+  // Runs the kernel until `deadline` (a cycle) or until `stop` returns true, tolerating early pauses.
+  template <typename Stop>
+  void RunUntil(uint64_t deadline, Stop stop);
   static std::string ResponseName(tlm::tlm_response_status status);
 
   const PlatformOptions options_;
@@ -132,7 +138,7 @@ class Platform : public sc_core::sc_module {
   HostBridge bridge_;
   tlm_utils::simple_initiator_socket<Platform> mmio_initiator_;
 
-  Command* command_ = nullptr;  // the one command the host thread is executing, owned by the caller
+  Command command_;  // the one command the host thread executes; done when it has finished
   sc_core::sc_event command_event_;
   bool pause_on_irq_ = false;
   bool started_ = false;
