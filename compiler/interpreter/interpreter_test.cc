@@ -1,2 +1,360 @@
+#include "compiler/interpreter/interpreter.h"
+
 #include <gtest/gtest.h>
-TEST(Placeholder, Builds) {}
+
+#include <cmath>
+
+#include "compiler/hlo/parser.h"
+#include "compiler/hlo/test_util.h"
+#include "compiler/hlo/verifier.h"
+
+namespace tpu::hlo {
+namespace {
+
+// Parses, verifies and runs `text`; returns the flattened outputs.
+std::vector<Literal> RunAll(const std::string& text, const std::vector<Literal>& arguments) {
+  auto module = ParseHloModule(text);
+  EXPECT_TRUE(module.ok()) << module.status();
+  if (!module.ok()) return {};
+  Status verified = VerifyHloModule(**module);
+  EXPECT_TRUE(verified.ok()) << verified;
+  auto outputs = Interpret(**module, arguments);
+  EXPECT_TRUE(outputs.ok()) << outputs.status();
+  return outputs.ok() ? std::move(outputs).value() : std::vector<Literal>{};
+}
+
+Literal RunOne(const std::string& text, const std::vector<Literal>& arguments) {
+  std::vector<Literal> outputs = RunAll(text, arguments);
+  EXPECT_EQ(outputs.size(), 1u);
+  return outputs.empty() ? Literal() : outputs[0];
+}
+
+std::string Module(const std::string& entry, const std::string& extra = "") {
+  return "HloModule test\n\n" + extra + "ENTRY %main {\n" + entry + "}\n";
+}
+
+const char* kAddComputation = "%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
+                              "  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(%a, %b)\n}\n\n";
+const char* kMaxComputation = "%max (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
+                              "  %b = f32[] parameter(1)\n  ROOT %s = f32[] maximum(%a, %b)\n}\n\n";
+
+TEST(InterpreterTest, ParameterConstantAndBroadcast) {
+  Literal out = RunOne(Module("  %p = f32[2]{0} parameter(0)\n  %c = f32[] constant(1.5)\n"
+                              "  %b = f32[3,2]{1,0} broadcast(%p), dimensions={1}\n"
+                              "  %s = f32[3,2]{1,0} broadcast(%c), dimensions={}\n"
+                              "  ROOT %r = f32[3,2]{1,0} add(%b, %s)\n"),
+                       {Literal::CreateR1<float>({10, 20})});
+  EXPECT_EQ(out.ToFloatVector(), (std::vector<float>{11.5, 21.5, 11.5, 21.5, 11.5, 21.5}));
+  Literal column = RunOne(Module("  %p = f32[2]{0} parameter(0)\n  ROOT %b = f32[2,3]{1,0} broadcast(%p), dimensions={0}\n"),
+                          {Literal::CreateR1<float>({1, 2})});
+  EXPECT_EQ(column.ToFloatVector(), (std::vector<float>{1, 1, 1, 2, 2, 2}));
+}
+
+TEST(InterpreterTest, MatrixDot) {
+  Literal out = RunOne(Module("  %a = f32[2,3]{1,0} parameter(0)\n  %b = f32[3,2]{1,0} parameter(1)\n"
+                              "  ROOT %d = f32[2,2]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"),
+                       {Literal::CreateR2<float>({{1, 2, 3}, {4, 5, 6}}), Literal::CreateR2<float>({{7, 8}, {9, 10}, {11, 12}})});
+  EXPECT_EQ(out.ToFloatVector(), (std::vector<float>{58, 64, 139, 154}));
+}
+
+TEST(InterpreterTest, BatchedDotWithTransposedOperands) {
+  // out[b,i,j] = sum_k a[b,k,i] * c[j,b,k]
+  std::mt19937 rng(3);
+  Literal a = Literal::Random(Shape::Make(PrimitiveType::F32, {2, 4, 3}), rng);
+  Literal c = Literal::Random(Shape::Make(PrimitiveType::F32, {5, 2, 4}), rng);
+  Literal out = RunOne(Module("  %a = f32[2,4,3]{2,1,0} parameter(0)\n  %c = f32[5,2,4]{2,1,0} parameter(1)\n"
+                              "  ROOT %d = f32[2,3,5]{2,1,0} dot(%a, %c), lhs_batch_dims={0}, lhs_contracting_dims={1}, "
+                              "rhs_batch_dims={1}, rhs_contracting_dims={2}\n"),
+                       {a, c});
+  for (int b = 0; b < 2; ++b)
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 5; ++j) {
+        float expected = 0;
+        for (int k = 0; k < 4; ++k) expected += a.Get<float>(b * 12 + k * 3 + i) * c.Get<float>(j * 8 + b * 4 + k);
+        EXPECT_FLOAT_EQ(out.Get<float>(b * 15 + i * 5 + j), expected);
+      }
+}
+
+TEST(InterpreterTest, ElementwiseArithmeticMatchesTheHostFpu) {
+  std::vector<float> x = {0.5f, -1.25f, 2.0f, 3.75f};
+  std::vector<float> y = {4.0f, 0.5f, -3.0f, 1.5f};
+  std::vector<Literal> outputs = RunAll(
+      Module("  %x = f32[4]{0} parameter(0)\n  %y = f32[4]{0} parameter(1)\n"
+             "  %add = f32[4]{0} add(%x, %y)\n  %sub = f32[4]{0} subtract(%x, %y)\n  %mul = f32[4]{0} multiply(%x, %y)\n"
+             "  %div = f32[4]{0} divide(%x, %y)\n  %max = f32[4]{0} maximum(%x, %y)\n  %min = f32[4]{0} minimum(%x, %y)\n"
+             "  %neg = f32[4]{0} negate(%x)\n  %exp = f32[4]{0} exponential(%x)\n  %abs = f32[4]{0} abs(%x)\n"
+             "  %log = f32[4]{0} log(%abs)\n  %sqrt = f32[4]{0} sqrt(%abs)\n  %rsqrt = f32[4]{0} rsqrt(%abs)\n"
+             "  %tanh = f32[4]{0} tanh(%x)\n  %pow = f32[4]{0} power(%abs, %y)\n"
+             "  ROOT %t = (f32[4]{0}, f32[4]{0}, f32[4]{0}, f32[4]{0}, f32[4]{0}, f32[4]{0}, f32[4]{0}, f32[4]{0}, "
+             "f32[4]{0}, f32[4]{0}, f32[4]{0}, f32[4]{0}, f32[4]{0}, f32[4]{0}) tuple(%add, %sub, %mul, %div, %max, "
+             "%min, %neg, %exp, %abs, %log, %sqrt, %rsqrt, %tanh, %pow)\n"),
+      {Literal::CreateR1<float>(x), Literal::CreateR1<float>(y)});
+  ASSERT_EQ(outputs.size(), 14u);
+  for (int i = 0; i < 4; ++i) {
+    float a = x[i], b = y[i], m = std::fabs(a);
+    float expected[] = {a + b, a - b, a * b, a / b, std::max(a, b), std::min(a, b), -a, std::exp(a), m, std::log(m),
+                        std::sqrt(m), 1.0f / std::sqrt(m), std::tanh(a), std::pow(m, b)};
+    for (int o = 0; o < 14; ++o) EXPECT_EQ(outputs[o].Get<float>(i), expected[o]) << "output " << o << " element " << i;
+  }
+}
+
+TEST(InterpreterTest, MaximumPropagatesNaN) {
+  Literal out = RunOne(Module("  %x = f32[2]{0} parameter(0)\n  %y = f32[2]{0} parameter(1)\n"
+                              "  ROOT %m = f32[2]{0} maximum(%x, %y)\n"),
+                       {Literal::CreateR1<float>({NAN, 1}), Literal::CreateR1<float>({1, NAN})});
+  EXPECT_TRUE(std::isnan(out.Get<float>(0)));
+  EXPECT_TRUE(std::isnan(out.Get<float>(1)));
+}
+
+TEST(InterpreterTest, CompareSelectAndClamp) {
+  std::vector<Literal> outputs =
+      RunAll(Module("  %x = f32[4]{0} parameter(0)\n  %zero = f32[] constant(0)\n"
+                 "  %z = f32[4]{0} broadcast(%zero), dimensions={}\n  %gt = pred[4]{0} compare(%x, %z), direction=GT\n"
+                 "  %relu = f32[4]{0} select(%gt, %x, %z)\n  %lo = f32[] constant(-1)\n  %hi = f32[] constant(1)\n"
+                 "  %c = f32[4]{0} clamp(%lo, %x, %hi)\n  ROOT %t = (pred[4]{0}, f32[4]{0}, f32[4]{0}) tuple(%gt, %relu, %c)\n"),
+          {Literal::CreateR1<float>({-2, 0.5, 0, 3})});
+  ASSERT_EQ(outputs.size(), 3u);
+  EXPECT_EQ(outputs[0], Literal::CreateR1<bool>({false, true, false, true}));
+  EXPECT_EQ(outputs[1].ToFloatVector(), (std::vector<float>{0, 0.5, 0, 3}));
+  EXPECT_EQ(outputs[2].ToFloatVector(), (std::vector<float>{-1, 0.5, 0, 1}));
+}
+
+TEST(InterpreterTest, ReshapeTransposeSliceConcatenatePadReverse) {
+  std::vector<Literal> outputs = RunAll(
+      Module("  %x = f32[6]{0} parameter(0)\n  %r = f32[2,3]{1,0} reshape(%x)\n"
+             "  %t = f32[3,2]{0,1} transpose(%r), dimensions={1,0}\n"
+             "  %s = f32[1,2]{1,0} slice(%r), slice={[1:2], [0:3:2]}\n"
+             "  %c = f32[2,5]{1,0} concatenate(%r, %t2), dimensions={1}\n  %t2 = f32[2,2]{1,0} slice(%r), slice={[0:2], [1:3]}\n"
+             "  %zero = f32[] constant(0)\n  %p = f32[3,5]{1,0} pad(%r, %zero), padding=1_0x0_0_1\n"
+             "  %v = f32[2,3]{1,0} reverse(%r), dimensions={1}\n"
+             "  ROOT %out = (f32[3,2]{0,1}, f32[1,2]{1,0}, f32[2,5]{1,0}, f32[3,5]{1,0}, f32[2,3]{1,0}) tuple(%t, %s, %c, %p, %v)\n"),
+      {Literal::CreateR1<float>({1, 2, 3, 4, 5, 6})});
+  ASSERT_EQ(outputs.size(), 5u);
+  EXPECT_EQ(outputs[0].ToFloatVector(), (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(outputs[1].ToFloatVector(), (std::vector<float>{4, 6}));
+  EXPECT_EQ(outputs[2].ToFloatVector(), (std::vector<float>{1, 2, 3, 2, 3, 4, 5, 6, 5, 6}));
+  EXPECT_EQ(outputs[3].ToFloatVector(), (std::vector<float>{0, 0, 0, 0, 0, 1, 0, 2, 0, 3, 4, 0, 5, 0, 6}));
+  EXPECT_EQ(outputs[4].ToFloatVector(), (std::vector<float>{3, 2, 1, 6, 5, 4}));
+}
+
+TEST(InterpreterTest, IotaAndConvert) {
+  std::vector<Literal> outputs =
+      RunAll(Module("  %i = s32[2,3]{1,0} iota(), iota_dimension=1\n  %f = f32[2,3]{1,0} convert(%i)\n"
+                 "  %h = f32[] constant(2.7)\n  %n = s32[] convert(%h)\n  %b = bf16[] convert(%h)\n"
+                 "  ROOT %t = (s32[2,3]{1,0}, f32[2,3]{1,0}, s32[], bf16[]) tuple(%i, %f, %n, %b)\n"),
+          {});
+  ASSERT_EQ(outputs.size(), 4u);
+  EXPECT_EQ(outputs[0], Literal::CreateR2<int32_t>({{0, 1, 2}, {0, 1, 2}}));
+  EXPECT_EQ(outputs[1].ToFloatVector(), (std::vector<float>{0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(outputs[2].Get<int32_t>(0), 2);
+  EXPECT_EQ(outputs[3].GetAsDouble(0), Bfloat16ToFloat(FloatToBfloat16(2.7f)));
+}
+
+TEST(InterpreterTest, ReduceOverAnyDimensions) {
+  std::string text = Module(
+      "  %x = f32[2,3]{1,0} parameter(0)\n  %zero = f32[] constant(0)\n  %ninf = f32[] constant(-inf)\n"
+      "  %rows = f32[2]{0} reduce(%x, %zero), dimensions={1}, to_apply=%add\n"
+      "  %cols = f32[3]{0} reduce(%x, %ninf), dimensions={0}, to_apply=%max\n"
+      "  %all = f32[] reduce(%x, %zero), dimensions={0,1}, to_apply=%add\n"
+      "  ROOT %t = (f32[2]{0}, f32[3]{0}, f32[]) tuple(%rows, %cols, %all)\n",
+      std::string(kAddComputation) + kMaxComputation);
+  std::vector<Literal> outputs = RunAll(text, {Literal::CreateR2<float>({{1, 5, 3}, {4, 2, 6}})});
+  ASSERT_EQ(outputs.size(), 3u);
+  EXPECT_EQ(outputs[0].ToFloatVector(), (std::vector<float>{9, 12}));
+  EXPECT_EQ(outputs[1].ToFloatVector(), (std::vector<float>{4, 5, 6}));
+  EXPECT_EQ(outputs[2].ToFloatVector(), (std::vector<float>{21}));
+}
+
+TEST(InterpreterTest, ReduceWithAGeneralComputation) {
+  // Sum of squares through a reducer that is not a single op: acc + x*x.
+  std::string reducer = "%sumsq (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+                        "  %sq = f32[] multiply(%b, %b)\n  ROOT %s = f32[] add(%a, %sq)\n}\n\n";
+  Literal out = RunOne(Module("  %x = f32[3]{0} parameter(0)\n  %zero = f32[] constant(0)\n"
+                              "  ROOT %r = f32[] reduce(%x, %zero), dimensions={0}, to_apply=%sumsq\n",
+                              reducer),
+                       {Literal::CreateR1<float>({1, 2, 3})});
+  EXPECT_EQ(out.Get<float>(0), 14.0f);
+}
+
+TEST(InterpreterTest, CallTupleAndGetTupleElement) {
+  std::string callee = "%pair (p: f32[2]) -> (f32[2], f32[2]) {\n  %p = f32[2]{0} parameter(0)\n"
+                       "  %n = f32[2]{0} negate(%p)\n  ROOT %t = (f32[2]{0}, f32[2]{0}) tuple(%p, %n)\n}\n\n";
+  Literal out = RunOne(Module("  %x = f32[2]{0} parameter(0)\n"
+                              "  %c = (f32[2]{0}, f32[2]{0}) call(%x), to_apply=%pair\n"
+                              "  ROOT %g = f32[2]{0} get-tuple-element(%c), index=1\n",
+                              callee),
+                       {Literal::CreateR1<float>({1, -2})});
+  EXPECT_EQ(out.ToFloatVector(), (std::vector<float>{-1, 2}));
+}
+
+TEST(InterpreterTest, IdentityCustomCallAndUnsupportedOnes) {
+  Literal out = RunOne(Module("  %x = f32[2]{0} parameter(0)\n  ROOT %c = f32[2]{0} custom-call(%x), "
+                              "custom_call_target=\"AwsNeuronTransferWithStaticRing\"\n"),
+                       {Literal::CreateR1<float>({3, 4})});
+  EXPECT_EQ(out.ToFloatVector(), (std::vector<float>{3, 4}));
+  auto module = ParseHloModule(Module("  %x = f32[2]{0} parameter(0)\n  ROOT %c = f32[2]{0} custom-call(%x), "
+                                      "custom_call_target=\"Mystery\"\n"));
+  ASSERT_TRUE(module.ok());
+  auto result = Interpret(**module, {Literal::CreateR1<float>({3, 4})});
+  EXPECT_EQ(result.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(result.status().message().find("Mystery"), std::string::npos);
+  auto rng = ParseHloModule(Module("  %lo = f32[] constant(0)\n  %hi = f32[] constant(1)\n"
+                                   "  ROOT %r = f32[2]{0} rng(%lo, %hi), distribution=rng_uniform\n"));
+  ASSERT_TRUE(rng.ok()) << rng.status();
+  auto rng_result = Interpret(**rng, {});
+  EXPECT_EQ(rng_result.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(rng_result.status().message().find("rng"), std::string::npos);
+}
+
+TEST(InterpreterTest, ErrorsForBadArgumentsAndElidedConstants) {
+  auto module = ParseHloModule(Module("  %x = f32[2]{0} parameter(0)\n  ROOT %n = f32[2]{0} negate(%x)\n"));
+  ASSERT_TRUE(module.ok());
+  EXPECT_EQ(Interpret(**module, {Literal::CreateR1<float>({1, 2, 3})}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Interpret(**module, {}).status().code(), StatusCode::kInvalidArgument);
+  auto elided = ParseHloModule(Module("  ROOT %c = f32[4]{0} constant({...})\n"));
+  ASSERT_TRUE(elided.ok());
+  EXPECT_EQ(Interpret(**elided, {}).status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(InterpreterTest, ConvolutionMatchesADirectLoop) {
+  // NHWC input, HWIO kernel, stride 2, padding 1, two feature groups.
+  std::mt19937 rng(11);
+  Literal x = Literal::Random(Shape::Make(PrimitiveType::F32, {2, 5, 5, 4}), rng);
+  Literal k = Literal::Random(Shape::Make(PrimitiveType::F32, {3, 3, 2, 6}), rng);
+  Literal out = RunOne(Module("  %x = f32[2,5,5,4]{3,2,1,0} parameter(0)\n  %k = f32[3,3,2,6]{3,2,1,0} parameter(1)\n"
+                              "  ROOT %c = f32[2,3,3,6]{3,2,1,0} convolution(%x, %k), window={size=3x3 stride=2x2 "
+                              "pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=2\n"),
+                       {x, k});
+  for (int b = 0; b < 2; ++b)
+    for (int oh = 0; oh < 3; ++oh)
+      for (int ow = 0; ow < 3; ++ow)
+        for (int o = 0; o < 6; ++o) {
+          int group = o / 3;
+          float expected = 0;
+          for (int kh = 0; kh < 3; ++kh)
+            for (int kw = 0; kw < 3; ++kw) {
+              int h = oh * 2 - 1 + kh, w = ow * 2 - 1 + kw;
+              if (h < 0 || h >= 5 || w < 0 || w >= 5) continue;
+              for (int i = 0; i < 2; ++i)
+                expected += x.Get<float>(((b * 5 + h) * 5 + w) * 4 + group * 2 + i) * k.Get<float>(((kh * 3 + kw) * 2 + i) * 6 + o);
+            }
+          EXPECT_NEAR(out.Get<float>(((b * 3 + oh) * 3 + ow) * 6 + o), expected, 1e-5f);
+        }
+}
+
+TEST(InterpreterTest, ReduceWindowMaxPool) {
+  Literal x = Literal::CreateR2<float>({{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}, {13, 14, 15, 16}});
+  Literal out = RunOne(Module("  %x = f32[4,4]{1,0} parameter(0)\n  %ninf = f32[] constant(-inf)\n"
+                              "  ROOT %p = f32[2,2]{1,0} reduce-window(%x, %ninf), window={size=2x2 stride=2x2}, to_apply=%max\n",
+                              kMaxComputation),
+                       {x});
+  EXPECT_EQ(out.ToFloatVector(), (std::vector<float>{6, 8, 14, 16}));
+}
+
+TEST(InterpreterTest, SortWithIndices) {
+  std::string comparator = "%gt (a: f32[], b: f32[], i: s32[], j: s32[]) -> pred[] {\n  %a = f32[] parameter(0)\n"
+                           "  %b = f32[] parameter(1)\n  %i = s32[] parameter(2)\n  %j = s32[] parameter(3)\n"
+                           "  ROOT %c = pred[] compare(%a, %b), direction=GT, type=TOTALORDER\n}\n\n";
+  std::vector<Literal> outputs =
+      RunAll(Module("  %x = f32[2,4]{1,0} parameter(0)\n  %i = s32[2,4]{1,0} iota(), iota_dimension=1\n"
+                 "  ROOT %s = (f32[2,4]{1,0}, s32[2,4]{1,0}) sort(%x, %i), dimensions={1}, is_stable=true, to_apply=%gt\n",
+                 comparator),
+          {Literal::CreateR2<float>({{3, 1, 4, 1}, {-1, 5, 9, 2}})});
+  ASSERT_EQ(outputs.size(), 2u);
+  EXPECT_EQ(outputs[0].ToFloatVector(), (std::vector<float>{4, 3, 1, 1, 9, 5, 2, -1}));
+  EXPECT_EQ(outputs[1], Literal::CreateR2<int32_t>({{2, 0, 1, 3}, {2, 1, 3, 0}}));
+}
+
+TEST(InterpreterTest, IntegerArithmeticWrapsLikeHardware) {
+  Literal out = RunOne(Module("  %x = s32[3]{0} parameter(0)\n  %y = s32[3]{0} parameter(1)\n"
+                              "  ROOT %d = s32[3]{0} divide(%x, %y)\n"),
+                       {Literal::CreateR1<int32_t>({7, -7, 5}), Literal::CreateR1<int32_t>({2, 2, 0})});
+  EXPECT_EQ(out, Literal::CreateR1<int32_t>({3, -3, -1}));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The shared real training steps, end to end.
+
+TEST(InterpreterTest, MamlTrainStep) {
+  std::string text = testing::ReadSharedHlo("maml_flax_train_step.hlo");
+  if (text.empty()) GTEST_SKIP() << "no ../shared/hlo";
+  auto module = ParseHloModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  const HloComputation* entry = (*module)->entry_computation();
+  std::mt19937 rng(42);
+  std::vector<Literal> arguments;
+  for (const HloInstruction* parameter : entry->parameter_instructions())
+    arguments.push_back(Literal::Random(parameter->shape(), rng));
+  arguments[0] = Literal::CreateR0<int32_t>(41);
+  auto outputs = Interpret(**module, arguments);
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  const Shape& root = entry->root_instruction()->shape();
+  ASSERT_EQ(outputs->size(), root.tuple_shapes.size());
+  for (size_t i = 0; i < outputs->size(); ++i) {
+    EXPECT_EQ((*outputs)[i].shape(), root.tuple_shapes[i]) << i;
+    for (float v : (*outputs)[i].ToFloatVector()) ASSERT_TRUE(std::isfinite(v)) << "output " << i;
+  }
+  EXPECT_EQ((*outputs)[0].Get<int32_t>(0), 42);  // step counter
+  // SGD with momentum 0.9 and learning rate 0.01: outputs 1..6 are the new momenta, 7..12 the new params,
+  // and param_new = param_old - fl(momentum_new * 0.01) exactly in fp32.
+  for (int j = 0; j < 6; ++j) {
+    const Literal& momentum = (*outputs)[1 + j];
+    const Literal& param_new = (*outputs)[7 + j];
+    const Literal& param_old = arguments[7 + j];
+    for (int64_t e = 0; e < momentum.element_count(); ++e)
+      EXPECT_EQ(param_new.Get<float>(e), param_old.Get<float>(e) - momentum.Get<float>(e) * 0.01f) << j << "," << e;
+  }
+  float loss = (*outputs)[13].Get<float>(0);
+  EXPECT_GT(loss, 0.0f);
+  // The reference is deterministic: a second run gives the same bits.
+  auto again = Interpret(**module, arguments);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)[13], (*outputs)[13]);
+}
+
+TEST(InterpreterTest, PytorchMnistTrainStep) {
+  std::string text = testing::ReadSharedHlo("pytorch_xla_mnist_mlp_train_step.hlo");
+  if (text.empty()) GTEST_SKIP() << "no ../shared/hlo";
+  auto module = ParseHloModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  const HloComputation* entry = (*module)->entry_computation();
+  std::mt19937 rng(7);
+  std::vector<Literal> arguments;
+  for (const HloInstruction* parameter : entry->parameter_instructions())
+    arguments.push_back(Literal::Random(parameter->shape(), rng));
+  arguments[0] = Literal::CreateR0<float>(-0.05f);  // p0: the SGD step, -lr
+  std::vector<int64_t> labels;
+  for (int i = 0; i < 32; ++i) labels.push_back(static_cast<int64_t>(rng() % 10));
+  arguments[8] = Literal::CreateR1<int64_t>(labels);
+  auto outputs = Interpret(**module, arguments);
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  const Shape& root = entry->root_instruction()->shape();
+  ASSERT_EQ(outputs->size(), 16u);
+  for (size_t i = 0; i < outputs->size(); ++i) {
+    EXPECT_EQ((*outputs)[i].shape(), root.tuple_shapes[i]) << i;
+    if ((*outputs)[i].shape().element_type == PrimitiveType::F32) {
+      for (float v : (*outputs)[i].ToFloatVector()) ASSERT_TRUE(std::isfinite(v)) << "output " << i;
+    }
+  }
+  // Output 8 is log_softmax: every row's probabilities sum to 1.
+  const Literal& log_probs = (*outputs)[8];
+  double nll = 0;
+  for (int row = 0; row < 32; ++row) {
+    double total = 0;
+    for (int c = 0; c < 10; ++c) total += std::exp(static_cast<double>(log_probs.Get<float>(row * 10 + c)));
+    EXPECT_NEAR(total, 1.0, 1e-5) << row;
+    nll -= log_probs.Get<float>(row * 10 + static_cast<int>(labels[row]));
+  }
+  // Output 9 is the mean NLL loss of those log-probabilities.
+  EXPECT_NEAR((*outputs)[9].Get<float>(0), nll / 32, 1e-4);
+  // Passthroughs and the SGD update: w1_new = w1 + grad * p0 exactly (output 15 is the gradient).
+  EXPECT_EQ((*outputs)[6], arguments[3]);
+  EXPECT_EQ((*outputs)[7], arguments[8]);
+  const Literal& w1_new = (*outputs)[0];
+  const Literal& grad = (*outputs)[15];
+  for (int64_t e = 0; e < w1_new.element_count(); e += 97)
+    EXPECT_EQ(w1_new.Get<float>(e), arguments[2].Get<float>(e) + grad.Get<float>(e) * -0.05f) << e;
+}
+
+}  // namespace
+}  // namespace tpu::hlo
