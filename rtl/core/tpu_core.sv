@@ -1,0 +1,226 @@
+// One tpusim core: sequencer, IMEM, VMEM and the DMA, MXU and vector units (wiring only).
+// VMEM ports: read 0 DMA, 1 MXU A, 2 MXU B, 3 VPU A, 4 VPU B; write 0 DMA, 1 MXU, 2 VPU.
+module tpu_core
+#(
+  parameter int unsigned ImemAw = $clog2(tpu_pkg::IMEM_WORDS),
+  parameter int unsigned VmemAw = $clog2(tpu_pkg::VMEM_LINES)
+) (
+  input  logic              clk_i,
+  input  logic              rst_ni,
+
+  // Control and status (CSR block).
+  input  logic              start_i,
+  input  logic [31:0]       start_pc_i,
+  input  logic              abort_i,
+  input  logic [31:0]       watchdog_limit_i,
+  output logic              busy_o,
+  output logic              halted_o,
+  output logic              error_o,
+  output logic [7:0]        error_code_o,
+  output logic [31:0]       error_pc_o,
+  output logic              done_o,
+  output logic              fail_o,
+  output logic [63:0]       perf_cycles_o,
+  output logic [63:0]       perf_mxu_busy_o,
+  output logic [31:0]       perf_instret_o,
+  output logic [31:0]       perf_dma_lines_o,
+  output logic [31:0]       perf_vpu_busy_o,
+  output logic [31:0]       perf_stall_o,
+
+  // Host access to IMEM (MMIO window); writes are dropped while the core is busy.
+  input  logic              imem_req_i,
+  input  logic              imem_write_i,
+  input  logic              imem_hi_i,
+  input  logic [ImemAw-1:0] imem_addr_i,
+  input  logic [31:0]       imem_wdata_i,
+  output logic [31:0]       imem_rdata_o,
+
+  // HBM master port of the DMA unit.
+  output logic              hbm_req_valid_o,
+  input  logic              hbm_req_ready_i,
+  output logic              hbm_req_write_o,
+  output logic [31:0]       hbm_req_addr_o,
+  output logic [tpu_pkg::LINE_W-1:0] hbm_req_wdata_o,
+  input  logic              hbm_rsp_valid_i,
+  input  logic [tpu_pkg::LINE_W-1:0] hbm_rsp_rdata_i
+);
+
+  localparam int unsigned NumRd = 5;
+  localparam int unsigned NumWr = 3;
+
+  // Sequencer <-> units.
+  logic              dma_cmd_valid, mxu_cmd_valid, vpu_cmd_valid;
+  logic [7:0]        cmd_opcode, cmd_flags;
+  logic [31:0]       cmd_rd, cmd_rs1, cmd_rs2, cmd_rs3, cmd_imm;
+  logic              dma_busy, mxu_busy, vpu_busy;
+  logic              flush;
+  logic              mxu_row, dma_line, vpu_line;
+
+  logic [ImemAw-1:0] fetch_addr;
+  logic [63:0]       fetch_rdata;
+
+  // VMEM ports.
+  logic [NumRd-1:0]             vm_rd_en;
+  logic [NumRd*VmemAw-1:0]          vm_rd_addr;
+  logic [NumRd*tpu_pkg::LINE_W-1:0] vm_rd_data;
+  logic [NumWr-1:0]             vm_wr_en;
+  logic [NumWr*VmemAw-1:0]          vm_wr_addr;
+  logic [NumWr*tpu_pkg::LINE_W-1:0] vm_wr_data;
+
+  tpu_sequencer #(
+    .ImemAw (ImemAw)
+  ) u_sequencer (
+    .clk_i            (clk_i),
+    .rst_ni           (rst_ni),
+    .start_i          (start_i),
+    .start_pc_i       (start_pc_i),
+    .abort_i          (abort_i),
+    .watchdog_limit_i (watchdog_limit_i),
+    .busy_o           (busy_o),
+    .halted_o         (halted_o),
+    .error_o          (error_o),
+    .error_code_o     (error_code_o),
+    .error_pc_o       (error_pc_o),
+    .done_o           (done_o),
+    .fail_o           (fail_o),
+    .imem_addr_o      (fetch_addr),
+    .imem_rdata_i     (fetch_rdata),
+    .dma_cmd_valid_o  (dma_cmd_valid),
+    .mxu_cmd_valid_o  (mxu_cmd_valid),
+    .vpu_cmd_valid_o  (vpu_cmd_valid),
+    .cmd_opcode_o     (cmd_opcode),
+    .cmd_flags_o      (cmd_flags),
+    .cmd_rd_o         (cmd_rd),
+    .cmd_rs1_o        (cmd_rs1),
+    .cmd_rs2_o        (cmd_rs2),
+    .cmd_rs3_o        (cmd_rs3),
+    .cmd_imm_o        (cmd_imm),
+    .dma_busy_i       (dma_busy),
+    .mxu_busy_i       (mxu_busy),
+    .vpu_busy_i       (vpu_busy),
+    .flush_o          (flush),
+    .mxu_row_i        (mxu_row),
+    .dma_line_i       (dma_line),
+    .vpu_line_i       (vpu_line),
+    .perf_cycles_o    (perf_cycles_o),
+    .perf_mxu_busy_o  (perf_mxu_busy_o),
+    .perf_instret_o   (perf_instret_o),
+    .perf_dma_lines_o (perf_dma_lines_o),
+    .perf_vpu_busy_o  (perf_vpu_busy_o),
+    .perf_stall_o     (perf_stall_o)
+  );
+
+  tpu_imem #(
+    .Words (tpu_pkg::IMEM_WORDS),
+    .Aw    (ImemAw)
+  ) u_imem (
+    .clk_i         (clk_i),
+    .fetch_addr_i  (fetch_addr),
+    .fetch_rdata_o (fetch_rdata),
+    .host_req_i    (imem_req_i && !(imem_write_i && busy_o)),
+    .host_write_i  (imem_write_i),
+    .host_hi_i     (imem_hi_i),
+    .host_addr_i   (imem_addr_i),
+    .host_wdata_i  (imem_wdata_i),
+    .host_rdata_o  (imem_rdata_o)
+  );
+
+  tpu_vmem #(
+    .Lines (tpu_pkg::VMEM_LINES),
+    .W     (tpu_pkg::LINE_W),
+    .NumRd (NumRd),
+    .NumWr (NumWr),
+    .Aw    (VmemAw)
+  ) u_vmem (
+    .clk_i     (clk_i),
+    .rd_en_i   (vm_rd_en),
+    .rd_addr_i (vm_rd_addr),
+    .rd_data_o (vm_rd_data),
+    .wr_en_i   (vm_wr_en),
+    .wr_addr_i (vm_wr_addr),
+    .wr_data_i (vm_wr_data)
+  );
+
+  tpu_dma #(
+    .VmemAw (VmemAw)
+  ) u_dma (
+    .clk_i           (clk_i),
+    .rst_ni          (rst_ni),
+    .flush_i         (flush),
+    .cmd_valid_i     (dma_cmd_valid),
+    .cmd_opcode_i    (cmd_opcode),
+    .cmd_hbm_i       (cmd_rs1),
+    .cmd_vmem_i      (cmd_rs2),
+    .cmd_count_i     (cmd_rs3),
+    .cmd_stride_i    (cmd_imm),
+    .busy_o          (dma_busy),
+    .line_done_o     (dma_line),
+    .hbm_req_valid_o (hbm_req_valid_o),
+    .hbm_req_ready_i (hbm_req_ready_i),
+    .hbm_req_write_o (hbm_req_write_o),
+    .hbm_req_addr_o  (hbm_req_addr_o),
+    .hbm_req_wdata_o (hbm_req_wdata_o),
+    .hbm_rsp_valid_i (hbm_rsp_valid_i),
+    .hbm_rsp_rdata_i (hbm_rsp_rdata_i),
+    .vmem_rd_en_o    (vm_rd_en[0]),
+    .vmem_rd_addr_o  (vm_rd_addr[0*VmemAw +: VmemAw]),
+    .vmem_rd_data_i  (vm_rd_data[0*tpu_pkg::LINE_W +: tpu_pkg::LINE_W]),
+    .vmem_wr_en_o    (vm_wr_en[0]),
+    .vmem_wr_addr_o  (vm_wr_addr[0*VmemAw +: VmemAw]),
+    .vmem_wr_data_o  (vm_wr_data[0*tpu_pkg::LINE_W +: tpu_pkg::LINE_W])
+  );
+
+  mxu #(
+    .N       (tpu_pkg::LANES),
+    .VMEM_AW (VmemAw)
+  ) u_mxu (
+    .clk_i          (clk_i),
+    .rst_ni         (rst_ni),
+    .flush_i        (flush),
+    .cmd_valid_i    (mxu_cmd_valid),
+    .cmd_opcode_i   (cmd_opcode),
+    .cmd_flags_i    (cmd_flags),
+    .cmd_src_i      (cmd_rs1),
+    .cmd_dst_i      (cmd_rs2),
+    .cmd_count_i    (cmd_rs3),
+    .busy_o         (mxu_busy),
+    .a_rd_en_o      (vm_rd_en[1]),
+    .a_rd_addr_o    (vm_rd_addr[1*VmemAw +: VmemAw]),
+    .a_rd_data_i    (vm_rd_data[1*tpu_pkg::LINE_W +: tpu_pkg::LINE_W]),
+    .b_rd_en_o      (vm_rd_en[2]),
+    .b_rd_addr_o    (vm_rd_addr[2*VmemAw +: VmemAw]),
+    .b_rd_data_i    (vm_rd_data[2*tpu_pkg::LINE_W +: tpu_pkg::LINE_W]),
+    .wr_en_o        (vm_wr_en[1]),
+    .wr_addr_o      (vm_wr_addr[1*VmemAw +: VmemAw]),
+    .wr_data_o      (vm_wr_data[1*tpu_pkg::LINE_W +: tpu_pkg::LINE_W]),
+    .row_accepted_o (mxu_row)
+  );
+
+  tpu_vpu #(
+    .VmemAw (VmemAw)
+  ) u_vpu (
+    .clk_i       (clk_i),
+    .rst_ni      (rst_ni),
+    .flush_i     (flush),
+    .cmd_valid_i (vpu_cmd_valid),
+    .cmd_opcode_i(cmd_opcode),
+    .cmd_flags_i (cmd_flags),
+    .cmd_dst_i   (cmd_rd),
+    .cmd_src1_i  (cmd_rs1),
+    .cmd_src2_i  (cmd_rs2),
+    .cmd_count_i (cmd_rs3),
+    .cmd_imm_i   (cmd_imm),
+    .busy_o      (vpu_busy),
+    .line_o      (vpu_line),
+    .a_rd_en_o   (vm_rd_en[3]),
+    .a_rd_addr_o (vm_rd_addr[3*VmemAw +: VmemAw]),
+    .a_rd_data_i (vm_rd_data[3*tpu_pkg::LINE_W +: tpu_pkg::LINE_W]),
+    .b_rd_en_o   (vm_rd_en[4]),
+    .b_rd_addr_o (vm_rd_addr[4*VmemAw +: VmemAw]),
+    .b_rd_data_i (vm_rd_data[4*tpu_pkg::LINE_W +: tpu_pkg::LINE_W]),
+    .wr_en_o     (vm_wr_en[2]),
+    .wr_addr_o   (vm_wr_addr[2*VmemAw +: VmemAw]),
+    .wr_data_o   (vm_wr_data[2*tpu_pkg::LINE_W +: tpu_pkg::LINE_W])
+  );
+
+endmodule

@@ -1,0 +1,427 @@
+// Scalar sequencer: fetches one 64-bit instruction per cycle from IMEM, executes scalar instructions
+// itself and hands DMA/MXU/VPU instructions to their unit with the operand values read at issue.
+//
+// Fetch: the IMEM read address is the next pc (pc_d), so the word for pc_q is available every cycle and
+// taken branches cost no bubble. A unit instruction issues when its unit is not busy; units raise busy
+// the cycle after cmd_valid, so a following SYNC or same-unit instruction always sees it.
+//
+// Errors are detected at issue. The offending instruction writes nothing; units already running finish
+// their earlier instructions (drain) so memory holds exactly the effect of every issued instruction,
+// then the core stops with ERROR. The watchdog keeps counting while draining; when it expires the units
+// are flushed and the core stops at once.
+module tpu_sequencer
+#(
+  parameter int unsigned ImemAw = $clog2(tpu_pkg::IMEM_WORDS)
+) (
+  input  logic              clk_i,
+  input  logic              rst_ni,
+
+  // Control from the CSR block.
+  input  logic              start_i,          // doorbell pulse; ignored while busy
+  input  logic [31:0]       start_pc_i,
+  input  logic              abort_i,          // soft reset: stop, flush units, clear status
+  input  logic [31:0]       watchdog_limit_i, // 0 disables
+
+  // Status to the CSR block.
+  output logic              busy_o,
+  output logic              halted_o,
+  output logic              error_o,
+  output logic [7:0]        error_code_o,
+  output logic [31:0]       error_pc_o,
+  output logic              done_o,           // pulse: HALT completed
+  output logic              fail_o,           // pulse: stopped with an error
+
+  // Instruction memory fetch port (1-cycle read latency).
+  output logic [ImemAw-1:0] imem_addr_o,
+  input  logic [63:0]       imem_rdata_i,
+
+  // Command bus shared by the units, one valid per unit.
+  output logic              dma_cmd_valid_o,
+  output logic              mxu_cmd_valid_o,
+  output logic              vpu_cmd_valid_o,
+  output logic [7:0]        cmd_opcode_o,
+  output logic [7:0]        cmd_flags_o,
+  output logic [31:0]       cmd_rd_o,         // s[rd]
+  output logic [31:0]       cmd_rs1_o,        // s[rs1]
+  output logic [31:0]       cmd_rs2_o,        // s[rs2]
+  output logic [31:0]       cmd_rs3_o,        // s[rs3]
+  output logic [31:0]       cmd_imm_o,
+  input  logic              dma_busy_i,
+  input  logic              mxu_busy_i,
+  input  logic              vpu_busy_i,
+  output logic              flush_o,          // abort every unit
+
+  // Events for the performance counters.
+  input  logic              mxu_row_i,
+  input  logic              dma_line_i,
+  input  logic              vpu_line_i,
+  output logic [63:0]       perf_cycles_o,
+  output logic [63:0]       perf_mxu_busy_o,
+  output logic [31:0]       perf_instret_o,
+  output logic [31:0]       perf_dma_lines_o,
+  output logic [31:0]       perf_vpu_busy_o,
+  output logic [31:0]       perf_stall_o
+);
+
+  typedef enum logic [1:0] {
+    StIdle  = 2'd0,
+    StRun   = 2'd1,
+    StDrain = 2'd2
+  } state_e;
+
+  state_e      state_q, state_d;
+  logic [31:0] pc_q, pc_d;
+  logic        halted_q, halted_d;
+  logic        error_q, error_d;
+  logic [7:0]  error_code_q, error_code_d;
+  logic [31:0] error_pc_q, error_pc_d;
+  logic [31:0] wd_count_q, wd_count_d;
+  // Scalar register file, register i in bits [32*i +: 32] (a flat vector: Yosys 0.23 cannot copy
+  // unpacked arrays whole). Public so benches can read the registers through the backdoor.
+  logic [32*tpu_pkg::SREGS-1:0] sregs_q /*verilator public_flat_rd*/;
+  logic [32*tpu_pkg::SREGS-1:0] sregs_d;
+
+  logic [63:0] cycles_q, mxu_busy_q;
+  logic [31:0] instret_q, dma_lines_q, vpu_busy_q, stall_q;
+
+  // ---------------------------------------------------------------------------------------------
+  // Decode
+  // ---------------------------------------------------------------------------------------------
+  logic [63:0] insn;
+  logic [7:0]  op;
+  logic [3:0]  rd, rs1, rs2, rs3;
+  logic [7:0]  flags;
+  logic [31:0] imm;
+  logic [31:0] rd_val, rs1_val, rs2_val, rs3_val;
+
+  assign insn    = imem_rdata_i;
+  assign op      = insn[tpu_pkg::INSN_OPCODE_MSB:tpu_pkg::INSN_OPCODE_LSB];
+  assign rd      = insn[tpu_pkg::INSN_RD_MSB:tpu_pkg::INSN_RD_LSB];
+  assign rs1     = insn[tpu_pkg::INSN_RS1_MSB:tpu_pkg::INSN_RS1_LSB];
+  assign rs2     = insn[tpu_pkg::INSN_RS2_MSB:tpu_pkg::INSN_RS2_LSB];
+  assign rs3     = insn[tpu_pkg::INSN_RS3_MSB:tpu_pkg::INSN_RS3_LSB];
+  assign flags   = insn[tpu_pkg::INSN_FLAGS_MSB:tpu_pkg::INSN_FLAGS_LSB];
+  assign imm     = insn[tpu_pkg::INSN_IMM_MSB:tpu_pkg::INSN_IMM_LSB];
+  assign rd_val  = sregs_q[32*rd +: 32];
+  assign rs1_val = sregs_q[32*rs1 +: 32];
+  assign rs2_val = sregs_q[32*rs2 +: 32];
+  assign rs3_val = sregs_q[32*rs3 +: 32];
+
+  // A VMEM range [base, base + count) is legal when empty or entirely below VMEM_LINES.
+  function automatic logic vmem_range_bad(logic [31:0] base, logic [31:0] count);
+    vmem_range_bad = ((count != 32'd0) && (({1'b0, base} + {1'b0, count}) > 33'(tpu_pkg::VMEM_LINES)));
+  endfunction
+
+  // HBM lines base + i*stride for i < count, computed in 64 bits; the largest is the last one.
+  function automatic logic hbm_range_bad(logic [31:0] base, logic [31:0] count, logic [31:0] stride);
+    logic [63:0] last;
+    last = {32'd0, base} + ({32'd0, count - 32'd1} * {32'd0, stride});
+    hbm_range_bad = ((count != 32'd0) && (last >= 64'(tpu_pkg::HBM_LINES)));
+  endfunction
+
+  logic [2:0] sync_mask;
+  logic       units_idle;
+  assign sync_mask  = (flags[2:0] == 3'b000) ? 3'b111 :
+                      {flags[tpu_pkg::FLAG_SYNC_VPU], flags[tpu_pkg::FLAG_SYNC_MXU], flags[tpu_pkg::FLAG_SYNC_DMA]};
+  assign units_idle = !dma_busy_i && !mxu_busy_i && !vpu_busy_i;
+
+  // ---------------------------------------------------------------------------------------------
+  // Execute
+  // ---------------------------------------------------------------------------------------------
+  logic        issue;       // the instruction at pc_q completes its issue this cycle
+  logic        stall;       // waiting on a busy unit, SYNC or HALT
+  logic        raise;       // the instruction at pc_q is illegal
+  logic [7:0]  raise_code;
+  logic        reg_we;
+  logic [31:0] reg_wdata;
+  logic [31:0] pc_target;
+  logic        take_branch;
+  logic        halt_now;
+  logic        wd_expired;
+
+  always_comb begin
+    issue           = 1'b0;
+    stall           = 1'b0;
+    raise           = 1'b0;
+    raise_code      = tpu_pkg::ERR_NONE;
+    reg_we          = 1'b0;
+    reg_wdata       = 32'd0;
+    take_branch     = 1'b0;
+    pc_target       = imm;
+    halt_now        = 1'b0;
+    dma_cmd_valid_o = 1'b0;
+    mxu_cmd_valid_o = 1'b0;
+    vpu_cmd_valid_o = 1'b0;
+
+    if (state_q == StRun) begin
+      if (pc_q >= 32'(tpu_pkg::IMEM_WORDS)) begin
+        raise      = 1'b1;
+        raise_code = tpu_pkg::ERR_BAD_PC;
+      end else begin
+        unique case (op)
+          tpu_pkg::OP_NOP: issue = 1'b1;
+          tpu_pkg::OP_HALT: begin
+            if (units_idle) begin
+              issue    = 1'b1;
+              halt_now = 1'b1;
+            end else begin
+              stall = 1'b1;
+            end
+          end
+          tpu_pkg::OP_LI: begin
+            issue = 1'b1; reg_we = 1'b1; reg_wdata = imm;
+          end
+          tpu_pkg::OP_ADDI: begin
+            issue = 1'b1; reg_we = 1'b1; reg_wdata = rs1_val + imm;
+          end
+          tpu_pkg::OP_ADD: begin
+            issue = 1'b1; reg_we = 1'b1; reg_wdata = rs1_val + rs2_val;
+          end
+          tpu_pkg::OP_SUB: begin
+            issue = 1'b1; reg_we = 1'b1; reg_wdata = rs1_val - rs2_val;
+          end
+          tpu_pkg::OP_MUL: begin
+            issue = 1'b1; reg_we = 1'b1; reg_wdata = rs1_val * rs2_val;
+          end
+          tpu_pkg::OP_BNE: begin
+            issue = 1'b1; take_branch = (rs1_val != rs2_val);
+          end
+          tpu_pkg::OP_BEQ: begin
+            issue = 1'b1; take_branch = (rs1_val == rs2_val);
+          end
+          tpu_pkg::OP_BLT: begin
+            issue = 1'b1; take_branch = ($signed(rs1_val) < $signed(rs2_val));
+          end
+          tpu_pkg::OP_JMP: begin
+            issue = 1'b1; take_branch = 1'b1;
+          end
+          tpu_pkg::OP_SYNC: begin
+            if ((sync_mask & {vpu_busy_i, mxu_busy_i, dma_busy_i}) == 3'b000) issue = 1'b1;
+            else stall = 1'b1;
+          end
+          tpu_pkg::OP_DMA_LD, tpu_pkg::OP_DMA_ST: begin
+            if (hbm_range_bad(rs1_val, rs3_val, imm)) begin
+              raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_HBM_ADDR;
+            end else if (vmem_range_bad(rs2_val, rs3_val)) begin
+              raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_VMEM_ADDR;
+            end else if (dma_busy_i) begin
+              stall = 1'b1;
+            end else begin
+              issue = 1'b1; dma_cmd_valid_o = 1'b1;
+            end
+          end
+          tpu_pkg::OP_MXU_LW: begin
+            if (vmem_range_bad(rs1_val, 32'(tpu_pkg::LANES))) begin
+              raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_VMEM_ADDR;
+            end else if (mxu_busy_i) begin
+              stall = 1'b1;
+            end else begin
+              issue = 1'b1; mxu_cmd_valid_o = 1'b1;
+            end
+          end
+          tpu_pkg::OP_MXU_MM: begin
+            if (vmem_range_bad(rs1_val, rs3_val) || vmem_range_bad(rs2_val, rs3_val)) begin
+              raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_VMEM_ADDR;
+            end else if (mxu_busy_i) begin
+              stall = 1'b1;
+            end else begin
+              issue = 1'b1; mxu_cmd_valid_o = 1'b1;
+            end
+          end
+          tpu_pkg::OP_VADD, tpu_pkg::OP_VMAX: begin
+            // The broadcast operand is one line, read only when there is work to do.
+            if (vmem_range_bad(rd_val, rs3_val) || vmem_range_bad(rs1_val, rs3_val) ||
+                (!flags[tpu_pkg::FLAG_VADD_SRC2_IMM] &&
+                 vmem_range_bad(rs2_val, flags[tpu_pkg::FLAG_VADD_SRC2_BCAST] ?
+                                         ((rs3_val != 32'd0) ? 32'd1 : 32'd0) : rs3_val))) begin
+              raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_VMEM_ADDR;
+            end else if (vpu_busy_i) begin
+              stall = 1'b1;
+            end else begin
+              issue = 1'b1; vpu_cmd_valid_o = 1'b1;
+            end
+          end
+          tpu_pkg::OP_VSPLAT: begin
+            if (vmem_range_bad(rd_val, rs3_val)) begin
+              raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_VMEM_ADDR;
+            end else if (vpu_busy_i) begin
+              stall = 1'b1;
+            end else begin
+              issue = 1'b1; vpu_cmd_valid_o = 1'b1;
+            end
+          end
+          default: begin
+            raise = 1'b1; raise_code = tpu_pkg::ERR_ILLEGAL_INSTR;
+          end
+        endcase
+      end
+    end
+  end
+
+  assign cmd_opcode_o = op;
+  assign cmd_flags_o  = flags;
+  assign cmd_rd_o     = rd_val;
+  assign cmd_rs1_o    = rs1_val;
+  assign cmd_rs2_o    = rs2_val;
+  assign cmd_rs3_o    = rs3_val;
+  assign cmd_imm_o    = imm;
+
+  // Watchdog: cycles in a row without an issued instruction while running or draining.
+  assign wd_count_d = (state_q == StIdle || issue) ? 32'd0 : wd_count_q + 32'd1;
+  assign wd_expired = (state_q != StIdle) && !issue && (watchdog_limit_i != 32'd0) &&
+                      (wd_count_d >= watchdog_limit_i);
+
+  // ---------------------------------------------------------------------------------------------
+  // Next state
+  // ---------------------------------------------------------------------------------------------
+  always_comb begin
+    state_d      = state_q;
+    pc_d         = pc_q;
+    halted_d     = halted_q;
+    error_d      = error_q;
+    error_code_d = error_code_q;
+    error_pc_d   = error_pc_q;
+    sregs_d      = sregs_q;
+    flush_o      = 1'b0;
+    done_o       = 1'b0;
+    fail_o       = 1'b0;
+
+    unique case (state_q)
+      StIdle: begin
+        if (start_i) begin
+          state_d      = StRun;
+          pc_d         = start_pc_i;
+          halted_d     = 1'b0;
+          error_d      = 1'b0;
+          error_code_d = tpu_pkg::ERR_NONE;
+          error_pc_d   = 32'd0;
+          sregs_d = '0;
+        end
+      end
+      StRun: begin
+        if (raise) begin
+          error_code_d = raise_code;
+          error_pc_d   = pc_q;
+          state_d      = StDrain;
+        end else if (wd_expired) begin
+          error_code_d = tpu_pkg::ERR_WATCHDOG;
+          error_pc_d   = pc_q;
+          error_d      = 1'b1;
+          flush_o      = 1'b1;
+          fail_o       = 1'b1;
+          state_d      = StIdle;
+        end else if (issue) begin
+          pc_d = take_branch ? pc_target : pc_q + 32'd1;
+          if (reg_we && rd != 4'd0) sregs_d[32*rd +: 32] = reg_wdata;
+          if (halt_now) begin
+            pc_d     = pc_q;
+            halted_d = 1'b1;
+            done_o   = 1'b1;
+            state_d  = StIdle;
+          end
+        end
+      end
+      StDrain: begin
+        if (units_idle || wd_expired) begin
+          flush_o = wd_expired && !units_idle;
+          error_d = 1'b1;
+          fail_o  = 1'b1;
+          state_d = StIdle;
+        end
+      end
+      default: state_d = StIdle;
+    endcase
+
+    if (abort_i) begin
+      state_d      = StIdle;
+      halted_d     = 1'b0;
+      error_d      = 1'b0;
+      error_code_d = tpu_pkg::ERR_NONE;
+      error_pc_d   = 32'd0;
+      flush_o      = 1'b1;
+      done_o       = 1'b0;
+      fail_o       = 1'b0;
+    end
+  end
+
+  assign imem_addr_o = pc_d[ImemAw-1:0];
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      state_q      <= StIdle;
+      pc_q         <= 32'd0;
+      halted_q     <= 1'b0;
+      error_q      <= 1'b0;
+      error_code_q <= tpu_pkg::ERR_NONE;
+      error_pc_q   <= 32'd0;
+      wd_count_q   <= 32'd0;
+    end else begin
+      state_q      <= state_d;
+      pc_q         <= pc_d;
+      halted_q     <= halted_d;
+      error_q      <= error_d;
+      error_code_q <= error_code_d;
+      error_pc_q   <= error_pc_d;
+      wd_count_q   <= wd_count_d;
+    end
+  end
+
+  // The register file needs no reset: the doorbell clears it before every run.
+  always_ff @(posedge clk_i) begin
+    sregs_q <= sregs_d;
+  end
+
+  // ---------------------------------------------------------------------------------------------
+  // Performance counters: cleared by the doorbell, count while busy.
+  // ---------------------------------------------------------------------------------------------
+  logic counting;
+  assign counting = (state_q != StIdle);
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      cycles_q    <= 64'd0;
+      mxu_busy_q  <= 64'd0;
+      instret_q   <= 32'd0;
+      dma_lines_q <= 32'd0;
+      vpu_busy_q  <= 32'd0;
+      stall_q     <= 32'd0;
+    end else if (state_q == StIdle && start_i && !abort_i) begin
+      cycles_q    <= 64'd0;
+      mxu_busy_q  <= 64'd0;
+      instret_q   <= 32'd0;
+      dma_lines_q <= 32'd0;
+      vpu_busy_q  <= 32'd0;
+      stall_q     <= 32'd0;
+    end else if (counting) begin
+      cycles_q    <= cycles_q + 64'd1;
+      mxu_busy_q  <= mxu_busy_q + 64'(mxu_row_i);
+      instret_q   <= instret_q + 32'(issue);
+      dma_lines_q <= dma_lines_q + 32'(dma_line_i);
+      vpu_busy_q  <= vpu_busy_q + 32'(vpu_line_i);
+      stall_q     <= stall_q + 32'(stall);
+    end
+  end
+
+  assign busy_o           = (state_q != StIdle);
+  assign halted_o         = halted_q;
+  assign error_o          = error_q;
+  assign error_code_o     = error_code_q;
+  assign error_pc_o       = error_pc_q;
+  assign perf_cycles_o    = cycles_q;
+  assign perf_mxu_busy_o  = mxu_busy_q;
+  assign perf_instret_o   = instret_q;
+  assign perf_dma_lines_o = dma_lines_q;
+  assign perf_vpu_busy_o  = vpu_busy_q;
+  assign perf_stall_o     = stall_q;
+
+`ifndef SYNTHESIS
+  // At most one unit receives a command per cycle.
+  always_ff @(posedge clk_i) begin
+    if (rst_ni) begin
+      assert ($onehot0({dma_cmd_valid_o, mxu_cmd_valid_o, vpu_cmd_valid_o}))
+        else $error("more than one unit command in a cycle");
+    end
+  end
+`endif
+
+endmodule

@@ -1,0 +1,336 @@
+// Differential test: random legal programs run on the verilated chip and on the C++ reference model
+// (tpu::model::ChipModel); VMEM, HBM, scalar registers and the error/status registers must agree
+// byte for byte.
+//
+// The generator follows the ISA's ordering rule the way a compiler does: it tracks, per unit, the VMEM
+// lines each unit may still be reading or writing, and inserts a SYNC on exactly the units whose
+// pending accesses conflict with the next instruction. Units therefore really run concurrently.
+// Some programs end with an error (bad address, illegal opcode) instead of HALT; the error code, the
+// pc and the memory contents (every earlier instruction completes) must match as well.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sim/model/chip_model.h"
+#include "tb/core/chip_harness.h"
+#include "tpu_config.h"
+#include "tpu_csr.h"
+#include "tpu_isa.h"
+
+namespace tpu::tb {
+namespace {
+
+using isa::Opcode;
+namespace flag = isa::flag;
+
+constexpr uint32_t kLanes = static_cast<uint32_t>(cfg::kLanes);
+constexpr uint32_t kVmemWindow = 512;    // VMEM lines the programs use (dense, so accesses collide)
+constexpr uint32_t kHbmWindow = 2048;    // HBM lines the programs use
+constexpr uint64_t kHbmHighBase = cfg::kHbmLines - 64;  // plus a few lines at the very end of HBM
+
+struct Range {
+  uint32_t begin, end;  // VMEM lines [begin, end)
+  bool Overlaps(const Range& other) const { return begin < other.end && other.begin < end; }
+};
+
+class ProgramGenerator {
+ public:
+  explicit ProgramGenerator(uint32_t seed) : rng_(seed) {}
+
+  Program Generate(int unit_instructions, bool end_with_error) {
+    Program p;
+    for (int i = 0; i < unit_instructions; ++i) {
+      switch (rng_() % 8) {
+        case 0: case 1: EmitDma(p); break;
+        case 2: EmitMxuLoad(p); break;
+        case 3: case 4: EmitMxuMatmul(p); break;
+        default: EmitVector(p); break;
+      }
+      if (rng_() % 4 == 0) EmitScalarNoise(p);
+    }
+    if (end_with_error) {
+      EmitError(p);
+    } else {
+      p.Halt();
+    }
+    return p;
+  }
+
+ private:
+  enum Unit { kDma = 0, kMxu = 1, kVpu = 2 };
+
+  uint32_t Below(uint32_t n) { return static_cast<uint32_t>(rng_() % n); }
+
+  // A count biased toward small values, sometimes 0.
+  uint32_t Count(uint32_t max) {
+    const uint32_t r = Below(16);
+    if (r == 0) return 0;
+    if (r < 10) return 1 + Below(std::min<uint32_t>(max, 8));
+    return 1 + Below(max);
+  }
+
+  uint32_t VmemBase(uint32_t count) { return Below(kVmemWindow - count + 1); }
+
+  // Loads `value` into a fresh operand register (s1..s9) and returns it.
+  uint8_t Operand(Program& p, uint32_t value) {
+    const uint8_t reg = static_cast<uint8_t>(1 + next_operand_++ % 9);
+    p.Li(reg, value);
+    return reg;
+  }
+
+  // Makes the next instruction of `unit` safe: syncs every other unit whose pending accesses conflict.
+  void Order(Program& p, Unit unit, const std::vector<Range>& reads, const std::vector<Range>& writes) {
+    uint8_t sync_flags = 0;
+    for (int other = 0; other < 3; ++other) {
+      if (other == unit) continue;
+      bool conflict = false;
+      for (const Range& w : writes_[other]) {
+        for (const Range& r : reads) conflict |= r.Overlaps(w);
+        for (const Range& x : writes) conflict |= x.Overlaps(w);
+      }
+      for (const Range& r : reads_[other]) {
+        for (const Range& x : writes) conflict |= x.Overlaps(r);
+      }
+      if (conflict) sync_flags |= static_cast<uint8_t>(1u << other);
+    }
+    // Now and then a SYNC that is not needed, or a SYNC on everything (flags 0).
+    if (Below(10) == 0) sync_flags |= static_cast<uint8_t>(1u << Below(3));
+    if (sync_flags != 0) {
+      const bool all = sync_flags == 7 || Below(4) == 0;
+      p.Sync(all ? 0 : sync_flags);
+      for (int other = 0; other < 3; ++other) {
+        if (all || (sync_flags & (1u << other))) {
+          reads_[other].clear();
+          writes_[other].clear();
+        }
+      }
+    }
+    for (const Range& r : reads) reads_[unit].push_back(r);
+    for (const Range& w : writes) writes_[unit].push_back(w);
+  }
+
+  void EmitDma(Program& p) {
+    const bool load = Below(2) == 0;
+    const uint32_t count = Count(64);
+    const uint32_t vbase = VmemBase(count);
+    const uint32_t stride = Below(5) == 0 ? 0 : 1 + Below(4);
+    const uint64_t span = count == 0 ? 1 : uint64_t(count - 1) * stride + 1;
+    uint64_t hbase = Below(static_cast<uint32_t>(kHbmWindow - std::min<uint64_t>(span, kHbmWindow) + 1));
+    if (Below(8) == 0 && span <= 64) hbase = kHbmHighBase + Below(static_cast<uint32_t>(64 - span + 1));
+    const Range vrange{vbase, vbase + count};
+    if (load) {
+      Order(p, kDma, {}, {vrange});
+    } else {
+      Order(p, kDma, {vrange}, {});
+    }
+    const uint8_t rh = Operand(p, static_cast<uint32_t>(hbase));
+    const uint8_t rv = Operand(p, vbase);
+    const uint8_t rc = Operand(p, count);
+    if (load) {
+      p.DmaLd(rh, rv, rc, stride);
+    } else {
+      p.DmaSt(rh, rv, rc, stride);
+    }
+  }
+
+  void EmitMxuLoad(Program& p) {
+    const uint32_t base = VmemBase(kLanes);
+    Order(p, kMxu, {{base, base + kLanes}}, {});
+    const uint8_t rs = Operand(p, base);
+    p.MxuLw(rs, Below(2) ? flag::MXU_LW_TRANSPOSE : 0);
+  }
+
+  void EmitMxuMatmul(Program& p) {
+    const uint32_t count = Count(48);
+    uint32_t src = VmemBase(count), dst = VmemBase(count);
+    for (int tries = 0; tries < 16 && Range{src, src + count}.Overlaps({dst, dst + count}); ++tries) {
+      dst = VmemBase(count);
+    }
+    if (Range{src, src + count}.Overlaps({dst, dst + count})) return;
+    const uint8_t flags = static_cast<uint8_t>((Below(2) ? flag::MXU_MM_ACC : 0) | (Below(2) ? flag::MXU_MM_SWAP : 0));
+    Order(p, kMxu, {{src, src + count}, {dst, dst + count}}, {{dst, dst + count}});
+    const uint8_t rs = Operand(p, src);
+    const uint8_t rd = Operand(p, dst);
+    const uint8_t rc = Operand(p, count);
+    p.MxuMm(rs, rd, rc, flags);
+  }
+
+  void EmitVector(Program& p) {
+    const uint32_t count = Count(64);
+    const uint32_t kind = Below(7);
+    const Opcode op = kind == 6 ? Opcode::VSPLAT : (kind % 2 ? Opcode::VMAX : Opcode::VADD);
+    const uint8_t form = static_cast<uint8_t>(Below(3));  // 0: vector, 1: broadcast, 2: immediate
+    const uint8_t flags = form == 1 ? flag::VADD_SRC2_BCAST : form == 2 ? flag::VADD_SRC2_IMM : 0;
+    const uint32_t imm = static_cast<uint32_t>(rng_());
+    const uint32_t dst = VmemBase(count);
+    uint32_t a = Below(4) == 0 ? dst : VmemBase(count);  // sometimes in place
+    uint32_t b = VmemBase(form == 1 ? 1 : count);
+    const Range d{dst, dst + count};
+    const Range ra{a, a + count};
+    const Range rb{b, b + (form == 1 ? std::min<uint32_t>(count, 1) : count)};
+    if (op == Opcode::VSPLAT) {
+      Order(p, kVpu, {}, {d});
+      const uint8_t rd = Operand(p, dst);
+      const uint8_t rc = Operand(p, count);
+      p.Vsplat(rd, rc, imm);
+      return;
+    }
+    if ((a != dst && ra.Overlaps(d)) || (form != 2 && rb.Overlaps(d))) return;  // undefined overlap
+    std::vector<Range> reads = {ra};
+    if (form != 2) reads.push_back(rb);
+    Order(p, kVpu, reads, {d});
+    const uint8_t rd = Operand(p, dst);
+    const uint8_t r1 = Operand(p, a);
+    const uint8_t r2 = Operand(p, b);
+    const uint8_t rc = Operand(p, count);
+    p.Emit(op, rd, r1, r2, rc, flags, form == 2 ? (Below(2) ? 0x3F800000u : imm) : imm);
+  }
+
+  // Scalar work in s10..s15 (compared at the end) including a short counted loop.
+  void EmitScalarNoise(Program& p) {
+    const uint8_t a = static_cast<uint8_t>(10 + Below(6)), b = static_cast<uint8_t>(10 + Below(6));
+    const uint8_t c = static_cast<uint8_t>(10 + Below(6));
+    switch (Below(6)) {
+      case 0: p.Addi(c, a, static_cast<uint32_t>(rng_())); break;
+      case 1: p.Add(c, a, b); break;
+      case 2: p.Sub(c, a, b); break;
+      case 3: p.Mul(c, a, b); break;
+      case 4: p.Li(c, static_cast<uint32_t>(rng_())); break;
+      default: {
+        p.Li(15, 1 + Below(5));
+        const uint32_t top = p.Addi(14, 14, 3);
+        p.Addi(15, 15, static_cast<uint32_t>(-1));
+        p.Bne(15, 0, top);
+        break;
+      }
+    }
+  }
+
+  void EmitError(Program& p) {
+    switch (Below(4)) {
+      case 0: p.Raw(uint64_t{0x7F} << 56); break;
+      case 1: {
+        const uint8_t rv = Operand(p, kVmemWindow);
+        const uint8_t rc = Operand(p, static_cast<uint32_t>(cfg::kVmemLines));
+        p.Vadd(rv, rv, rv, rc);
+        break;
+      }
+      case 2: {
+        const uint8_t rh = Operand(p, static_cast<uint32_t>(cfg::kHbmLines - 1));
+        const uint8_t rc = Operand(p, 2);
+        p.DmaLd(rh, 0, rc, 1);
+        break;
+      }
+      default: p.Jmp(static_cast<uint32_t>(cfg::kImemWords));
+    }
+  }
+
+  std::mt19937 rng_;
+  uint32_t next_operand_ = 0;
+  std::vector<Range> reads_[3], writes_[3];
+};
+
+std::vector<uint32_t> RandomLine(std::mt19937& rng) {
+  std::vector<uint32_t> line(kLanes);
+  for (uint32_t& lane : line) {
+    const uint32_t kind = rng() % 32;
+    const uint32_t sign = (rng() & 1u) << 31;
+    if (kind == 0) lane = sign;
+    else if (kind == 1) lane = sign | 0x7F800000u;
+    else if (kind == 2) lane = 0x7FC00001u;
+    else lane = sign | ((112 + rng() % 32) << 23) | (rng() & 0x7FFFFFu);
+  }
+  return line;
+}
+
+std::string Hex(const std::vector<uint32_t>& line) {
+  std::string text;
+  char buffer[16];
+  for (uint32_t lane : line) {
+    std::snprintf(buffer, sizeof buffer, "%08x ", lane);
+    text += buffer;
+  }
+  return text;
+}
+
+void RunOne(uint32_t seed, int unit_instructions) {
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  HarnessOptions options;
+  options.seed = seed;
+  options.hbm_ready_probability = (seed % 3 == 0) ? 0.6 : 1.0;
+  ChipHarness chip(options);
+  model::ChipModel reference(model::ChipConfig::Build());
+
+  for (uint32_t line = 0; line < kVmemWindow; ++line) {
+    const std::vector<uint32_t> data = RandomLine(rng);
+    chip.WriteVmem(line, data);
+    ASSERT_TRUE(reference.WriteVmem(line, data.data(), 1).ok());
+  }
+  std::vector<uint64_t> hbm_lines;
+  for (uint64_t line = 0; line < kHbmWindow; ++line) hbm_lines.push_back(line);
+  for (uint64_t line = kHbmHighBase; line < cfg::kHbmLines; ++line) hbm_lines.push_back(line);
+  for (uint64_t line : hbm_lines) {
+    const std::vector<uint32_t> data = RandomLine(rng);
+    chip.WriteHbm(line, data);
+    ASSERT_TRUE(reference.WriteHbm(line, data.data(), 1).ok());
+  }
+
+  ProgramGenerator generator(seed * 7919u + 1);
+  const Program program = generator.Generate(unit_instructions, seed % 4 == 1);
+  ASSERT_LE(program.size(), cfg::kImemWords);
+  for (uint32_t i = 0; i < program.size(); ++i) {
+    reference.MmioWrite(csr::IMEM_WINDOW + 8 * i, static_cast<uint32_t>(program.words()[i]));
+    reference.MmioWrite(csr::IMEM_WINDOW + 8 * i + 4, static_cast<uint32_t>(program.words()[i] >> 32));
+  }
+  reference.MmioWrite(csr::DOORBELL, 1);
+  reference.Run(50000000);
+  ASSERT_TRUE(chip.RunProgram(program, 5000000));
+
+  for (uint32_t reg : {csr::STATUS, csr::ERROR_CODE, csr::ERROR_PC, csr::IRQ_STATUS, csr::INSTRET,
+                       csr::DMA_LINES, csr::VPU_BUSY, csr::MXU_BUSY_LO}) {
+    EXPECT_EQ(chip.MmioRead(reg), reference.MmioRead(reg)) << "CSR 0x" << std::hex << reg;
+  }
+  for (unsigned r = 0; r < cfg::kSregs; ++r) EXPECT_EQ(chip.ReadSreg(r), reference.sreg(r)) << "s" << r;
+  int mismatches = 0;
+  std::vector<uint32_t> want(kLanes);
+  for (uint32_t line = 0; line < kVmemWindow && mismatches < 5; ++line) {
+    ASSERT_TRUE(reference.ReadVmem(line, want.data(), 1).ok());
+    const std::vector<uint32_t> got = chip.ReadVmem(line);
+    if (got != want) {
+      ++mismatches;
+      ADD_FAILURE() << "VMEM line " << line << "\n  rtl   " << Hex(got) << "\n  model " << Hex(want);
+    }
+  }
+  for (uint64_t line : hbm_lines) {
+    if (mismatches >= 5) break;
+    ASSERT_TRUE(reference.ReadHbm(line, want.data(), 1).ok());
+    const std::vector<uint32_t> got = chip.ReadHbm(line);
+    if (got != want) {
+      ++mismatches;
+      ADD_FAILURE() << "HBM line " << line << "\n  rtl   " << Hex(got) << "\n  model " << Hex(want);
+    }
+  }
+  EXPECT_TRUE(chip.violations().empty());
+}
+
+// TPU_DIFF_PROGRAMS=<n> runs more programs (the default keeps ctest quick).
+int ProgramCount() {
+  const char* env = std::getenv("TPU_DIFF_PROGRAMS");
+  return env != nullptr ? std::max(1, std::atoi(env)) : 24;
+}
+
+TEST(ChipDiff, RandomProgramsMatchTheReferenceModel) {
+  const int programs = ProgramCount();
+  for (int i = 0; i < programs; ++i) {
+    RunOne(1000 + static_cast<uint32_t>(i), 10 + i % 40);
+    if (HasFailure()) break;
+  }
+}
+
+}  // namespace
+}  // namespace tpu::tb
