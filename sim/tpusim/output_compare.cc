@@ -37,7 +37,7 @@ OutputComparison CompareOutput(const hlo::Literal& device, const hlo::Literal& r
       const double error = std::fabs(d - r);
       within = error <= result.atol + kRelativeTolerance * std::fabs(r);
       result.max_abs_error = std::max(result.max_abs_error, error);
-      if (r != 0) result.max_rel_error = std::max(result.max_rel_error, error / std::fabs(r));
+      if (r != 0 && std::fabs(r) >= result.atol) result.max_rel_error = std::max(result.max_rel_error, error / std::fabs(r));
     }
     if (!within) {
       if (result.mismatches == 0) result.first_mismatch = i;

@@ -16,7 +16,9 @@ struct OutputComparison {
   bool ok = false;
   std::string error;        // why the outputs cannot be compared at all (shape mismatch), else empty
   double max_abs_error = 0;
-  double max_rel_error = 0;  // over elements whose reference is non-zero
+  // Over elements with |reference| >= atol: near zero the absolute term decides, and a relative error
+  // there says nothing (a ReLU output of 1e-6 off by 1e-5 is fine).
+  double max_rel_error = 0;
   double atol = 0;           // 2^-6 * max|reference|
   int64_t mismatches = 0;    // elements outside the tolerance
   int64_t first_mismatch = -1;  // linear index of the first one
