@@ -451,6 +451,9 @@ Status Parser::ParseLiteral(const Shape& shape, HloInstruction* instruction) {
   }
   if (!shape.IsArray()) return Error("only array constants are supported; expected an array shape");
   if (!shape.IsStatic()) return Error("a constant needs a static shape");
+  // Each element takes at least one character, so a bigger count cannot be right (and must not be allocated).
+  if (shape.ElementCount() > static_cast<int64_t>(text_.size() - pos_))
+    return Error("expected " + std::to_string(shape.ElementCount()) + " literal values, more than the text holds");
   Literal literal(shape);
   int64_t index = 0;
   if (shape.rank() == 0 && Peek('{')) {

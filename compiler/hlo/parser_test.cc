@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <random>
 
 #include "compiler/hlo/test_util.h"
 
@@ -230,6 +231,33 @@ TEST(ParserTest, OtherErrors) {
   ExpectError("HloModule m\nENTRY e {\n  ROOT c = f32[2] constant({1, 2, 3})\n}\n", "line 3, column 34:",
               "2 elements");
   ExpectError("", "line 1, column 1:", "HloModule");
+}
+
+TEST(ParserTest, TruncatedAndMutatedTextGivesErrorsNotCrashes) {
+  std::string text = ReadSharedHlo("maml_flax_train_step.hlo");
+  if (text.empty()) GTEST_SKIP();
+  int errors = 0;
+  for (size_t cut = 0; cut < text.size(); cut += 61) {
+    auto module = ParseHloModule(std::string_view(text).substr(0, cut));
+    if (!module.ok()) {
+      ++errors;
+      EXPECT_EQ(module.status().message().rfind("line ", 0), 0u) << module.status();
+    }
+  }
+  EXPECT_GT(errors, 150);
+  std::mt19937 rng(5);
+  const char kNoise[] = "{}()[],=%:\"x0-9 \n";
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string mutated = text;
+    for (int k = 0; k < 3; ++k) mutated[rng() % mutated.size()] = kNoise[rng() % (sizeof(kNoise) - 1)];
+    auto module = ParseHloModule(mutated);
+    if (!module.ok()) EXPECT_EQ(module.status().message().rfind("line ", 0), 0u) << module.status();
+  }
+}
+
+TEST(ParserTest, HugeConstantIsRejectedWithoutAllocating) {
+  ExpectError("HloModule m\nENTRY e {\n  ROOT c = f32[100000,100000,100000] constant({1})\n}\n", "line 3, column 47:",
+              "more than the text holds");
 }
 
 TEST(ParserTest, UnknownOpcodeIsKeptForTheVerifier) {

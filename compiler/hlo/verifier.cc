@@ -53,6 +53,12 @@ Status CheckWindow(const HloInstruction& instruction, int64_t rank) {
 StatusOr<Shape> InferShape(const HloInstruction& instruction) {
   HloOpcode opcode = instruction.opcode();
   const Shape& own = instruction.shape();
+  int arity = HloOpcodeArity(opcode);
+  if (arity != kVariadicOperands && instruction.operand_count() != arity)
+    return ShapeError(instruction, "expected " + std::to_string(arity) + " operand(s), got " +
+                                       std::to_string(instruction.operand_count()));
+  for (const HloInstruction* operand : instruction.operands())
+    if (operand == nullptr) return ShapeError(instruction, "missing operand");
   auto operand_shape = [&](int64_t i) -> const Shape& { return instruction.operand(i)->shape(); };
 
   if (IsElementwiseUnary(opcode)) {

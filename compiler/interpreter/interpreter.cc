@@ -4,6 +4,9 @@
 #include <cmath>
 #include <numeric>
 #include <unordered_map>
+#include <unordered_set>
+
+#include "compiler/hlo/verifier.h"
 
 namespace tpu::hlo {
 
@@ -315,6 +318,9 @@ bool IsSimpleBinaryReducer(const HloComputation* computation, HloOpcode* opcode)
 
 // ---------------------------------------------------------------------------------------------------
 
+// The largest value one instruction may produce on the host.
+constexpr int64_t kMaxValueBytes = int64_t{4} << 30;
+
 class Evaluator {
  public:
   StatusOr<Literal> Run(const HloComputation& computation, const std::vector<const Literal*>& arguments, int depth);
@@ -330,7 +336,32 @@ class Evaluator {
   StatusOr<Literal> Sort(const HloInstruction& instruction, const std::vector<const Literal*>& operands, int depth);
   // Applies a scalar binary computation (a fast path when it is one elementwise op).
   StatusOr<Literal> ApplyScalar(const HloComputation& computation, const std::vector<Literal>& scalars, int depth);
+  // Structural checks (via shape inference) once per computation, so malformed IR gives an error, not a crash.
+  Status CheckComputation(const HloComputation& computation, const std::vector<HloInstruction*>& order);
+
+  std::unordered_set<const HloComputation*> checked_;
 };
+
+Status Evaluator::CheckComputation(const HloComputation& computation, const std::vector<HloInstruction*>& order) {
+  if (checked_.count(&computation)) return OkStatus();
+  if (computation.root_instruction() == nullptr) return InvalidArgument("computation " + computation.name() + " has no root");
+  for (const HloInstruction* instruction : order) {
+    for (const auto& called : instruction->called_computation_attributes())
+      if (called.computation == nullptr)
+        return InvalidArgument("%" + instruction->name() + ": " + called.attribute + "= names no computation");
+    TPU_ASSIGN_OR_RETURN(Shape inferred, InferShape(*instruction));
+    if (inferred != instruction->shape())
+      return InvalidArgument("%" + instruction->name() + " has shape " + instruction->shape().ToString() +
+                             " but its operands give " + inferred.ToString());
+    if (!instruction->shape().IsStatic())
+      return InvalidArgument("%" + instruction->name() + " has a dynamic shape " + instruction->shape().ToString());
+    if (instruction->shape().ByteSize() > kMaxValueBytes)
+      return ResourceExhausted("%" + instruction->name() + " of shape " + instruction->shape().ToString() +
+                               " is too large for the host interpreter (limit 4 GiB per value)");
+  }
+  checked_.insert(&computation);
+  return OkStatus();
+}
 
 StatusOr<Literal> Evaluator::ApplyScalar(const HloComputation& computation, const std::vector<Literal>& scalars,
                                          int depth) {
@@ -347,6 +378,7 @@ StatusOr<Literal> Evaluator::Run(const HloComputation& computation, const std::v
                            " arguments, got " + std::to_string(arguments.size()));
   std::unordered_map<const HloInstruction*, Literal> values;
   std::vector<HloInstruction*> order = computation.MakeInstructionPostOrder();
+  TPU_RETURN_IF_ERROR(CheckComputation(computation, order));
   // Free each value after its last use so big graphs stay within memory.
   std::unordered_map<const HloInstruction*, int64_t> remaining_uses;
   for (const HloInstruction* instruction : order)

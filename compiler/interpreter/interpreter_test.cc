@@ -216,6 +216,19 @@ TEST(InterpreterTest, ErrorsForBadArgumentsAndElidedConstants) {
   EXPECT_EQ(Interpret(**elided, {}).status().code(), StatusCode::kFailedPrecondition);
 }
 
+TEST(InterpreterTest, MalformedIrGivesAnError) {
+  // Built in code, never verified: a transpose whose permutation is out of range.
+  HloModule module("bad");
+  auto entry = std::make_unique<HloComputation>("main");
+  HloInstruction* x = entry->AddInstruction(HloInstruction::CreateParameter(0, Shape::Make(PrimitiveType::F32, {2, 3})));
+  entry->set_root_instruction(entry->AddInstruction(
+      HloInstruction::CreateTranspose(Shape::Make(PrimitiveType::F32, {3, 2}), x, {1, 7})));
+  module.AddComputation(std::move(entry), true);
+  auto result = Interpret(module, {Literal(Shape::Make(PrimitiveType::F32, {2, 3}))});
+  EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(result.status().message().find("permutation"), std::string::npos) << result.status();
+}
+
 TEST(InterpreterTest, ConvolutionMatchesADirectLoop) {
   // NHWC input, HWIO kernel, stride 2, padding 1, two feature groups.
   std::mt19937 rng(11);
