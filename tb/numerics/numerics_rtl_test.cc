@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <functional>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -39,8 +39,9 @@ class Scoreboard {
  public:
   explicit Scoreboard(std::string unit, int result_digits) : unit_(std::move(unit)), result_digits_(result_digits) {}
 
-  // `describe_inputs` is only called on the first mismatch.
-  void Compare(const std::function<std::string()>& describe_inputs, uint32_t rtl, uint32_t library) {
+  // `describe_inputs` (a callable returning a string) is only called on the first mismatch.
+  template <typename DescribeInputs>
+  void Compare(const DescribeInputs& describe_inputs, uint32_t rtl, uint32_t library) {
     ++vectors_;
     if (rtl == library) return;
     if (++mismatches_ == 1) {
@@ -126,14 +127,20 @@ class Fp32ToBf16Dut {
   Vfp32_to_bf16 model_;
 };
 
-std::function<std::string()> Inputs32(uint32_t a, uint32_t b) {
+auto Inputs32(uint32_t a, uint32_t b) {
   return [a, b] { return "a=" + Hex(a, 8) + " b=" + Hex(b, 8); };
 }
-std::function<std::string()> Inputs16(uint16_t a, uint16_t b) {
+auto Inputs16(uint16_t a, uint16_t b) {
   return [a, b] { return "a=" + Hex(a, 4) + " b=" + Hex(b, 4); };
 }
-std::function<std::string()> Input32(uint32_t x) {
+auto Input32(uint32_t x) {
   return [x] { return "a=" + Hex(x, 8); };
+}
+
+// The exhaustive sweeps take minutes, so they run only on request: TPU_NUMERICS_EXHAUSTIVE=1.
+bool ExhaustiveRequested() {
+  const char* value = std::getenv("TPU_NUMERICS_EXHAUSTIVE");
+  return value != nullptr && std::string(value) == "1";
 }
 
 // fp32 operands for the two-input units: every special value, and every bf16 special as the
@@ -277,6 +284,31 @@ TEST(Fp32ToBf16Rtl, RandomBiasedVectors) {
     const uint32_t x = gen.F32ForBf16();
     board.Compare(Input32(x), dut(x), F32ToBf16(x));
   }
+  EXPECT_TRUE(board.Clean());
+}
+
+// All 2^32 operand pairs (opt-in, see ExhaustiveRequested).
+TEST(Bf16MulRtl, AllPairsExhaustive) {
+  if (!ExhaustiveRequested()) GTEST_SKIP() << "set TPU_NUMERICS_EXHAUSTIVE=1 to run all 2^32 pairs";
+  Bf16MulDut dut;
+  Scoreboard board("bf16_mul", 8);
+  for (uint32_t a = 0; a <= 0xFFFF; ++a)
+    for (uint32_t b = 0; b <= 0xFFFF; ++b) {
+      const uint16_t a16 = static_cast<uint16_t>(a), b16 = static_cast<uint16_t>(b);
+      board.Compare(Inputs16(a16, b16), dut(a16, b16), Bf16Mul(a16, b16));
+    }
+  EXPECT_TRUE(board.Clean());
+}
+
+// All 2^32 inputs (opt-in, see ExhaustiveRequested).
+TEST(Fp32ToBf16Rtl, AllInputsExhaustive) {
+  if (!ExhaustiveRequested()) GTEST_SKIP() << "set TPU_NUMERICS_EXHAUSTIVE=1 to run all 2^32 inputs";
+  Fp32ToBf16Dut dut;
+  Scoreboard board("fp32_to_bf16", 4);
+  uint32_t x = 0;
+  do {
+    board.Compare(Input32(x), dut(x), F32ToBf16(x));
+  } while (++x != 0);
   EXPECT_TRUE(board.Clean());
 }
 
