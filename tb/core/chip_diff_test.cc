@@ -44,8 +44,9 @@ class ProgramGenerator {
   Program Generate(int unit_instructions, bool end_with_error) {
     Program p;
     for (int i = 0; i < unit_instructions; ++i) {
-      switch (rng_() % 8) {
+      switch (rng_() % 9) {
         case 0: case 1: EmitDma(p); break;
+        case 8: EmitLoop(p); break;
         case 2: EmitMxuLoad(p); break;
         case 3: case 4: EmitMxuMatmul(p); break;
         default: EmitVector(p); break;
@@ -190,6 +191,43 @@ class ProgramGenerator {
     p.Emit(op, rd, r1, r2, rc, flags, form == 2 ? (Below(2) ? 0x3F800000u : imm) : imm);
   }
 
+  // A counted loop (counter s12) issuing the same unit instruction on consecutive blocks, the operand
+  // registers advanced with ADDI: register values are read at issue, so each iteration sees its own.
+  void EmitLoop(Program& p) {
+    const uint32_t iterations = 2 + Below(3), count = 1 + Below(8), span = iterations * count;
+    uint32_t top;
+    if (Below(2) == 0) {
+      const bool load = Below(2) == 0;
+      const uint32_t stride = 1 + Below(3);
+      const uint32_t vbase = VmemBase(span);
+      const uint32_t hbase = Below(kHbmWindow - span * stride);
+      const Range vrange{vbase, vbase + span};
+      if (load) {
+        Order(p, kDma, {}, {vrange});
+      } else {
+        Order(p, kDma, {vrange}, {});
+      }
+      const uint8_t rh = Operand(p, hbase), rv = Operand(p, vbase), rc = Operand(p, count);
+      p.Li(12, iterations);
+      top = load ? p.DmaLd(rh, rv, rc, stride) : p.DmaSt(rh, rv, rc, stride);
+      p.Addi(rh, rh, count * stride);
+      p.Addi(rv, rv, count);
+    } else {
+      const uint32_t dst = VmemBase(span), a = VmemBase(span), b = VmemBase(span);
+      const Range d{dst, dst + span}, ra{a, a + span}, rb{b, b + span};
+      if (ra.Overlaps(d) || rb.Overlaps(d)) return;
+      Order(p, kVpu, {ra, rb}, {d});
+      const uint8_t rd = Operand(p, dst), r1 = Operand(p, a), r2 = Operand(p, b), rc = Operand(p, count);
+      p.Li(12, iterations);
+      top = Below(2) ? p.Vadd(rd, r1, r2, rc) : p.Vmax(rd, r1, r2, rc);
+      p.Addi(rd, rd, count);
+      p.Addi(r1, r1, count);
+      p.Addi(r2, r2, count);
+    }
+    p.Addi(12, 12, static_cast<uint32_t>(-1));
+    p.Bne(12, 0, top);
+  }
+
   // Scalar work in s10..s15 (compared at the end) including a short counted loop.
   void EmitScalarNoise(Program& p) {
     const uint8_t a = static_cast<uint8_t>(10 + Below(6)), b = static_cast<uint8_t>(10 + Below(6));
@@ -257,7 +295,15 @@ std::string Hex(const std::vector<uint32_t>& line) {
   return text;
 }
 
-void RunOne(uint32_t seed, int unit_instructions) {
+// Lines whose contents a program changed, summed over the run (a generator that does nothing fails).
+struct Coverage {
+  uint64_t vmem_lines_changed = 0;
+  uint64_t hbm_lines_changed = 0;
+  uint64_t error_runs = 0;
+  uint64_t cycles = 0;
+};
+
+void RunOne(uint32_t seed, int unit_instructions, Coverage& coverage) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
   HarnessOptions options;
@@ -266,8 +312,10 @@ void RunOne(uint32_t seed, int unit_instructions) {
   ChipHarness chip(options);
   model::ChipModel reference(model::ChipConfig::Build());
 
+  std::vector<std::vector<uint32_t>> initial_vmem, initial_hbm;
   for (uint32_t line = 0; line < kVmemWindow; ++line) {
     const std::vector<uint32_t> data = RandomLine(rng);
+    initial_vmem.push_back(data);
     chip.WriteVmem(line, data);
     ASSERT_TRUE(reference.WriteVmem(line, data.data(), 1).ok());
   }
@@ -276,6 +324,7 @@ void RunOne(uint32_t seed, int unit_instructions) {
   for (uint64_t line = kHbmHighBase; line < cfg::kHbmLines; ++line) hbm_lines.push_back(line);
   for (uint64_t line : hbm_lines) {
     const std::vector<uint32_t> data = RandomLine(rng);
+    initial_hbm.push_back(data);
     chip.WriteHbm(line, data);
     ASSERT_TRUE(reference.WriteHbm(line, data.data(), 1).ok());
   }
@@ -289,7 +338,10 @@ void RunOne(uint32_t seed, int unit_instructions) {
   }
   reference.MmioWrite(csr::DOORBELL, 1);
   reference.Run(50000000);
+  const uint64_t start_cycle = chip.cycle();
   ASSERT_TRUE(chip.RunProgram(program, 5000000));
+  coverage.cycles += chip.cycle() - start_cycle;
+  if (chip.MmioRead(csr::STATUS) & csr::STATUS_ERROR) ++coverage.error_runs;
 
   for (uint32_t reg : {csr::STATUS, csr::ERROR_CODE, csr::ERROR_PC, csr::IRQ_STATUS, csr::INSTRET,
                        csr::DMA_LINES, csr::VPU_BUSY, csr::MXU_BUSY_LO}) {
@@ -301,15 +353,18 @@ void RunOne(uint32_t seed, int unit_instructions) {
   for (uint32_t line = 0; line < kVmemWindow && mismatches < 5; ++line) {
     ASSERT_TRUE(reference.ReadVmem(line, want.data(), 1).ok());
     const std::vector<uint32_t> got = chip.ReadVmem(line);
+    coverage.vmem_lines_changed += got != initial_vmem[line];
     if (got != want) {
       ++mismatches;
       ADD_FAILURE() << "VMEM line " << line << "\n  rtl   " << Hex(got) << "\n  model " << Hex(want);
     }
   }
-  for (uint64_t line : hbm_lines) {
+  for (size_t i = 0; i < hbm_lines.size(); ++i) {
+    const uint64_t line = hbm_lines[i];
     if (mismatches >= 5) break;
     ASSERT_TRUE(reference.ReadHbm(line, want.data(), 1).ok());
     const std::vector<uint32_t> got = chip.ReadHbm(line);
+    coverage.hbm_lines_changed += got != initial_hbm[i];
     if (got != want) {
       ++mismatches;
       ADD_FAILURE() << "HBM line " << line << "\n  rtl   " << Hex(got) << "\n  model " << Hex(want);
@@ -326,10 +381,19 @@ int ProgramCount() {
 
 TEST(ChipDiff, RandomProgramsMatchTheReferenceModel) {
   const int programs = ProgramCount();
+  Coverage coverage;
   for (int i = 0; i < programs; ++i) {
-    RunOne(1000 + static_cast<uint32_t>(i), 10 + i % 40);
+    RunOne(1000 + static_cast<uint32_t>(i), 10 + i % 40, coverage);
     if (HasFailure()) break;
   }
+  std::printf("[ coverage ] %d programs, %llu cycles: %llu VMEM and %llu HBM lines changed, %llu ended in an error\n",
+              programs, static_cast<unsigned long long>(coverage.cycles),
+              static_cast<unsigned long long>(coverage.vmem_lines_changed),
+              static_cast<unsigned long long>(coverage.hbm_lines_changed),
+              static_cast<unsigned long long>(coverage.error_runs));
+  EXPECT_GT(coverage.vmem_lines_changed, 10u * programs);
+  EXPECT_GT(coverage.hbm_lines_changed, 2u * programs);
+  EXPECT_GT(coverage.error_runs, 0u);
 }
 
 }  // namespace

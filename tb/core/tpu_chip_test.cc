@@ -706,6 +706,37 @@ TEST(TpuChip, PerfCountersCountStalls) {
   EXPECT_EQ(cycles, stalls + 5u);  // every cycle issues or stalls in this program
 }
 
+// The DMA keeps requests in flight and the VPU writes a line per cycle: long transfers cost about one
+// cycle per line plus a fixed latency.
+TEST(TpuChip, DmaAndVpuStreamOneLinePerCycle) {
+  ChipHarness chip;
+  const uint32_t lines = 2000;
+  struct Case {
+    const char* name;
+    Opcode op;
+    uint64_t overhead;  // allowed cycles beyond one per line
+  };
+  for (const Case& c : {Case{"DMA_LD", Opcode::DMA_LD, cfg::kHbmLatency + 16},
+                        Case{"DMA_ST", Opcode::DMA_ST, cfg::kHbmLatency + 16},
+                        Case{"VADD", Opcode::VADD, 16}}) {
+    Program p;
+    p.Li(1, 0);
+    p.Li(2, 4000);
+    p.Li(3, lines);
+    if (c.op == Opcode::VADD) {
+      p.Vadd(2, 1, 1, 3);
+    } else {
+      p.Emit(c.op, 0, 1, 2, 3, 0, 1);
+    }
+    p.Halt();
+    ASSERT_TRUE(chip.RunProgram(p, 100000));
+    ExpectHalted(chip);
+    const uint32_t cycles = chip.MmioRead(csr::CYCLES_LO);
+    std::printf("[ stream   ] %s %u lines: %u cycles\n", c.name, lines, cycles);
+    EXPECT_LE(cycles, lines + c.overhead) << c.name;
+  }
+}
+
 // Simulation speed (not a timed assertion): a long VPU + DMA loop; prints cycles per second.
 TEST(TpuChip, SimulationSpeed) {
   ChipHarness chip;
