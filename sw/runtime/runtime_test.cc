@@ -325,11 +325,37 @@ compiler::Program HandWritten(uint32_t lanes, bool illegal, bool loop_forever, b
   return program;
 }
 
-TEST(ExecuteTest, DeviceErrorsAreTypedAndTheDeviceStaysUsable) {
+// The same runtime on every backend this build has.
+std::vector<std::string> Backends() {
+  std::vector<std::string> backends = {"model"};
+  if (RtlBackendAvailable()) backends.push_back("rtl");
+  return backends;
+}
+
+class BackendTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::unique_ptr<Client> MakeBackendClient(const ClientOptions& options = {}) {
+    StatusOr<std::unique_ptr<Client>> client = Client::Create(GetParam(), cfg::kName, options);
+    EXPECT_TRUE(client.ok()) << client.status();
+    return client.ok() ? std::move(client).value() : nullptr;
+  }
+};
+
+TEST_P(BackendTest, RunsModulesLikeTheInterpreter) {
+  std::unique_ptr<Client> client = MakeBackendClient();
+  ASSERT_NE(client, nullptr);
+  EXPECT_EQ(client->backend(), GetParam());
+  RunAndCheck(*client, kAddModule, 11);
+  RunAndCheck(*client, kDotModule, 12);
+  RunAndCheck(*client, kConstantModule, 13);
+  EXPECT_EQ(client->hbm_used_bytes(), 0u);
+}
+
+TEST_P(BackendTest, DeviceErrorsAreTypedAndTheDeviceStaysUsable) {
   ClientOptions options;
   options.execute_timeout_cycles = 100'000;
   options.watchdog_limit_cycles = 0;
-  std::unique_ptr<Client> client = MakeClient(options);
+  std::unique_ptr<Client> client = MakeBackendClient(options);
   ASSERT_NE(client, nullptr);
   const uint32_t lanes = client->device_info().lanes;
 
@@ -346,6 +372,9 @@ TEST(ExecuteTest, DeviceErrorsAreTypedAndTheDeviceStaysUsable) {
   RunAndCheck(*client, kDotModule, 9);
   EXPECT_EQ(client->hbm_used_bytes(), 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, BackendTest, ::testing::ValuesIn(Backends()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(ExecuteTest, ProgramsForAnotherConfigurationAreRefused) {
   std::unique_ptr<Client> client = MakeClient();

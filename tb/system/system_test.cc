@@ -158,6 +158,19 @@ TEST(TpusimRunTest, VerifierErrorsExitOne) {
   EXPECT_EQ(run.output.find("cycles:"), std::string::npos) << run.output;
 }
 
+TEST(TpusimRunTest, UnsupportedOpsGetTheTpuMessage) {
+  const std::string dir = TempDir();
+  const std::string file = WriteFile(dir, "custom.hlo",
+                                     "HloModule custom\n\nENTRY %main (x: f32[4]) -> f32[4] {\n"
+                                     "  %x = f32[4]{0} parameter(0)\n"
+                                     "  ROOT %y = f32[4]{0} custom-call(f32[4]{0} %x), custom_call_target=\"MyKernel\"\n"
+                                     "}\n");
+  RunResult run = RunTpusim("run " + file + " --backend=model --config=" + kConfig);
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("No registered"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("XLA_TPU_JIT"), std::string::npos) << run.output;
+}
+
 TEST(TpusimRunTest, BadCommandLinesExitOne) {
   EXPECT_EQ(RunTpusim("").exit_code, 1);
   EXPECT_EQ(RunTpusim("frobnicate").exit_code, 1);
