@@ -6,10 +6,14 @@
 //   tpusim info --backend=rtl|model --config=tiny|v2
 //
 // Exit status: 0 success, 1 bad input or a failed run (the message says which), 2 an output outside the
-// tolerance of docs/numerics.md.
+// tolerance of docs/numerics.md, 130 interrupted.
+//
+// Ctrl+C (SIGINT) works as on Cloud TPUs: the program running on the device finishes, then tpusim stops
+// cleanly; a second Ctrl+C, or Ctrl+\ (SIGQUIT), ends it at once.
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,6 +40,21 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitError = 1;
 constexpr int kExitMismatch = 2;
+constexpr int kExitInterrupted = 130;
+
+volatile std::sig_atomic_t interrupted = 0;
+
+void OnInterrupt(int) {
+  interrupted = 1;
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl+C ends the process at once
+}
+
+// True (after saying so) if Ctrl+C was pressed: the caller stops before its next step.
+bool StopRequested() {
+  if (!interrupted) return false;
+  std::cerr << "tpusim: interrupted; the device finished its work, stopping\n";
+  return true;
+}
 
 const char kUsage[] =
     "usage:\n"
@@ -255,6 +274,7 @@ int Run(const Flags& flags) {
     std::cerr << flags.file << ": " << executable.status() << "\n";
     return kExitError;
   }
+  if (StopRequested()) return kExitInterrupted;
   std::vector<std::unique_ptr<runtime::Buffer>> buffers;
   std::vector<const runtime::Buffer*> argument_buffers;
   for (const hlo::Literal& argument : arguments) {
@@ -266,6 +286,7 @@ int Run(const Flags& flags) {
     argument_buffers.push_back(buffer->get());
     buffers.push_back(std::move(*buffer));
   }
+  if (StopRequested()) return kExitInterrupted;
   StatusOr<runtime::ExecuteResult> result = (*executable)->Execute(argument_buffers);
   if (!result.ok()) {
     std::cerr << "tpusim: " << result.status() << "\n";
@@ -285,6 +306,7 @@ int Run(const Flags& flags) {
     std::cout << utilization;
   }
 
+  if (StopRequested()) return kExitInterrupted;
   StatusOr<std::vector<hlo::Literal>> reference = hlo::Interpret(module, arguments);
   if (!reference.ok()) {
     std::cerr << "tpusim: interpreter: " << reference.status() << "\n";
@@ -339,6 +361,7 @@ int main(int argc, char** argv) {
     std::cerr << kUsage;
     return error.empty() ? kExitOk : kExitError;
   }
+  std::signal(SIGINT, OnInterrupt);
   if (flags.command == "run") return Run(flags);
   if (flags.command == "info") {
     if (!flags.file.empty()) {
