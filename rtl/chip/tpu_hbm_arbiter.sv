@@ -5,7 +5,7 @@
 // Soft reset does not touch it: responses to requests already accepted still arrive and are routed.
 module tpu_hbm_arbiter
 #(
-  parameter int unsigned MaxOutstanding = 64
+  parameter int unsigned MaxOutstanding = 128
 ) (
   input  logic                   clk_i,
   input  logic                   rst_ni,

@@ -10,7 +10,7 @@
 module tpu_dma
 #(
   parameter int unsigned VmemAw         = $clog2(tpu_pkg::VMEM_LINES),
-  parameter int unsigned MaxOutstanding = 64,
+  parameter int unsigned MaxOutstanding = 128,
   parameter int unsigned StoreFifoDepth = 4
 ) (
   input  logic              clk_i,
