@@ -198,7 +198,9 @@ TEST(NumericsExhaustive, Bf16ToF32AllValues) {
     const uint16_t b16 = static_cast<uint16_t>(b);
     tally.Check("Bf16ToF32", [&] { return Bf16ToString(b16); }, Bf16ToF32(b16), ref::Bf16ToF32(b16));
     // Round trip: a bf16 that is not NaN or subnormal survives fp32 and back unchanged.
-    if (!IsBf16Nan(b16) && (b16 & 0x7F80u) != 0) EXPECT_EQ(F32ToBf16(Bf16ToF32(b16)), b16);
+    if (!IsBf16Nan(b16) && (b16 & 0x7F80u) != 0) {
+      EXPECT_EQ(F32ToBf16(Bf16ToF32(b16)), b16);
+    }
   }
   EXPECT_EQ(tally.mismatches(), 0);
 }

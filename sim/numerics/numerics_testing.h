@@ -206,7 +206,7 @@ class OperandGenerator {
     switch (random_.Below(4)) {
       case 0: return (x & 0xFFFF0000u) | 0x8000u;
       case 1: return (x & 0xFFFF0000u) | (random_.Below(2) ? 0x7FFFu : 0x8001u);
-      case 2: return (x & 0x80000000u) | (random_.Range(252, 254) << 23) | 0x7F0000u | (random_.Next32() & 0xFFFF);
+      case 2: return (x & 0x80000000u) | (static_cast<uint32_t>(random_.Range(252, 254)) << 23) | 0x7F0000u | (random_.Next32() & 0xFFFF);
       default: return x;
     }
   }
