@@ -51,6 +51,11 @@ module tpu_chip
   logic [31:0]       hdma_hbm_line, hdma_lines;
   logic [7:0]        hdma_code;
 
+  // Host DMA -> host port, through a register slice that keeps presented requests stable.
+  logic              hdma_host_valid, hdma_host_ready, hdma_host_write;
+  logic [63:0]       hdma_req_addr;
+  logic [tpu_pkg::LINE_W-1:0] hdma_host_wdata;
+
   // Arbiter masters: 0 core DMA, 1 host DMA.
   logic [1:0]             m_req_valid, m_req_ready, m_req_write, m_rsp_valid;
   logic [63:0]            m_req_addr;     // master m at [m*32 +: 32]
@@ -155,11 +160,11 @@ module tpu_chip
     .code_o           (hdma_code),
     .done_o           (hdma_done),
     .fail_o           (hdma_fail),
-    .host_req_valid_o (host_req_valid_o),
-    .host_req_ready_i (host_req_ready_i),
-    .host_req_write_o (host_req_write_o),
-    .host_req_addr_o  (host_req_addr_o),
-    .host_req_wdata_o (host_req_wdata_o),
+    .host_req_valid_o (hdma_host_valid),
+    .host_req_ready_i (hdma_host_ready),
+    .host_req_write_o (hdma_host_write),
+    .host_req_addr_o  (hdma_req_addr),
+    .host_req_wdata_o (hdma_host_wdata),
     .host_rsp_valid_i (host_rsp_valid_i),
     .host_rsp_rdata_i (host_rsp_rdata_i),
     .host_rsp_error_i (host_rsp_error_i),
@@ -170,6 +175,19 @@ module tpu_chip
     .hbm_req_wdata_o  (m_req_wdata[tpu_pkg::LINE_W +: tpu_pkg::LINE_W]),
     .hbm_rsp_valid_i  (m_rsp_valid[1]),
     .hbm_rsp_rdata_i  (m_rsp_rdata)
+  );
+
+  tpu_req_slice #(
+    .Width (1 + 64 + tpu_pkg::LINE_W)
+  ) u_host_slice (
+    .clk_i       (clk_i),
+    .rst_ni      (rst_ni),
+    .in_valid_i  (hdma_host_valid),
+    .in_ready_o  (hdma_host_ready),
+    .in_data_i   ({hdma_host_write, hdma_req_addr, hdma_host_wdata}),
+    .out_valid_o (host_req_valid_o),
+    .out_ready_i (host_req_ready_i),
+    .out_data_o  ({host_req_write_o, host_req_addr_o, host_req_wdata_o})
   );
 
   tpu_hbm_arbiter u_hbm_arbiter (

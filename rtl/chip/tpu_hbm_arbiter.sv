@@ -3,6 +3,8 @@
 // the arbiter remembers who issued each outstanding request in a FIFO and routes each response to the
 // head's owner. When that FIFO is full no request is accepted, which bounds the requests in flight.
 // Soft reset does not touch it: responses to requests already accepted still arrive and are routed.
+// The chosen request passes through a register slice, so the HBM port sees every request held stable
+// until accepted, whatever the masters do meanwhile (a master may withdraw a request when aborted).
 module tpu_hbm_arbiter
 #(
   parameter int unsigned MaxOutstanding = 128
@@ -27,19 +29,34 @@ module tpu_hbm_arbiter
   input  logic [tpu_pkg::LINE_W-1:0]      hbm_rsp_rdata_i
 );
 
+  localparam int unsigned ReqW = 1 + 32 + tpu_pkg::LINE_W;
+
   logic prefer_host_q;   // round robin: who wins the next tie
-  logic pick_host;       // the master presented downstream this cycle
+  logic pick_host;       // the master granted this cycle
   logic owners_full, owners_empty, owner_head;
-  logic fire;
+  logic grant_valid, slice_ready, fire;
+  logic [ReqW-1:0] grant_req;
 
   assign pick_host = m_req_valid_i[1] && (!m_req_valid_i[0] || prefer_host_q);
 
-  assign hbm_req_valid_o = (|m_req_valid_i) && !owners_full;
-  assign hbm_req_write_o = m_req_write_i[pick_host];
-  assign hbm_req_addr_o  = pick_host ? m_req_addr_i[32 +: 32] : m_req_addr_i[0 +: 32];
-  assign hbm_req_wdata_o = pick_host ? m_req_wdata_i[tpu_pkg::LINE_W +: tpu_pkg::LINE_W]
-                                     : m_req_wdata_i[0 +: tpu_pkg::LINE_W];
-  assign fire            = hbm_req_valid_o && hbm_req_ready_i;
+  assign grant_valid = (|m_req_valid_i) && !owners_full;
+  assign grant_req   = pick_host ?
+      {m_req_write_i[1], m_req_addr_i[32 +: 32], m_req_wdata_i[tpu_pkg::LINE_W +: tpu_pkg::LINE_W]} :
+      {m_req_write_i[0], m_req_addr_i[0 +: 32], m_req_wdata_i[0 +: tpu_pkg::LINE_W]};
+  assign fire        = grant_valid && slice_ready;
+
+  tpu_req_slice #(
+    .Width (ReqW)
+  ) u_slice (
+    .clk_i       (clk_i),
+    .rst_ni      (rst_ni),
+    .in_valid_i  (grant_valid),
+    .in_ready_o  (slice_ready),
+    .in_data_i   (grant_req),
+    .out_valid_o (hbm_req_valid_o),
+    .out_ready_i (hbm_req_ready_i),
+    .out_data_o  ({hbm_req_write_o, hbm_req_addr_o, hbm_req_wdata_o})
+  );
 
   assign m_req_ready_o[0] = fire && !pick_host;
   assign m_req_ready_o[1] = fire && pick_host;

@@ -92,6 +92,8 @@ void ChipHarness::Reset() {
   // Responses to requests made before the reset never arrive: the chip forgot them.
   hbm_pending_.clear();
   host_pending_.clear();
+  hbm_held_ = HeldRequest();
+  host_held_ = HeldRequest();
   Tick(1);
 }
 
@@ -116,7 +118,24 @@ void ChipHarness::DriveInputs() {
   }
 }
 
+void ChipHarness::CheckHeld(const char* port, HeldRequest& held, bool valid, bool ready, bool write,
+                            uint64_t address, const std::vector<uint32_t>& wdata) {
+  // Write data matters only for writes.
+  if (held.held && (!valid || write != held.write || address != held.address || (write && wdata != held.wdata))) {
+    violations_.push_back(std::string(port) + " request withdrawn or changed before it was accepted, cycle " +
+                          std::to_string(cycle_));
+  }
+  held.held = valid && !ready;
+  held.write = write;
+  held.address = address;
+  held.wdata = wdata;
+}
+
 void ChipHarness::SampleOutputs() {
+  CheckHeld("HBM", hbm_held_, top_->hbm_req_valid_o, top_->hbm_req_ready_i, top_->hbm_req_write_o,
+            top_->hbm_req_addr_o, FromWide(top_->hbm_req_wdata_o));
+  CheckHeld("host", host_held_, top_->host_req_valid_o, top_->host_req_ready_i, top_->host_req_write_o,
+            top_->host_req_addr_o, FromWide(top_->host_req_wdata_o));
   if (top_->mmio_rvalid_o) {
     mmio_rvalid_seen_ = true;
     mmio_rdata_ = top_->mmio_rdata_o;

@@ -157,6 +157,17 @@ class ChipHarness {
   uint64_t bus_error_begin_ = 0, bus_error_end_ = 0;
   uint64_t hbm_requests_ = 0;
 
+  // A request presented without being accepted must stay presented, unchanged (checked per port).
+  struct HeldRequest {
+    bool held = false;
+    bool write = false;
+    uint64_t address = 0;
+    std::vector<uint32_t> wdata;
+  };
+  void CheckHeld(const char* port, HeldRequest& held, bool valid, bool ready, bool write, uint64_t address,
+                 const std::vector<uint32_t>& wdata);
+  HeldRequest hbm_held_, host_held_;
+
   bool mmio_rvalid_seen_ = false;
   uint32_t mmio_rdata_ = 0;
   std::vector<std::string> violations_;
