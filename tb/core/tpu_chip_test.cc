@@ -122,6 +122,26 @@ TEST(TpuChip, ImemLoadAndReadback) {
   EXPECT_EQ(Status(chip) & csr::STATUS_BUSY, 0u);
 }
 
+TEST(TpuChip, MmioOutsideTheMapIsHarmless) {
+  ChipHarness chip;
+  chip.LoadProgram({0x0102030405060708ull}, 0);
+  const uint32_t beyond = csr::IMEM_WINDOW + 8 * kImemWords;  // first byte after the window
+  chip.MmioWrite(beyond, 0xFFFFFFFF);
+  chip.MmioWrite(beyond + 4, 0xFFFFFFFF);
+  EXPECT_EQ(chip.MmioRead(beyond), 0u);
+  EXPECT_EQ(chip.ReadImemWord(0), 0x0102030405060708ull);  // no wrap-around into word 0
+  // Writes to read-only and unmapped CSRs change nothing that can be read back.
+  const std::vector<uint32_t> before = {chip.MmioRead(csr::STATUS), chip.MmioRead(csr::IRQ_STATUS),
+                                        chip.MmioRead(csr::CFG_LANES), chip.MmioRead(csr::CYCLES_LO)};
+  for (uint32_t offset : {csr::STATUS, csr::CFG_LANES, csr::CYCLES_LO, csr::HDMA_STATUS, 0x100u, 0x7FFFCu}) {
+    chip.MmioWrite(offset, 0xFFFFFFFF);
+  }
+  const std::vector<uint32_t> after = {chip.MmioRead(csr::STATUS), chip.MmioRead(csr::IRQ_STATUS),
+                                       chip.MmioRead(csr::CFG_LANES), chip.MmioRead(csr::CYCLES_LO)};
+  EXPECT_EQ(before, after);
+  EXPECT_TRUE(chip.violations().empty());
+}
+
 TEST(TpuChip, ScalarOpsAndCountedLoop) {
   ChipHarness chip;
   Program p;
