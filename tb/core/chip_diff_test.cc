@@ -309,6 +309,8 @@ void RunOne(uint32_t seed, int unit_instructions, Coverage& coverage) {
   HarnessOptions options;
   options.seed = seed;
   options.hbm_ready_probability = (seed % 3 == 0) ? 0.6 : 1.0;
+  // Memory latency is not part of the contract: vary it, down to one cycle.
+  if (seed % 5 == 2) options.hbm_latency = 1 + seed % 97;
   ChipHarness chip(options);
   model::ChipModel reference(model::ChipConfig::Build());
 
