@@ -119,10 +119,11 @@ module tpu_sequencer
     hbm_range_bad = ((count != 32'd0) && (last >= 64'(tpu_pkg::HBM_LINES)));
   endfunction
 
-  logic [2:0] sync_mask;
+  // SYNC: the units named in flags ({VPU, MXU, DMA}); none named means all.
+  logic [2:0] sync_named, sync_mask;
   logic       units_idle;
-  assign sync_mask  = (flags[2:0] == 3'b000) ? 3'b111 :
-                      {flags[tpu_pkg::FLAG_SYNC_VPU], flags[tpu_pkg::FLAG_SYNC_MXU], flags[tpu_pkg::FLAG_SYNC_DMA]};
+  assign sync_named = {flags[tpu_pkg::FLAG_SYNC_VPU], flags[tpu_pkg::FLAG_SYNC_MXU], flags[tpu_pkg::FLAG_SYNC_DMA]};
+  assign sync_mask  = (sync_named == 3'b000) ? 3'b111 : sync_named;
   assign units_idle = !dma_busy_i && !mxu_busy_i && !vpu_busy_i;
 
   // ---------------------------------------------------------------------------------------------
