@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -627,6 +628,35 @@ TEST(TpuChip, HostDmaBothDirections) {
     EXPECT_TRUE(chip.irq());
     EXPECT_TRUE(chip.violations().empty());
   }
+}
+
+TEST(TpuChip, DoorbellAndHostDmaStartAreIgnoredWhileBusy) {
+  ChipHarness chip;
+  Program p;
+  p.Li(1, 50000);
+  const uint32_t top = p.Addi(1, 1, static_cast<uint32_t>(-1));
+  p.Bne(1, 0, top);
+  const uint32_t halt = p.Halt();
+  chip.LoadProgram(p.words());
+  chip.MmioWrite(csr::DOORBELL, 1);
+  chip.MmioWrite(csr::START_PC, halt);
+  chip.MmioWrite(csr::DOORBELL, 1);  // ignored: the loop keeps running
+  chip.Tick(100);
+  EXPECT_EQ(Status(chip) & (csr::STATUS_BUSY | csr::STATUS_HALTED), csr::STATUS_BUSY);
+
+  std::vector<uint8_t> data(uint64_t(600) * chip.line_bytes());
+  std::mt19937 rng(8);
+  for (uint8_t& byte : data) byte = static_cast<uint8_t>(rng());
+  chip.HostWrite(0, data.data(), data.size());
+  StartHostDma(chip, 0, 1000, 600, false);
+  StartHostDma(chip, 0, 9000, 1, false);  // ignored while the first transfer runs
+  ASSERT_TRUE(chip.WaitIdle(300000));
+  EXPECT_EQ(chip.ReadHbm(9000), std::vector<uint32_t>(kLanes, 0));
+  std::vector<uint32_t> last(kLanes);
+  std::memcpy(last.data(), data.data() + uint64_t(599) * chip.line_bytes(), chip.line_bytes());
+  EXPECT_EQ(chip.ReadHbm(1000 + 599), last);
+  EXPECT_EQ(chip.MmioRead(csr::INSTRET), 1u + 2u * 50000u + 1u);  // the run was never restarted
+  EXPECT_TRUE(chip.violations().empty());
 }
 
 TEST(TpuChip, HostDmaErrors) {
