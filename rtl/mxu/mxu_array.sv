@@ -72,20 +72,21 @@ module mxu_array #(
     tri_base = (j * (j - 1)) / 2;
   endfunction
 
-  bf16_t w_front_q [Cells];
-  bf16_t w_front_d [Cells];
-  bf16_t w_back_q  [Cells];
-  bf16_t w_back_d  [Cells];
-  bf16_t skew_q    [TriCells];
-  bf16_t skew_d    [TriCells];
-  bf16_t act0_q    [N];
-  bf16_t act0_d    [N];
-  bf16_t act_q     [Cells];
-  bf16_t act_d     [Cells];
-  fp32_t psum_q    [Cells];
-  fp32_t psum_d    [Cells];
-  fp32_t deskew_q  [TriCells];
-  fp32_t deskew_d  [TriCells];
+  // mem2reg: these arrays are registers, not memories (Yosys would otherwise say so in a warning).
+  (* mem2reg *) bf16_t w_front_q [Cells];
+  (* mem2reg *) bf16_t w_front_d [Cells];
+  (* mem2reg *) bf16_t w_back_q  [Cells];
+  (* mem2reg *) bf16_t w_back_d  [Cells];
+  (* mem2reg *) bf16_t skew_q    [TriCells];
+  (* mem2reg *) bf16_t skew_d    [TriCells];
+  (* mem2reg *) bf16_t act0_q    [N];
+  (* mem2reg *) bf16_t act0_d    [N];
+  (* mem2reg *) bf16_t act_q     [Cells];
+  (* mem2reg *) bf16_t act_d     [Cells];
+  (* mem2reg *) fp32_t psum_q    [Cells];
+  (* mem2reg *) fp32_t psum_d    [Cells];
+  (* mem2reg *) fp32_t deskew_q  [TriCells];
+  (* mem2reg *) fp32_t deskew_d  [TriCells];
   logic [N*32-1:0]    out_row_q, out_row_d;
   logic [Latency-1:0] valid_q;
 
