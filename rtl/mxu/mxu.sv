@@ -13,13 +13,19 @@
 //   MXU_LW:           reads in cycles 1..N, the last line enters the back buffer in cycle N+1;
 //                     busy for N+1 cycles.
 //   MXU_MM, count C:  LHS line i is read in cycle 1+i, enters the array in cycle 2+i and its result
-//                     is written in cycle 2+i+2*N (array latency 2*N, mxu_array.sv);
-//                     busy for C + 2*N + 1 cycles: fill/drain overhead MM_OVERHEAD = 2*N + 1,
-//                     one row per cycle in between. C = 0 is never busy (nothing happens but SWAP).
+//                     is written in cycle 2+i+2*N. Pipeline latency from the read of a line to the
+//                     write of its result: 2*N + 1 cycles (1 VMEM read + 2*N in the array: the sum
+//                     of column n is complete N+1+n cycles after the row entered, and the de-skew
+//                     holds every column until the last one, column N-1, is; see mxu_array.sv).
+//                     Busy for C + 2*N + 1 cycles: one row per cycle plus a fill/drain overhead of
+//                     2*N + 1 cycles (MAC utilization C / (C + 2*N + 1)).
+//                     C = 0 is never busy and changes nothing but the SWAP.
 // The first version runs one command at a time; the two buffers let a later version overlap LW with MM.
 //
-// flush_i aborts the current command in the same cycle: no read, write or weight update happens
-// after it (weights written before it stay). Address ranges are checked by the sequencer before issue.
+// Both weight buffers reset to +0. flush_i aborts the current command in the same cycle: no read,
+// write or weight update happens after it (weights written before it stay, a SWAP done at issue
+// stays). Address ranges are checked by the sequencer before issue; operand bits above the VMEM
+// address width are ignored.
 // The package is named at each use instead of imported in the header: Yosys 0.23 rejects header imports.
 module mxu #(
   parameter int unsigned N       = tpu_pkg::LANES,
