@@ -12,7 +12,14 @@
 
 namespace tpu::sysc {
 
-Platform::Platform(sc_core::sc_module_name name, const PlatformOptions& options)
+Platform* Platform::Create(const PlatformOptions& options) {
+  // Tracing must be allowed before the model exists; it costs nothing until a trace file is opened.
+  Verilated::traceEverOn(true);
+  auto chip = std::make_unique<Vtpu_chip>("tpu");
+  return new Platform("platform", std::move(chip), options);
+}
+
+Platform::Platform(sc_core::sc_module_name name, std::unique_ptr<Vtpu_chip> chip, const PlatformOptions& options)
     : sc_core::sc_module(name),
       options_(options),
       clk_("clk", ClockPeriod()),
@@ -21,9 +28,7 @@ Platform::Platform(sc_core::sc_module_name name, const PlatformOptions& options)
       host_memory_("host_memory", tpu::cfg::kHostMemBytes, options.host_memory_latency),
       bridge_("bridge", &hbm_, ClockPeriod(), options.mmio_timeout_cycles, options.min_host_latency_cycles),
       mmio_initiator_("mmio_initiator") {
-  // Tracing must be allowed before the model exists; it costs nothing until a trace file is opened.
-  Verilated::traceEverOn(true);
-  chip_ = std::make_unique<Vtpu_chip>("chip");
+  chip_ = std::move(chip);
 
   chip_->clk_i(clk_);
   chip_->rst_ni(rst_n_);
@@ -235,11 +240,6 @@ Status Platform::StartTrace(const TraceOptions& options) {
                            std::to_string(options.stop_cycle) + ") is empty");
   }
   if (trace_open_ || trace_pending_) return FailedPrecondition("trace: " + trace_file_ + " is still open");
-  const int levels = options.depth == 0 ? 99 : options.depth;
-  if (trace_ && levels != trace_depth_) {
-    return FailedPrecondition("trace: this process already traced with depth " + std::to_string(trace_depth_) +
-                              "; a later trace must use the same depth");
-  }
   // Check the file can be written now rather than failing silently at the window start.
   if (FILE* probe = std::fopen(options.file.c_str(), "wb")) {
     std::fclose(probe);
@@ -249,8 +249,18 @@ Status Platform::StartTrace(const TraceOptions& options) {
   EnsureStarted();
   if (!trace_) {
     trace_ = std::make_unique<VerilatedFstSc>();
-    chip_->trace(trace_.get(), levels);
-    trace_depth_ = levels;
+    chip_->trace(trace_.get(), 99);  // register every signal once; dumpvars picks what each file holds
+  }
+  // Verilator names signals "tpu tpu_chip <scopes...> name"; dumpvars counts levels below the scope it
+  // is given, so a signal directly in tpu_chip is at level 2 below "tpu".
+  trace_->dumpvars(0, "");
+  if (options.depth > 0) {
+    trace_->dumpvars(options.depth + 1, "tpu");
+    // Verilator 5.006 sizes its table of enabled signals from the highest enabled one and reads past it
+    // for the rest (a crash when a deeper signal was declared last); the package parameters are declared
+    // last, so enabling them keeps the table whole. They are constants: they cost nothing per cycle.
+    trace_->dumpvars(1, "tpu.tpu_pkg");
+    trace_->dumpvars(1, "tpu.tpu_fp_pkg");
   }
   trace_file_ = options.file;
   trace_pending_ = true;

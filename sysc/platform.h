@@ -38,7 +38,9 @@ namespace tpu::sysc {
 // An FST waveform of a window of cycles. Full dumps are huge: dump only the window you need.
 struct TraceOptions {
   std::string file;  // FST file to write; empty: no tracing
-  int depth = 0;     // hierarchy levels to dump below the chip top; 0: all
+  int depth = 0;     // hierarchy levels to dump: 1 = tpu_chip's own signals (its ports and top-level
+                     // nets), 2 = also those of u_core, u_csr, ..., and so on; 0: all. The package
+                     // parameters (tpu_pkg: the configuration) are always included.
   // Window, in device cycles counted from when tracing is requested (for RtlTransport: from its
   // creation, so the reset sequence is at the start): [start_cycle, stop_cycle).
   uint64_t start_cycle = 0;
@@ -55,7 +57,10 @@ struct PlatformOptions {
 class Platform : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Platform);
-  Platform(sc_core::sc_module_name name, const PlatformOptions& options = {});
+  // The only way to make a Platform: builds the chip as a top-level SystemC module named "tpu", so its
+  // signals appear in waveforms as tpu.tpu_chip.<block>.<signal> (a dotted parent name would also
+  // defeat Verilator's dumpvars matching, which the trace depth relies on), then the platform around it.
+  static Platform* Create(const PlatformOptions& options = {});
   ~Platform() override;
 
   static sc_core::sc_time ClockPeriod() { return sc_core::sc_time(1, sc_core::SC_NS); }
@@ -76,8 +81,7 @@ class Platform : public sc_core::sc_module {
   // Rising clock edges since time 0.
   uint64_t Cycles() const;
 
-  // Starts an FST trace; the window is relative to now. Fails if a trace is already open or if the
-  // depth differs from that of an earlier trace in this process (Verilator registers signals once).
+  // Starts an FST trace; the window is relative to now. Fails if a trace is already open or pending.
   Status StartTrace(const TraceOptions& options);
   // Flushes and closes the trace file, if one is open or pending.
   void StopTrace();
@@ -93,6 +97,8 @@ class Platform : public sc_core::sc_module {
   Vtpu_chip& chip() { return *chip_; }
 
  private:
+  Platform(sc_core::sc_module_name name, std::unique_ptr<Vtpu_chip> chip, const PlatformOptions& options);
+
   enum class CommandKind { kNone, kReset, kRead, kWrite };
   struct Command {
     CommandKind kind = CommandKind::kNone;
@@ -144,7 +150,6 @@ class Platform : public sc_core::sc_module {
   bool started_ = false;
 
   std::unique_ptr<VerilatedFstSc> trace_;
-  int trace_depth_ = -1;
   std::string trace_file_;
   bool trace_open_ = false;
   bool trace_pending_ = false;

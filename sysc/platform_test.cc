@@ -2,6 +2,7 @@
 // through HBM, host DMA through the TLM host memory, error recovery and tracing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -349,6 +350,37 @@ TEST(PlatformTest, TracedRunWritesAWindowedFst) {
   EXPECT_GT(checked, 50);
   std::filesystem::remove(fst);
   std::filesystem::remove(fst + ".vcd");
+}
+
+// Depth 1 holds tpu_chip's own signals, depth 2 adds its blocks' signals; a second trace in the same
+// process reopens the trace with a new depth.
+TEST(PlatformTest, TraceDepthLimitsTheHierarchy) {
+  if (!HaveFst2Vcd()) GTEST_SKIP() << "fst2vcd not installed";
+  const std::string top = "tpu.tpu_chip.";
+  for (int depth : {1, 2}) {
+    const std::string fst = (std::filesystem::temp_directory_path() /
+                             ("sysc_depth_" + std::to_string(::getpid()) + "_" + std::to_string(depth) + ".fst"))
+                                .string();
+    RtlTraceOptions trace;
+    trace.file = fst;
+    trace.depth = depth;
+    auto transport = MakeTransport(trace);
+    ASSERT_NE(transport, nullptr);
+    EXPECT_EQ(transport->MmioRead(csr::ID), csr::ID_MAGIC);
+    transport.reset();
+    const std::set<std::string> signals = VcdSignals(ConvertToVcd(fst));
+    EXPECT_EQ(signals.count(top + "clk_i"), 1u) << "depth " << depth;
+    EXPECT_EQ(signals.count(top + "mmio_addr_i[19:0]"), 1u) << "depth " << depth;
+    size_t deepest = 0;
+    for (const std::string& name : signals) {
+      const std::string below = name.substr(0, name.find('['));
+      if (below.compare(0, top.size(), top) != 0) continue;
+      deepest = std::max<size_t>(deepest, std::count(below.begin() + top.size(), below.end(), '.') + 1);
+    }
+    EXPECT_EQ(deepest, static_cast<size_t>(depth)) << "deepest signal level in a depth " << depth << " dump";
+    std::filesystem::remove(fst);
+    std::filesystem::remove(fst + ".vcd");
+  }
 }
 
 TEST(PlatformTest, BadTraceOptionsAreRejected) {

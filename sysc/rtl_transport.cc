@@ -15,7 +15,7 @@ sysc::Platform* ProcessPlatform() {
   if (g_platform == nullptr) {
     // SystemC prints a banner on stdout when its kernel is created; keep tool output clean.
     setenv("SYSC_DISABLE_COPYRIGHT_MESSAGE", "1", /*overwrite=*/0);
-    g_platform = new sysc::Platform("platform");
+    g_platform = sysc::Platform::Create();
   }
   return g_platform;
 }
