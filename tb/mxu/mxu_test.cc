@@ -494,6 +494,14 @@ TEST(MxuTest, StreamingReachesOneRowPerCycle) {
   std::cout << "N=" << kN << ": MM of " << rows << " rows busy " << busy << " cycles (" << rows << " + "
             << busy - rows << " fill/drain), MAC utilization " << utilization * 100.0 << "%\n";
   ::testing::Test::RecordProperty("busy_cycles", static_cast<int>(busy));
+
+  // A GEMM long enough to cover fill and drain reaches >= 97% of N*N MACs per cycle (DESIGN.md).
+  const uint32_t long_rows = 33 * static_cast<uint32_t>(kMmOverhead);
+  const uint64_t long_busy = RunAndCompare(bench, reference, expected, Multiply(0, long_rows, long_rows, false, false));
+  const double long_utilization = static_cast<double>(long_rows) / static_cast<double>(long_busy);
+  EXPECT_GE(long_utilization, 0.97) << long_rows << " rows took " << long_busy << " cycles";
+  std::cout << "N=" << kN << ": MM of " << long_rows << " rows busy " << long_busy << " cycles, MAC utilization "
+            << long_utilization * 100.0 << "%\n";
 }
 
 TEST(MxuTest, FlushAbortsAndLeavesTheUnitUsable) {
