@@ -69,6 +69,7 @@ std::string Hex(uint64_t value) {
 struct Field { std::string name; int msb, lsb; };
 struct Opcode { std::string name; uint64_t value; std::string unit; };
 struct Flag { std::string opcode, name; int bit; };
+struct FlagField { std::string opcode, name; int lsb, width; };
 struct Named { std::string name; uint64_t value; };
 struct Csr { std::string name; uint64_t offset; std::string access; };
 struct BitField { std::string reg, name; int lsb, width; };
@@ -77,6 +78,7 @@ struct Spec {
   std::vector<Field> fields;
   std::vector<Opcode> opcodes;
   std::vector<Flag> flags;
+  std::vector<FlagField> flag_fields;
   std::vector<Named> errors;
   std::vector<Csr> csrs;
   std::vector<BitField> bits;
@@ -104,6 +106,10 @@ void ParseIsa(const std::vector<Line>& lines, Spec& spec) {
     } else if (kind == "flag") {
       Expect(line, 4);
       spec.flags.push_back({line.words[1], line.words[2], int(ParseNumber(line, line.words[3]))});
+    } else if (kind == "flagfield") {
+      Expect(line, 5);
+      spec.flag_fields.push_back({line.words[1], line.words[2], int(ParseNumber(line, line.words[3])),
+                                  int(ParseNumber(line, line.words[4]))});
     } else if (kind == "error") {
       Expect(line, 3);
       spec.errors.push_back({line.words[1], ParseNumber(line, line.words[2])});
@@ -175,6 +181,11 @@ std::string IsaHeader(const Spec& spec) {
   o << "// Flag bits, named OPCODE_FLAG.\nnamespace flag {\n";
   for (const Flag& f : spec.flags) {
     o << "inline constexpr uint8_t " << f.opcode << "_" << f.name << " = 1u << " << f.bit << ";\n";
+  }
+  for (const FlagField& f : spec.flag_fields) {
+    o << "inline constexpr int " << f.opcode << "_" << f.name << "_LSB = " << f.lsb << ";\n";
+    o << "inline constexpr uint8_t " << f.opcode << "_" << f.name << "_MASK = " << Hex(((1u << f.width) - 1) << f.lsb)
+      << ";\n";
   }
   o << "}  // namespace flag\n\nenum class Error : uint8_t {\n";
   for (const Named& e : spec.errors) o << "  " << e.name << " = " << e.value << ",\n";
@@ -260,6 +271,10 @@ std::string SvPackage(const Spec& spec) {
   o << "\n  // Flag bit positions.\n";
   for (const Flag& f : spec.flags) {
     o << "  localparam int unsigned FLAG_" << f.opcode << "_" << f.name << " = " << f.bit << ";\n";
+  }
+  for (const FlagField& f : spec.flag_fields) {
+    o << "  localparam int unsigned FLAG_" << f.opcode << "_" << f.name << "_LSB = " << f.lsb << ";\n";
+    o << "  localparam int unsigned FLAG_" << f.opcode << "_" << f.name << "_WIDTH = " << f.width << ";\n";
   }
   o << "\n  // Error codes.\n";
   for (const Named& e : spec.errors) o << "  localparam logic [7:0] ERR_" << e.name << " = 8'd" << e.value << ";\n";
