@@ -7,7 +7,7 @@ SIM_DIR := build/sim
 APT_PACKAGES := verilator libsystemc-dev gtkwave yosys libboost-dev googletest libgtest-dev cmake g++ make
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test sim wave lint synth clean
+.PHONY: all deps build test sim wave lint synth bench-mxu bench-hbm clean
 
 all: build
 
@@ -46,6 +46,13 @@ lint: build
 
 synth: build
 	cmake --build $(BUILD_DIR) --target synth
+
+# Benchmarks print figures (not pass/fail timings); see docs/performance.md and docs/hbm.md.
+bench-mxu: build
+	cmake --build $(BUILD_DIR) --target bench-mxu
+
+bench-hbm: build
+	cmake --build $(BUILD_DIR) --target bench-hbm
 
 clean:
 	rm -rf build
