@@ -8,6 +8,7 @@
 
 #include "compiler/codegen/assembler.h"
 #include "compiler/codegen/buffer_assignment.h"
+#include "compiler/codegen/prepare.h"
 #include "compiler/hlo/hlo_opcode.h"
 #include "compiler/passes/relu_fusion.h"
 
@@ -199,9 +200,25 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     }
     return Unimplemented(instruction.name() + " produces a tuple outside the root");
   }
-  if (shape.element_type != hlo::PrimitiveType::F32) {
+  // Data movement works on any 32-bit device word; arithmetic is f32 only in this version.
+  bool moves_data = false;
+  switch (instruction.opcode()) {
+    case HloOpcode::kParameter:
+    case HloOpcode::kConstant:
+    case HloOpcode::kGetTupleElement:
+    case HloOpcode::kCopy:
+    case HloOpcode::kReshape:
+    case HloOpcode::kBitcast:
+    case HloOpcode::kCustomCall:
+      moves_data = true;
+      break;
+    default:
+      break;
+  }
+  if (moves_data ? !IsDeviceElementType(shape.element_type) : shape.element_type != hlo::PrimitiveType::F32) {
     return Unimplemented(instruction.name() + " has element type " + hlo::PrimitiveTypeName(shape.element_type) +
-                         "; this code generator handles f32 values only");
+                         (moves_data ? "; the device stores f32, s32, s64 (low word), u32 and pred values only"
+                                     : "; this code generator computes on f32 values only"));
   }
   if (instruction.opcode() == HloOpcode::kConstant && !instruction.has_literal()) {
     return FailedPrecondition("constant " + instruction.name() + " has no values (the dump elided them)");
@@ -820,7 +837,11 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
 }  // namespace
 
 StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& options, CompileStats* stats) {
-  CodeGenerator generator(module, options);
+  if (module.entry_computation() == nullptr || module.entry_computation()->root_instruction() == nullptr) {
+    return InvalidArgument("module " + module.name() + " has no entry computation");
+  }
+  TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> prepared, PrepareForCodegen(module));
+  CodeGenerator generator(*prepared, options);
   return generator.Run(stats);
 }
 

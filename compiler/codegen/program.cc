@@ -3,6 +3,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <type_traits>
 
 #include "tpu_isa.h"
 
@@ -21,26 +22,103 @@ DeviceLayout MakeDeviceLayout(const hlo::Shape& shape, uint32_t lanes) {
   return layout;
 }
 
+namespace {
+
+// The 32-bit device word of element `index` of an array literal (f32 bits; integers and pred as a
+// two's-complement int32; 64-bit integers keep their low 32 bits).
+bool DeviceWord(const hlo::Literal& value, int64_t index, uint32_t* word) {
+  return hlo::PrimitiveTypeSwitch(
+      value.shape().element_type,
+      [&](auto zero) -> bool {
+        using T = decltype(zero);
+        const T element = reinterpret_cast<const T*>(value.untyped_data())[index];
+        if constexpr (std::is_same_v<T, float>) {
+          std::memcpy(word, &element, 4);
+          return true;
+        } else if constexpr (std::is_integral_v<T>) {
+          *word = static_cast<uint32_t>(static_cast<int64_t>(element));
+          return true;
+        } else {
+          return false;
+        }
+      },
+      [&]() { return false; });
+}
+
+void SetFromDeviceWord(hlo::Literal* value, int64_t index, uint32_t word) {
+  hlo::PrimitiveTypeSwitch(
+      value->shape().element_type,
+      [&](auto zero) {
+        using T = decltype(zero);
+        T* target = reinterpret_cast<T*>(value->untyped_data()) + index;
+        if constexpr (std::is_same_v<T, float>) {
+          std::memcpy(target, &word, 4);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          *target = word != 0;
+        } else if constexpr (std::is_integral_v<T>) {
+          *target = static_cast<T>(static_cast<int32_t>(word));
+        }
+      },
+      [&]() {});
+}
+
+}  // namespace
+
+bool IsDeviceElementType(hlo::PrimitiveType type) {
+  switch (type) {
+    case hlo::PrimitiveType::F32:
+    case hlo::PrimitiveType::S32:
+    case hlo::PrimitiveType::S64:
+    case hlo::PrimitiveType::U32:
+    case hlo::PrimitiveType::PRED:
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::vector<uint8_t> ToDeviceBytes(const hlo::Literal& value, const DeviceLayout& layout) {
   std::vector<uint8_t> bytes(static_cast<size_t>(layout.rows * layout.padded_cols) * 4, 0);
-  if (value.shape().element_type != hlo::PrimitiveType::F32 || value.element_count() != layout.rows * layout.cols) {
+  if (value.IsTuple() || !IsDeviceElementType(value.shape().element_type) ||
+      value.element_count() != layout.rows * layout.cols) {
     return bytes;
   }
-  const uint8_t* source = value.untyped_data();
+  if (value.shape().element_type == hlo::PrimitiveType::F32) {
+    const uint8_t* source = value.untyped_data();
+    for (int64_t r = 0; r < layout.rows; ++r) {
+      std::memcpy(&bytes[static_cast<size_t>(r * layout.padded_cols) * 4], source + r * layout.cols * 4,
+                  static_cast<size_t>(layout.cols) * 4);
+    }
+    return bytes;
+  }
   for (int64_t r = 0; r < layout.rows; ++r) {
-    std::memcpy(&bytes[static_cast<size_t>(r * layout.padded_cols) * 4], source + r * layout.cols * 4,
-                static_cast<size_t>(layout.cols) * 4);
+    for (int64_t c = 0; c < layout.cols; ++c) {
+      uint32_t word = 0;
+      DeviceWord(value, r * layout.cols + c, &word);
+      std::memcpy(&bytes[static_cast<size_t>(r * layout.padded_cols + c) * 4], &word, 4);
+    }
   }
   return bytes;
 }
 
 hlo::Literal FromDeviceBytes(const uint8_t* bytes, const DeviceLayout& layout) {
   hlo::Shape shape = layout.shape;
-  shape.element_type = hlo::PrimitiveType::F32;
+  if (!IsDeviceElementType(shape.element_type)) shape.element_type = hlo::PrimitiveType::F32;
   hlo::Literal literal(shape);
-  uint8_t* target = literal.untyped_data();
+  if (shape.element_type == hlo::PrimitiveType::F32) {
+    uint8_t* target = literal.untyped_data();
+    for (int64_t r = 0; r < layout.rows; ++r) {
+      std::memcpy(target + r * layout.cols * 4, bytes + r * layout.padded_cols * 4,
+                  static_cast<size_t>(layout.cols) * 4);
+    }
+    return literal;
+  }
   for (int64_t r = 0; r < layout.rows; ++r) {
-    std::memcpy(target + r * layout.cols * 4, bytes + r * layout.padded_cols * 4, static_cast<size_t>(layout.cols) * 4);
+    for (int64_t c = 0; c < layout.cols; ++c) {
+      uint32_t word;
+      std::memcpy(&word, bytes + (r * layout.padded_cols + c) * 4, 4);
+      SetFromDeviceWord(&literal, r * layout.cols + c, word);
+    }
   }
   return literal;
 }

@@ -12,12 +12,12 @@
 
 namespace tpu::compiler {
 
-// How a logical f32 tensor is stored in HBM ("device layout"): row-major, the minor dimension padded
+// How a logical tensor is stored in HBM ("device layout"): row-major, the minor dimension padded
 // with zeros to a multiple of LANES. rows = product of all dims but the last (1 for rank 0/1),
 // cols = last dim (1 for rank 0), padded_cols = round_up(cols, lanes), lines = rows * padded_cols / lanes.
 // Line (r, t) = r * (padded_cols / lanes) + t holds columns [t*lanes, (t+1)*lanes) of row r.
 struct DeviceLayout {
-  hlo::Shape shape;  // logical shape (f32 in this version)
+  hlo::Shape shape;  // logical shape
   int64_t rows = 0, cols = 0, padded_cols = 0;
   uint32_t lines = 0;  // HBM lines occupied
 
@@ -29,7 +29,10 @@ struct DeviceLayout {
   }
 };
 DeviceLayout MakeDeviceLayout(const hlo::Shape& shape, uint32_t lanes);
-// Pads with zeros. The literal must be f32 of the layout's dimensions (checked in debug builds; a
+// Element types the device stores, each as one 32-bit word per element: f32 bits; s32, u32, pred (0/1)
+// and s64 (low 32 bits, sign-extended when read back) as two's-complement integers.
+bool IsDeviceElementType(hlo::PrimitiveType type);
+// Pads with zeros. The literal must be of a device element type and the layout's dimensions (checked in debug builds; a
 // mismatch yields zeros where the literal has no data).
 std::vector<uint8_t> ToDeviceBytes(const hlo::Literal& value, const DeviceLayout& layout);
 // Drops the padding. `bytes` holds layout.lines lines of lanes*4 bytes, lanes = padded_cols / column tiles.

@@ -1,0 +1,25 @@
+// Rewrites a copy of a module into the form the code generator lowers, without touching the caller's
+// module (the IR passes own the real simplifications; this is what codegen cannot do without):
+//  - call instructions are inlined into the entry computation (nested calls too);
+//  - every value that does not depend on a parameter (iota, broadcasts and compares of constants, ...) is
+//    evaluated at compile time with the interpreter and becomes a constant, so that the device reads it
+//    from a kConstant region. Scalar f32 constants and their broadcasts stay as they are: codegen folds
+//    them into instruction immediates or splats.
+#pragma once
+
+#include <memory>
+
+#include "compiler/hlo/hlo_ir.h"
+#include "sw/base/status.h"
+
+namespace tpu::compiler {
+
+struct PrepareStats {
+  int inlined_calls = 0;
+  int folded_constants = 0;
+};
+
+StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule& module,
+                                                            PrepareStats* stats = nullptr);
+
+}  // namespace tpu::compiler
