@@ -47,6 +47,21 @@ bool ImmediateKeepsPaddingZero(HloOpcode op, uint32_t c) {
   return c == 0u || ((c & 0x80000000u) != 0 && !is_nan);
 }
 
+// kAdd or kMaximum when `reduce` applies that op to the two parameters of its computation; kUnknown otherwise.
+HloOpcode ReducerOpcode(const HloInstruction& reduce) {
+  const hlo::HloComputation* reducer = reduce.to_apply();
+  if (reducer == nullptr || reducer->num_parameters() != 2 || reducer->root_instruction() == nullptr) {
+    return HloOpcode::kUnknown;
+  }
+  const HloInstruction& root = *reducer->root_instruction();
+  if (root.opcode() != HloOpcode::kAdd && root.opcode() != HloOpcode::kMaximum) return HloOpcode::kUnknown;
+  if (root.operand_count() != 2 || root.operand(0)->opcode() != HloOpcode::kParameter ||
+      root.operand(1)->opcode() != HloOpcode::kParameter || root.operand(0) == root.operand(1)) {
+    return HloOpcode::kUnknown;
+  }
+  return root.opcode();
+}
+
 // How the second operand of an elementwise op reaches the VPU.
 struct Src2 {
   enum Kind { kTensor, kImmediate, kRow } kind = kTensor;
@@ -82,6 +97,7 @@ class CodeGenerator {
   Status EmitBroadcast(const HloInstruction& instruction);
   Status EmitRowBroadcastInto(const HloInstruction& out, const Src2& row);
   Status EmitDot(const HloInstruction& instruction);
+  Status EmitReduce(const HloInstruction& instruction);
   Status EmitCopy(const HloInstruction* from, Location to);
   StatusOr<int32_t> ConstantRow(uint32_t bits, int64_t cols);
   int32_t ConstantRegion(const HloInstruction& constant);
@@ -162,6 +178,11 @@ bool CodeGenerator::ReadsFromMemory(const HloInstruction& user, const HloInstruc
     return other_foldable && user.operand(0) == &value;
   }
   if (user.opcode() == HloOpcode::kBroadcast && IsScalarF32Constant(value)) return false;
+  // The init value of a reduce is an immediate.
+  if (user.opcode() == HloOpcode::kReduce && user.operand_count() == 2 && user.operand(1) == &value &&
+      user.operand(0) != &value && IsScalarF32Constant(value)) {
+    return false;
+  }
   if (user.opcode() == HloOpcode::kFusion && IsReluFusion(user)) return true;
   if (user.opcode() == HloOpcode::kTuple || user.opcode() == HloOpcode::kGetTupleElement) return false;
   return true;
@@ -180,6 +201,11 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     case HloOpcode::kCopy:
     case HloOpcode::kReshape:
     case HloOpcode::kBitcast:
+      break;
+    case HloOpcode::kReduce:
+      if (instruction.operand_count() != 2 || ReducerOpcode(instruction) == HloOpcode::kUnknown) {
+        return Unimplemented("reduce " + instruction.name() + ": only a single-operand add or maximum reduction is supported");
+      }
       break;
     case HloOpcode::kCustomCall:
       if (!hlo::IsIdentityCustomCallTarget(instruction.custom_call_target())) return UnsupportedOp(instruction);
@@ -488,6 +514,88 @@ Status CodeGenerator::EmitBroadcast(const HloInstruction& instruction) {
                        instruction.shape().ToString() + " with dimensions other than the minor one");
 }
 
+// Reductions that keep only the minor dimension (or reduce everything when the minor dimension has one
+// element): the result is one device row, the VPU combines the operand's rows into an accumulator row
+// in row order. The accumulator starts as row 0; a non-identity init value is applied last.
+Status CodeGenerator::EmitReduce(const HloInstruction& instruction) {
+  const HloInstruction& operand = *instruction.operand(0);
+  const HloInstruction& init = *instruction.operand(1);
+  const HloOpcode op = ReducerOpcode(instruction);
+  const int rank = operand.shape().rank();
+  const DeviceLayout in = MakeDeviceLayout(operand.shape(), L());
+  std::vector<int64_t> dims = instruction.dimensions();
+  std::sort(dims.begin(), dims.end());
+  bool leading = true;  // dims == {0, ..., rank-2} (or {0, ..., rank-1} with a minor dimension of 1)
+  for (size_t i = 0; i < dims.size(); ++i) leading = leading && dims[i] == static_cast<int64_t>(i);
+  const bool keeps_minor = leading && static_cast<int>(dims.size()) == rank - 1;
+  const bool all_with_unit_minor = leading && static_cast<int>(dims.size()) == rank && in.cols == 1;
+  if (rank == 0 || (!keeps_minor && !all_with_unit_minor)) {
+    return Unimplemented("reduce " + instruction.name() + " over dimensions {" + [&] {
+      std::string text;
+      for (int64_t d : instruction.dimensions()) text += (text.empty() ? "" : ",") + std::to_string(d);
+      return text;
+    }() + "} of " + operand.shape().ToString() + ": only reductions that keep just the minor dimension are supported");
+  }
+  if (!IsScalarF32Constant(init)) {
+    return Unimplemented("reduce " + instruction.name() + ": the init value must be a scalar f32 constant");
+  }
+  const uint32_t init_bits = FloatBits(init.literal().Get<float>(0));
+  const bool init_is_identity = op == HloOpcode::kAdd ? (init_bits == 0u || init_bits == 0x80000000u)
+                                                      : init_bits == 0xff800000u;
+  if (!init_is_identity && !ImmediateKeepsPaddingZero(op, init_bits) && in.cols % L() != 0) {
+    return Unimplemented("reduce " + instruction.name() + ": an init value that is not the identity of the reduction");
+  }
+  auto vop = [&](Reg dst, Reg src1, Reg src2, Reg count, uint8_t flags, uint32_t imm) {
+    if (op == HloOpcode::kAdd) {
+      asm_.Vadd(dst, src1, src2, count, flags, imm);
+    } else {
+      asm_.Vmax(dst, src1, src2, count, flags, imm);
+    }
+  };
+  const uint32_t tiles = static_cast<uint32_t>(in.column_tiles(L()));
+  const uint32_t rows = static_cast<uint32_t>(in.rows);
+  if (tiles == 0 || rows == 0) {
+    return Unimplemented("reduce " + instruction.name() + " of an empty operand");
+  }
+  if (options_.vmem_lines < 2 * tiles) return VmemOverflow(instruction, 2 * tiles);
+  // VMEM: the accumulator at line 0 (addressed through s0), then a chunk of operand rows.
+  const uint32_t chunk_rows = (options_.vmem_lines - tiles) / tiles;
+  TPU_ASSIGN_OR_RETURN(ScopedReg in_hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg tiles_reg, NewReg());
+  LoadAddress(in_hbm, &operand, 0);
+  asm_.Li(tiles_reg, tiles);
+  asm_.DmaLoad(in_hbm, kZeroReg, tiles_reg, 1);
+  asm_.Addi(in_hbm, in_hbm, tiles);
+  TPU_RETURN_IF_ERROR(ForChunks(rows - 1, chunk_rows, {{in_hbm, tiles}}, [&](Reg count, uint32_t) -> Status {
+    TPU_ASSIGN_OR_RETURN(ScopedReg buffer, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg lines, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg row, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg row_end, NewReg());
+    asm_.Mul(lines, count, tiles_reg);
+    asm_.Li(buffer, tiles);
+    asm_.DmaLoad(in_hbm, buffer, lines, 1);
+    asm_.Sync(kSyncDma);
+    asm_.Addi(row, buffer, 0);
+    asm_.Add(row_end, buffer, lines);
+    Assembler::Label loop = asm_.NewLabel();
+    asm_.Bind(loop);
+    vop(kZeroReg, kZeroReg, row, tiles_reg, 0, 0);
+    asm_.Add(row, row, tiles_reg);
+    asm_.Bne(row, row_end, loop);
+    asm_.Sync(kSyncVpu);  // the next chunk's DMA overwrites the rows just read
+    return OkStatus();
+  }));
+  if (!init_is_identity) {
+    asm_.Sync(kSyncDma);
+    vop(kZeroReg, kZeroReg, kZeroReg, tiles_reg, isa::flag::VADD_SRC2_IMM, init_bits);
+    asm_.Sync(kSyncVpu);
+  }
+  TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
+  LoadAddress(out_hbm, &instruction, 0);
+  asm_.DmaStore(out_hbm, kZeroReg, tiles_reg, 1);  // after the accumulator's DMA load: same unit, in order
+  return OkStatus();
+}
+
 Status CodeGenerator::EmitDot(const HloInstruction& instruction) {
   const hlo::DotDimensionNumbers& dnums = instruction.dot_dimension_numbers();
   const HloInstruction* lhs = instruction.operand(0);
@@ -663,6 +771,8 @@ Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
       return EmitDot(instruction);
     case HloOpcode::kBroadcast:
       return EmitBroadcast(instruction);
+    case HloOpcode::kReduce:
+      return EmitReduce(instruction);
     case HloOpcode::kFusion: {
       // ReLU fusion: maximum with a zero immediate.
       const HloInstruction* root = instruction.called_computations()[0]->root_instruction();

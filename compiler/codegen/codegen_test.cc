@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -368,6 +369,155 @@ TEST(CodegenTest, ResourceErrorsAreClear) {
   module = hlo::ParseHloModule(DotModule(4, 4, 4, false));
   program = Compile(**module, tiny_imem);
   EXPECT_EQ(program.status().code(), StatusCode::kResourceExhausted);
+}
+
+std::string Format(const char* pattern, std::initializer_list<std::string> values) {
+  std::string text = pattern;
+  for (const std::string& value : values) {
+    const size_t at = text.find("$");
+    if (at == std::string::npos) break;
+    text.replace(at, 1, value);
+  }
+  return text;
+}
+
+struct ReduceCase {
+  std::vector<int64_t> dims;     // operand dimensions
+  std::vector<int64_t> reduced;  // reduced dimensions
+  bool maximum;
+};
+
+std::string ShapeText(const std::vector<int64_t>& dims) {
+  std::string text = "f32[";
+  for (size_t i = 0; i < dims.size(); ++i) text += (i ? "," : "") + std::to_string(dims[i]);
+  return text + "]";
+}
+
+class ReduceShapes : public ::testing::TestWithParam<ReduceCase> {};
+
+TEST_P(ReduceShapes, MatchesTheInterpreter) {
+  const ReduceCase& c = GetParam();
+  std::vector<int64_t> kept;
+  std::string reduced;
+  for (size_t d = 0; d < c.dims.size(); ++d) {
+    if (std::find(c.reduced.begin(), c.reduced.end(), int64_t(d)) == c.reduced.end()) kept.push_back(c.dims[d]);
+  }
+  for (int64_t d : c.reduced) reduced += (reduced.empty() ? "" : ",") + std::to_string(d);
+  const std::string text = Format(R"(HloModule reduce
+%red (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %r = f32[] $(f32[] %x, f32[] %y)
+}
+ENTRY %main (a: $) -> $ {
+  %a = $ parameter(0)
+  %init = f32[] constant($)
+  ROOT %reduce = $ reduce($ %a, f32[] %init), dimensions={$}, to_apply=%red
+}
+)",
+                                  {c.maximum ? "maximum" : "add", ShapeText(c.dims), ShapeText(kept), ShapeText(c.dims),
+                                   c.maximum ? "-inf" : "0", ShapeText(kept), ShapeText(c.dims), reduced});
+  CompileRunAndCompare(text, {}, 11);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sizes, ReduceShapes,
+    ::testing::Values(ReduceCase{{200, 32}, {0}, false}, ReduceCase{{1, 32}, {0}, false},
+                      ReduceCase{{5, 13}, {0}, true}, ReduceCase{{37, 84}, {0}, false},
+                      ReduceCase{{200, 1}, {0, 1}, false}, ReduceCase{{1, 1}, {0, 1}, false},
+                      ReduceCase{{200, 1}, {0}, true}, ReduceCase{{3, 5, 10}, {0, 1}, false},
+                      ReduceCase{{9, 120}, {0}, true}),
+    [](const ::testing::TestParamInfo<ReduceCase>& info) {
+      std::string name = info.param.maximum ? "max" : "sum";
+      for (int64_t d : info.param.dims) name += "_" + std::to_string(d);
+      name += "_over";
+      for (int64_t d : info.param.reduced) name += "_" + std::to_string(d);
+      return name;
+    });
+
+TEST(CodegenTest, ReduceInChunksWithANonIdentityInit) {
+  CompileOptions options;
+  options.vmem_lines = 40;  // 4 lines per row: 9 rows per chunk
+  CompileRunAndCompare(R"(HloModule reduce_chunks
+%red (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %r = f32[] add(f32[] %x, f32[] %y)
+}
+ENTRY %main (a: f32[50,32]) -> f32[32] {
+  %a = f32[50,32]{1,0} parameter(0)
+  %init = f32[] constant(1.5)
+  ROOT %reduce = f32[32]{0} reduce(f32[50,32]{1,0} %a, f32[] %init), dimensions={0}, to_apply=%red
+}
+)",
+                       options, 12);
+}
+
+TEST(CodegenTest, CallsAreInlined) {
+  CompileStats stats;
+  CompileRunAndCompare(R"(HloModule calls
+%relu (p: f32[13,20]) -> f32[13,20] {
+  %p = f32[13,20]{1,0} parameter(0)
+  %zero = f32[] constant(0)
+  %b = f32[13,20]{1,0} broadcast(f32[] %zero), dimensions={}
+  ROOT %m = f32[13,20]{1,0} maximum(f32[13,20]{1,0} %p, f32[13,20]{1,0} %b)
+}
+%outer (q: f32[13,20], r: f32[13,20]) -> f32[13,20] {
+  %q = f32[13,20]{1,0} parameter(0)
+  %r = f32[13,20]{1,0} parameter(1)
+  %c = f32[13,20]{1,0} call(f32[13,20]{1,0} %q), to_apply=%relu
+  ROOT %s = f32[13,20]{1,0} add(f32[13,20]{1,0} %c, f32[13,20]{1,0} %r)
+}
+ENTRY %main (a: f32[13,20], b: f32[13,20]) -> f32[13,20] {
+  %a = f32[13,20]{1,0} parameter(0)
+  %b = f32[13,20]{1,0} parameter(1)
+  ROOT %call = f32[13,20]{1,0} call(f32[13,20]{1,0} %a, f32[13,20]{1,0} %b), to_apply=%outer
+}
+)",
+                       {}, 13, &stats);
+}
+
+TEST(CodegenTest, ParameterIndependentValuesBecomeConstants) {
+  // iota, a compare of constants and an s32 broadcast are evaluated at compile time; the s32 parameter
+  // and the pred constant travel as 32-bit device words.
+  const char* text = R"(HloModule folding
+ENTRY %main (a: f32[4,10], n: s32[]) -> (f32[4,10], s32[], pred[4,10], s32[4,10]) {
+  %a = f32[4,10]{1,0} parameter(0)
+  %n = s32[] parameter(1)
+  %iota = s32[4,10]{1,0} iota(), iota_dimension=1
+  %three = s32[] constant(3)
+  %b3 = s32[4,10]{1,0} broadcast(s32[] %three), dimensions={}
+  %lt = pred[4,10]{1,0} compare(s32[4,10]{1,0} %iota, s32[4,10]{1,0} %b3), direction=LT
+  %iota_f = f32[4,10]{1,0} iota(), iota_dimension=0
+  %sum = f32[4,10]{1,0} add(f32[4,10]{1,0} %a, f32[4,10]{1,0} %iota_f)
+  ROOT %t = (f32[4,10]{1,0}, s32[], pred[4,10]{1,0}, s32[4,10]{1,0}) tuple(%sum, %n, %lt, %iota)
+}
+)";
+  std::vector<hlo::Literal> expected;
+  RunResult run = CompileRunAndCompare(text, {}, 14, nullptr, &expected);
+  ASSERT_EQ(run.outputs.size(), 4u);
+  EXPECT_EQ(run.outputs[1].shape().element_type, hlo::PrimitiveType::S32);
+  EXPECT_EQ(run.outputs[1].Get<int32_t>(0), expected[1].Get<int32_t>(0));
+  EXPECT_EQ(run.outputs[2].shape().element_type, hlo::PrimitiveType::PRED);
+  for (int64_t i = 0; i < 40; ++i) {
+    EXPECT_EQ(run.outputs[2].Get<bool>(i), expected[2].Get<bool>(i));
+    EXPECT_EQ(run.outputs[3].Get<int32_t>(i), expected[3].Get<int32_t>(i));
+  }
+}
+
+TEST(CodegenTest, DeviceWordsRoundTripIntegerAndPredLiterals) {
+  std::mt19937 rng(3);
+  for (hlo::PrimitiveType type : {hlo::PrimitiveType::S32, hlo::PrimitiveType::S64, hlo::PrimitiveType::PRED,
+                                  hlo::PrimitiveType::U32, hlo::PrimitiveType::F32}) {
+    const hlo::Shape shape = hlo::Shape::Make(type, {3, 11});
+    const hlo::Literal value = hlo::Literal::Random(shape, rng);
+    const DeviceLayout layout = MakeDeviceLayout(shape, 8);
+    const std::vector<uint8_t> bytes = ToDeviceBytes(value, layout);
+    ASSERT_EQ(bytes.size(), size_t{layout.lines} * LineBytes(8));
+    const hlo::Literal back = FromDeviceBytes(bytes.data(), layout);
+    EXPECT_EQ(back.shape().element_type, type);
+    for (int64_t i = 0; i < value.element_count(); ++i) EXPECT_EQ(back.GetAsDouble(i), value.GetAsDouble(i));
+  }
 }
 
 TEST(SyncCheckerTest, FindsAMissingSync) {
