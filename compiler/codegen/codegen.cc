@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "compiler/codegen/assembler.h"
@@ -42,10 +43,45 @@ bool IsScalarF32Constant(const HloInstruction& instruction) {
 // op(+0, c) == +0 bit for bit: the immediate form then keeps padded lanes zero.
 bool ImmediateKeepsPaddingZero(HloOpcode op, uint32_t c) {
   const bool is_nan = (c & 0x7f800000u) == 0x7f800000u && (c & 0x007fffffu) != 0;
-  if (op == HloOpcode::kAdd) return c == 0u || c == 0x80000000u;
-  // maximum: +0 wins over -0 and every negative number.
-  return c == 0u || ((c & 0x80000000u) != 0 && !is_nan);
+  const bool is_inf = (c & 0x7fffffffu) == 0x7f800000u;
+  switch (op) {
+    case HloOpcode::kAdd:
+    case HloOpcode::kSubtract:
+      return c == 0u || c == 0x80000000u;
+    case HloOpcode::kMaximum:  // +0 wins over -0 and every negative number
+      return c == 0u || ((c & 0x80000000u) != 0 && !is_nan);
+    case HloOpcode::kMinimum:  // +0 wins over every positive number
+      return (c & 0x80000000u) == 0 && !is_nan;
+    case HloOpcode::kMultiply:  // +0 * c is +0 for a positive finite c (or +0)
+      return (c & 0x80000000u) == 0 && !is_nan && !is_inf;
+    default:
+      return false;
+  }
 }
+
+// The VPU instruction that computes an elementwise HLO binary op, looked up by name in the generated
+// instruction set so that an op lowers as soon as its instruction exists. nullopt when it does not.
+// Every such instruction takes the operands of VADD (rd, rs1, rs2, rs3=count) and its SRC2_BCAST and
+// SRC2_IMM flag bits (docs/isa.md).
+std::optional<isa::Opcode> VpuOpcodeFor(HloOpcode op) {
+  const char* name = nullptr;
+  switch (op) {
+    case HloOpcode::kAdd: name = "VADD"; break;
+    case HloOpcode::kMaximum: name = "VMAX"; break;
+    case HloOpcode::kSubtract: name = "VSUB"; break;
+    case HloOpcode::kMultiply: name = "VMUL"; break;
+    case HloOpcode::kMinimum: name = "VMIN"; break;
+    default: return std::nullopt;
+  }
+  for (const isa::OpcodeInfo& info : isa::kOpcodes) {
+    if (std::strcmp(info.name, name) == 0) return info.opcode;
+  }
+  return std::nullopt;
+}
+
+bool IsCommutative(HloOpcode op) { return op != HloOpcode::kSubtract; }
+
+bool IsVpuBinary(HloOpcode op) { return VpuOpcodeFor(op).has_value(); }
 
 // kAdd or kMaximum when `reduce` applies that op to the two parameters of its computation; kUnknown otherwise.
 HloOpcode ReducerOpcode(const HloInstruction& reduce) {
@@ -171,9 +207,10 @@ bool CodeGenerator::FoldableBroadcast(const HloInstruction& op, const HloInstruc
 }
 
 bool CodeGenerator::ReadsFromMemory(const HloInstruction& user, const HloInstruction& value) const {
-  if ((user.opcode() == HloOpcode::kAdd || user.opcode() == HloOpcode::kMaximum) &&
-      value.opcode() == HloOpcode::kBroadcast && FoldableBroadcast(user, value)) {
-    // Folded unless both operands are foldable broadcasts: then operand 0 is materialized.
+  if (IsVpuBinary(user.opcode()) && value.opcode() == HloOpcode::kBroadcast && FoldableBroadcast(user, value)) {
+    // Folded unless both operands are foldable broadcasts: then operand 0 is materialized. Operand 0 of
+    // a subtraction is always materialized (the VPU takes the folded operand second).
+    if (!IsCommutative(user.opcode())) return user.operand(0) == &value;
     bool other_foldable = FoldableBroadcast(user, *user.operand(user.operand(0) == &value ? 1 : 0));
     return other_foldable && user.operand(0) == &value;
   }
@@ -201,6 +238,15 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     case HloOpcode::kCopy:
     case HloOpcode::kReshape:
     case HloOpcode::kBitcast:
+      break;
+    case HloOpcode::kSubtract:
+    case HloOpcode::kMultiply:
+    case HloOpcode::kMinimum:
+      if (!IsVpuBinary(instruction.opcode())) return UnsupportedOp(instruction);
+      break;
+    case HloOpcode::kNegate:
+      // -x = (x * -1) + 0: the add turns the -0 of the padded lanes back into +0.
+      if (!IsVpuBinary(HloOpcode::kMultiply)) return UnsupportedOp(instruction);
       break;
     case HloOpcode::kReduce:
       if (instruction.operand_count() != 2 || ReducerOpcode(instruction) == HloOpcode::kUnknown) {
@@ -349,12 +395,13 @@ Status CodeGenerator::EmitCopy(const HloInstruction* from, Location to) {
 Status CodeGenerator::EmitElementwise(const HloInstruction& instruction, HloOpcode op, const HloInstruction* a,
                                       Src2 b) {
   const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
+  const std::optional<isa::Opcode> opcode = VpuOpcodeFor(op);
+  if (!opcode) return UnsupportedOp(instruction);
+  // Negate runs a second instruction on the same lines: + 0 after * -1.
+  const bool negate = instruction.opcode() == HloOpcode::kNegate;
   auto vop = [&](Reg dst, Reg src1, Reg src2, Reg count, uint8_t flags, uint32_t imm) {
-    if (op == HloOpcode::kAdd) {
-      asm_.Vadd(dst, src1, src2, count, flags, imm);
-    } else {
-      asm_.Vmax(dst, src1, src2, count, flags, imm);
-    }
+    asm_.Emit(*opcode, {dst, src1, src2, count, flags, imm});
+    if (negate) asm_.Vadd(dst, dst, kZeroReg, count, isa::flag::VADD_SRC2_IMM, 0);
   };
   TPU_ASSIGN_OR_RETURN(ScopedReg a_hbm, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
@@ -783,11 +830,23 @@ Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
       b.imm = FloatBits(zero->operand(0)->literal().Get<float>(0));
       return EmitElementwise(instruction, HloOpcode::kMaximum, instruction.operand(0), b);
     }
+    case HloOpcode::kNegate: {
+      Src2 b;
+      b.kind = Src2::kImmediate;
+      b.imm = FloatBits(-1.0f);
+      return EmitElementwise(instruction, HloOpcode::kMultiply, instruction.operand(0), b);
+    }
+    case HloOpcode::kSubtract:
+    case HloOpcode::kMultiply:
+    case HloOpcode::kMinimum:
     case HloOpcode::kAdd:
     case HloOpcode::kMaximum: {
       const HloInstruction* a = instruction.operand(0);
       const HloInstruction* bcast = instruction.operand(1);
-      if (!FoldableBroadcast(instruction, *bcast) && FoldableBroadcast(instruction, *a)) std::swap(a, bcast);
+      if (IsCommutative(instruction.opcode()) && !FoldableBroadcast(instruction, *bcast) &&
+          FoldableBroadcast(instruction, *a)) {
+        std::swap(a, bcast);
+      }
       Src2 b;
       if (!FoldableBroadcast(instruction, *bcast)) {
         b.kind = Src2::kTensor;

@@ -343,7 +343,7 @@ TEST(CodegenTest, UnsupportedOpsGetTheTpuKernelError) {
   const char* text = R"(HloModule unsupported
 ENTRY %main (x: f32[4]) -> f32[4] {
   %x = f32[4]{0} parameter(0)
-  ROOT %exponential.3 = f32[4]{0} exponential(f32[4]{0} %x)
+  ROOT %cosine.3 = f32[4]{0} cosine(f32[4]{0} %x)
 }
 )";
   StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
@@ -352,7 +352,7 @@ ENTRY %main (x: f32[4]) -> f32[4] {
   ASSERT_FALSE(program.ok());
   EXPECT_EQ(program.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(program.status().message(),
-            "No registered 'exponential' OpKernel for XLA_TPU_JIT devices compatible with node exponential.3");
+            "No registered 'cosine' OpKernel for XLA_TPU_JIT devices compatible with node cosine.3");
 }
 
 TEST(CodegenTest, ResourceErrorsAreClear) {
@@ -518,6 +518,105 @@ TEST(CodegenTest, DeviceWordsRoundTripIntegerAndPredLiterals) {
     EXPECT_EQ(back.shape().element_type, type);
     for (int64_t i = 0; i < value.element_count(); ++i) EXPECT_EQ(back.GetAsDouble(i), value.GetAsDouble(i));
   }
+}
+
+// An elementwise op of the VPU exists once its instruction is in the instruction set.
+bool HasInstruction(const char* name) {
+  for (const isa::OpcodeInfo& info : isa::kOpcodes) {
+    if (std::string(info.name) == name) return true;
+  }
+  return false;
+}
+
+struct BinaryCase {
+  const char* op;           // HLO opcode
+  const char* instruction;  // the VPU instruction it needs
+  std::vector<int64_t> dims;
+  const char* second;       // "tensor", "scalar" (a broadcast constant), "row" (a broadcast rank-1 parameter)
+  const char* constant;     // for "scalar"
+};
+
+class BinaryOps : public ::testing::TestWithParam<BinaryCase> {};
+
+TEST_P(BinaryOps, MatchesTheInterpreter) {
+  const BinaryCase& c = GetParam();
+  const std::string shape = ShapeText(c.dims);
+  const std::string row = ShapeText({c.dims.back()});
+  const std::string rank_minus_one = std::to_string(c.dims.size() - 1);
+  std::string text;
+  if (std::string(c.second) == "tensor") {
+    text = Format(R"(HloModule binary
+ENTRY %main (a: $, b: $) -> $ {
+  %a = $ parameter(0)
+  %b = $ parameter(1)
+  ROOT %r = $ $($ %a, $ %b)
+}
+)", {shape, shape, shape, shape, shape, shape, c.op, shape, shape});
+  } else if (std::string(c.second) == "scalar") {
+    // The constant on either side: first operand for the second output.
+    text = Format(R"(HloModule binary
+ENTRY %main (a: $) -> ($, $) {
+  %a = $ parameter(0)
+  %c = f32[] constant($)
+  %b = $ broadcast(f32[] %c), dimensions={}
+  %r = $ $($ %a, $ %b)
+  %l = $ $($ %b, $ %a)
+  ROOT %t = ($, $) tuple(%r, %l)
+}
+)", {shape, shape, shape, shape, c.constant, shape, shape, c.op, shape, shape, shape, c.op, shape, shape, shape, shape});
+  } else {
+    text = Format(R"(HloModule binary
+ENTRY %main (a: $, v: $) -> ($, $) {
+  %a = $ parameter(0)
+  %v = $ parameter(1)
+  %b = $ broadcast($ %v), dimensions={$}
+  %r = $ $($ %a, $ %b)
+  %l = $ $($ %b, $ %a)
+  ROOT %t = ($, $) tuple(%r, %l)
+}
+)", {shape, row, shape, shape, shape, row, shape, row, rank_minus_one, shape, c.op, shape, shape, shape, c.op, shape,
+     shape, shape, shape});
+  }
+  if (!HasInstruction(c.instruction)) {
+    StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
+    ASSERT_TRUE(module.ok()) << module.status();
+    StatusOr<Program> program = Compile(**module, {});
+    ASSERT_FALSE(program.ok());
+    EXPECT_EQ(program.status().code(), StatusCode::kNotFound) << program.status();
+    GTEST_SKIP() << c.instruction << " is not in the instruction set yet";
+  }
+  CompileRunAndCompare(text, {}, 21);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Ops, BinaryOps,
+    ::testing::Values(BinaryCase{"subtract", "VSUB", {200, 1}, "tensor", ""},
+                      BinaryCase{"subtract", "VSUB", {13, 20}, "scalar", "0.5"},
+                      BinaryCase{"subtract", "VSUB", {7, 33}, "row", ""},
+                      BinaryCase{"multiply", "VMUL", {32, 10}, "tensor", ""},
+                      BinaryCase{"multiply", "VMUL", {5, 84}, "scalar", "-0.01"},
+                      BinaryCase{"multiply", "VMUL", {9, 16}, "scalar", "0.9"},
+                      BinaryCase{"multiply", "VMUL", {3, 120}, "row", ""},
+                      BinaryCase{"minimum", "VMIN", {11, 9}, "tensor", ""},
+                      BinaryCase{"minimum", "VMIN", {4, 12}, "scalar", "-1"}),
+    [](const ::testing::TestParamInfo<BinaryCase>& info) {
+      std::string name = std::string(info.param.op) + "_" + info.param.second;
+      for (int64_t d : info.param.dims) name += "_" + std::to_string(d);
+      return name;
+    });
+
+TEST(CodegenTest, NegateMatchesTheInterpreter) {
+  const char* text = R"(HloModule negate
+ENTRY %main (a: f32[200,1], b: f32[6,19]) -> (f32[200,1], f32[6,19]) {
+  %a = f32[200,1]{1,0} parameter(0)
+  %b = f32[6,19]{1,0} parameter(1)
+  %na = f32[200,1]{1,0} negate(f32[200,1]{1,0} %a)
+  %nb = f32[6,19]{1,0} negate(f32[6,19]{1,0} %b)
+  ROOT %t = (f32[200,1]{1,0}, f32[6,19]{1,0}) tuple(%na, %nb)
+}
+)";
+  if (!HasInstruction("VMUL")) GTEST_SKIP() << "VMUL is not in the instruction set yet";
+  CompileRunAndCompare(text, {}, 22);
 }
 
 TEST(SyncCheckerTest, FindsAMissingSync) {

@@ -94,8 +94,23 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
         unit = kVpu;
         fp.writes.push_back({s[in.rd], s[in.rd] + count});
         break;
-      default:
-        return FailedPrecondition("illegal instruction at pc " + std::to_string(pc));
+      default: {
+        // Other VPU instructions (VSUB, VMUL, ...) take the operands of VADD; treat them alike.
+        const isa::OpcodeInfo* info = isa::FindOpcode(in.opcode);
+        if (info == nullptr || info->unit != isa::Unit::kVpu) {
+          return FailedPrecondition("illegal instruction at pc " + std::to_string(pc));
+        }
+        unit = kVpu;
+        fp.reads.push_back({s[in.rs1], s[in.rs1] + count});
+        if (in.flags & isa::flag::VADD_SRC2_IMM) {
+        } else if (in.flags & isa::flag::VADD_SRC2_BCAST) {
+          if (count > 0) fp.reads.push_back({s[in.rs2], s[in.rs2] + 1});
+        } else {
+          fp.reads.push_back({s[in.rs2], s[in.rs2] + count});
+        }
+        fp.writes.push_back({s[in.rd], s[in.rd] + count});
+        break;
+      }
     }
     if (unit >= 0) {
       for (int other = 0; other < 3; ++other) {
