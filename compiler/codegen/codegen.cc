@@ -134,6 +134,7 @@ class CodeGenerator {
   Status EmitRowBroadcastInto(const HloInstruction& out, const Src2& row);
   Status EmitDot(const HloInstruction& instruction);
   Status EmitReduce(const HloInstruction& instruction);
+  Status EmitTranspose(const HloInstruction& instruction);
   Status EmitCopy(const HloInstruction* from, Location to);
   StatusOr<int32_t> ConstantRow(uint32_t bits, int64_t cols);
   int32_t ConstantRegion(const HloInstruction& constant);
@@ -239,6 +240,15 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     case HloOpcode::kReshape:
     case HloOpcode::kBitcast:
       break;
+    case HloOpcode::kTranspose: {
+      const std::vector<int64_t>& dims = instruction.dimensions();
+      bool identity = true;
+      for (size_t i = 0; i < dims.size(); ++i) identity = identity && dims[i] == static_cast<int64_t>(i);
+      if (!identity && !(instruction.shape().rank() == 2 && dims == std::vector<int64_t>{1, 0})) {
+        return Unimplemented("transpose " + instruction.name() + ": only rank-2 transposes are supported");
+      }
+      break;
+    }
     case HloOpcode::kSubtract:
     case HloOpcode::kMultiply:
     case HloOpcode::kMinimum:
@@ -643,6 +653,151 @@ Status CodeGenerator::EmitReduce(const HloInstruction& instruction) {
   return OkStatus();
 }
 
+// Rank-2 transpose on the MXU: a LANES x LANES block of the operand is loaded as weights with
+// TRANSPOSE, and streaming the identity through them yields the block transposed, one output row per
+// identity row. The MXU rounds its inputs to bf16, so the values are bf16-rounded (relative error up to
+// 2^-9, inside the tolerance of docs/numerics.md; a transpose that feeds a dot loses nothing more, as
+// the dot rounds its inputs to bf16 anyway).
+Status CodeGenerator::EmitTranspose(const HloInstruction& instruction) {
+  const HloInstruction& operand = *instruction.operand(0);
+  if (instruction.shape().rank() != 2 || instruction.dimensions() != std::vector<int64_t>{1, 0}) {
+    return EmitCopy(&operand, locations_.at(&instruction));  // identity permutation
+  }
+  const uint32_t lanes = L();
+  const DeviceLayout in = MakeDeviceLayout(operand.shape(), lanes);
+  const uint32_t R = static_cast<uint32_t>(in.rows), C = static_cast<uint32_t>(in.cols);
+  if (R == 0 || C == 0) return OkStatus();
+  const uint32_t in_tiles = static_cast<uint32_t>(in.column_tiles(lanes));  // column tiles of the operand
+  const uint32_t out_tiles = (R + lanes - 1) / lanes;                        // column tiles of the result
+  const uint32_t identity = 0, weights = lanes, result = 2 * lanes;
+  if (options_.vmem_lines < 3 * lanes) return VmemOverflow(instruction, 3 * lanes);
+
+  std::vector<float> eye(size_t{lanes} * lanes, 0.0f);
+  for (uint32_t i = 0; i < lanes; ++i) eye[size_t{i} * lanes + i] = 1.0f;
+  auto key = std::make_pair(0xffffffffu, -static_cast<int64_t>(lanes));  // not a constant row's key
+  int32_t identity_region;
+  if (auto it = constant_rows_.find(key); it != constant_rows_.end()) {
+    identity_region = it->second;
+  } else {
+    hlo::Shape shape = hlo::Shape::Make(hlo::PrimitiveType::F32, {int64_t{lanes}, int64_t{lanes}});
+    DeviceLayout layout = MakeDeviceLayout(shape, lanes);
+    program_.constants.push_back(layout);
+    program_.constant_bytes.push_back(ToDeviceBytes(hlo::Literal(shape, eye), layout));
+    identity_region = static_cast<int32_t>(program_.constants.size() - 1);
+    constant_rows_[key] = identity_region;
+  }
+
+  TPU_ASSIGN_OR_RETURN(ScopedReg identity_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg weights_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg result_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg rows_valid, NewReg());  // operand rows in this block
+  TPU_ASSIGN_OR_RETURN(ScopedReg cols_valid, NewReg());  // operand columns in this tile
+  {
+    TPU_ASSIGN_OR_RETURN(ScopedReg identity_hbm, NewReg());
+    asm_.LoadAddress(identity_hbm, RegionKind::kConstant, static_cast<uint32_t>(identity_region), 0);
+    asm_.Li(identity_reg, identity);
+    asm_.Li(cols_valid, lanes);
+    asm_.DmaLoad(identity_hbm, identity_reg, cols_valid, 1);  // waited for by the first tile's SYNC
+  }
+  asm_.Li(weights_reg, weights);
+  asm_.Li(result_reg, result);
+
+  // One block of rows: every column tile, the last one partial.
+  auto emit_block = [&](uint32_t block, uint32_t rows) -> Status {
+    TPU_ASSIGN_OR_RETURN(ScopedReg in_hbm, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
+    LoadAddress(in_hbm, &operand, block * lanes * in_tiles);
+    LoadAddress(out_hbm, &instruction, block);
+    asm_.Li(rows_valid, rows);
+    if (rows < lanes) {
+      // Weight rows past the operand's last row become padded output lanes: they must be +0.
+      TPU_ASSIGN_OR_RETURN(ScopedReg zero_count, NewReg());
+      asm_.Li(zero_count, lanes);
+      asm_.Vsplat(weights_reg, zero_count, 0);
+      asm_.Sync(kSyncVpu);
+    }
+    auto emit_tile = [&]() {
+      asm_.DmaLoad(in_hbm, weights_reg, rows_valid, in_tiles);
+      asm_.Sync(kSyncDma);
+      asm_.MxuLoadWeights(weights_reg, /*transpose=*/true);
+      asm_.MxuMatmul(identity_reg, result_reg, cols_valid, /*accumulate=*/false, /*swap=*/true);
+      asm_.Sync(kSyncMxu);
+      asm_.DmaStore(out_hbm, result_reg, cols_valid, out_tiles);
+      asm_.Addi(in_hbm, in_hbm, 1);
+      asm_.Addi(out_hbm, out_hbm, lanes * out_tiles);
+    };
+    const uint32_t full_tiles = C / lanes, rest = C % lanes;
+    asm_.Li(cols_valid, lanes);
+    if (full_tiles == 1) {
+      emit_tile();
+    } else if (full_tiles >= 2) {
+      TPU_ASSIGN_OR_RETURN(ScopedReg in_end, NewReg());
+      LoadAddress(in_end, &operand, block * lanes * in_tiles + full_tiles);
+      Assembler::Label loop = asm_.NewLabel();
+      asm_.Bind(loop);
+      emit_tile();
+      asm_.Bne(in_hbm, in_end, loop);
+    }
+    if (rest != 0) {
+      asm_.Li(cols_valid, rest);
+      emit_tile();
+    }
+    return OkStatus();
+  };
+  const uint32_t full_blocks = R / lanes, rest_rows = R % lanes;
+  // Blocks of full rows share one code body in a loop when there are several.
+  if (full_blocks == 1) {
+    TPU_RETURN_IF_ERROR(emit_block(0, lanes));
+  } else if (full_blocks >= 2) {
+    // The block loop advances the two base addresses held in registers of emit_block; emit it once with
+    // a register-relative form instead: in = base + b*lanes*in_tiles, out = base + b.
+    TPU_ASSIGN_OR_RETURN(ScopedReg block_in, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg block_out, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg block_end, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg in_hbm, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg in_end, NewReg());
+    LoadAddress(block_in, &operand, 0);
+    LoadAddress(block_out, &instruction, 0);
+    LoadAddress(block_end, &instruction, full_blocks);
+    asm_.Li(rows_valid, lanes);
+    const uint32_t full_tiles = C / lanes, rest = C % lanes;
+    auto emit_tile = [&]() {
+      asm_.DmaLoad(in_hbm, weights_reg, rows_valid, in_tiles);
+      asm_.Sync(kSyncDma);
+      asm_.MxuLoadWeights(weights_reg, /*transpose=*/true);
+      asm_.MxuMatmul(identity_reg, result_reg, cols_valid, /*accumulate=*/false, /*swap=*/true);
+      asm_.Sync(kSyncMxu);
+      asm_.DmaStore(out_hbm, result_reg, cols_valid, out_tiles);
+      asm_.Addi(in_hbm, in_hbm, 1);
+      asm_.Addi(out_hbm, out_hbm, lanes * out_tiles);
+    };
+    Assembler::Label block_loop = asm_.NewLabel();
+    asm_.Bind(block_loop);
+    asm_.Addi(in_hbm, block_in, 0);
+    asm_.Addi(out_hbm, block_out, 0);
+    asm_.Li(cols_valid, lanes);
+    if (full_tiles == 1) {
+      emit_tile();
+    } else if (full_tiles >= 2) {
+      asm_.Addi(in_end, block_in, full_tiles);
+      Assembler::Label loop = asm_.NewLabel();
+      asm_.Bind(loop);
+      emit_tile();
+      asm_.Bne(in_hbm, in_end, loop);
+    }
+    if (rest != 0) {
+      asm_.Li(cols_valid, rest);
+      emit_tile();
+    }
+    asm_.Addi(block_in, block_in, lanes * in_tiles);
+    asm_.Addi(block_out, block_out, 1);
+    asm_.Bne(block_out, block_end, block_loop);
+  }
+  if (rest_rows != 0) TPU_RETURN_IF_ERROR(emit_block(full_blocks, rest_rows));
+  return OkStatus();
+}
+
 Status CodeGenerator::EmitDot(const HloInstruction& instruction) {
   const hlo::DotDimensionNumbers& dnums = instruction.dot_dimension_numbers();
   const HloInstruction* lhs = instruction.operand(0);
@@ -820,6 +975,8 @@ Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
       return EmitBroadcast(instruction);
     case HloOpcode::kReduce:
       return EmitReduce(instruction);
+    case HloOpcode::kTranspose:
+      return EmitTranspose(instruction);
     case HloOpcode::kFusion: {
       // ReLU fusion: maximum with a zero immediate.
       const HloInstruction* root = instruction.called_computations()[0]->root_instruction();

@@ -619,6 +619,75 @@ ENTRY %main (a: f32[200,1], b: f32[6,19]) -> (f32[200,1], f32[6,19]) {
   CompileRunAndCompare(text, {}, 22);
 }
 
+class TransposeShapes : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
+
+TEST_P(TransposeShapes, MatchesTheInterpreter) {
+  const auto [r, c] = GetParam();
+  const std::string in = ShapeText({r, c}), out = ShapeText({c, r});
+  CompileRunAndCompare(Format(R"(HloModule transpose
+ENTRY %main (a: $) -> $ {
+  %a = $ parameter(0)
+  ROOT %t = $ transpose($ %a), dimensions={1,0}
+}
+)", {in, out, in, out, in}), {}, 31);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, TransposeShapes,
+                         ::testing::Values(std::make_pair(32, 1), std::make_pair(1, 32), std::make_pair(8, 8),
+                                           std::make_pair(13, 21), std::make_pair(32, 32), std::make_pair(120, 84),
+                                           std::make_pair(17, 3), std::make_pair(1, 1), std::make_pair(40, 16)),
+                         [](const ::testing::TestParamInfo<std::pair<int64_t, int64_t>>& info) {
+                           return std::to_string(info.param.first) + "x" + std::to_string(info.param.second);
+                         });
+
+struct ContractingCase {
+  int64_t m, k, n;
+  int lhs_dim, rhs_dim;      // contracting dimensions
+  bool transpose_lhs, transpose_rhs;  // operands given as transpose instructions
+};
+
+class DotContracting : public ::testing::TestWithParam<ContractingCase> {};
+
+TEST_P(DotContracting, MatchesTheInterpreter) {
+  const ContractingCase& c = GetParam();
+  // Logical operand shapes as the dot sees them.
+  const std::vector<int64_t> lhs = c.lhs_dim == 1 ? std::vector<int64_t>{c.m, c.k} : std::vector<int64_t>{c.k, c.m};
+  const std::vector<int64_t> rhs = c.rhs_dim == 0 ? std::vector<int64_t>{c.k, c.n} : std::vector<int64_t>{c.n, c.k};
+  const std::vector<int64_t> lhs_param = c.transpose_lhs ? std::vector<int64_t>{lhs[1], lhs[0]} : lhs;
+  const std::vector<int64_t> rhs_param = c.transpose_rhs ? std::vector<int64_t>{rhs[1], rhs[0]} : rhs;
+  std::string body = "  %a = " + ShapeText(lhs_param) + " parameter(0)\n  %b = " + ShapeText(rhs_param) + " parameter(1)\n";
+  std::string lhs_name = "%a", rhs_name = "%b";
+  if (c.transpose_lhs) {
+    body += "  %ta = " + ShapeText(lhs) + " transpose(" + ShapeText(lhs_param) + " %a), dimensions={1,0}\n";
+    lhs_name = "%ta";
+  }
+  if (c.transpose_rhs) {
+    body += "  %tb = " + ShapeText(rhs) + " transpose(" + ShapeText(rhs_param) + " %b), dimensions={1,0}\n";
+    rhs_name = "%tb";
+  }
+  body += "  ROOT %d = " + ShapeText({c.m, c.n}) + " dot(" + ShapeText(lhs) + " " + lhs_name + ", " + ShapeText(rhs) +
+          " " + rhs_name + "), lhs_contracting_dims={" + std::to_string(c.lhs_dim) + "}, rhs_contracting_dims={" +
+          std::to_string(c.rhs_dim) + "}\n";
+  const std::string text = "HloModule contracting\nENTRY %main (a: " + ShapeText(lhs_param) + ", b: " +
+                           ShapeText(rhs_param) + ") -> " + ShapeText({c.m, c.n}) + " {\n" + body + "}\n";
+  CompileRunAndCompare(text, {}, 32);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Forms, DotContracting,
+    ::testing::Values(ContractingCase{32, 200, 1, 0, 0, false, false},   // MAML dot.128 (as [32,1])
+                      ContractingCase{32, 200, 32, 0, 0, false, false},  // MAML dot.113
+                      ContractingCase{84, 32, 120, 0, 1, false, true},   // PyTorch dot.1
+                      ContractingCase{32, 784, 120, 1, 0, false, true},  // PyTorch dot.24
+                      ContractingCase{13, 9, 21, 1, 1, true, false},
+                      ContractingCase{5, 17, 3, 0, 1, true, true}),
+    [](const ::testing::TestParamInfo<ContractingCase>& info) {
+      const ContractingCase& c = info.param;
+      return std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n) + "_lhs" +
+             std::to_string(c.lhs_dim) + (c.transpose_lhs ? "t" : "") + "_rhs" + std::to_string(c.rhs_dim) +
+             (c.transpose_rhs ? "t" : "");
+    });
+
 TEST(SyncCheckerTest, FindsAMissingSync) {
   // DMA_LD into line 0, then VADD reading line 0 without waiting for the DMA.
   std::vector<uint64_t> code;

@@ -75,6 +75,49 @@ StatusOr<hlo::Literal> Evaluate(const HloInstruction& instruction) {
   return hlo::InterpretComputation(*added, {});
 }
 
+bool IsMatrixTranspose(const HloInstruction& instruction) {
+  return instruction.opcode() == HloOpcode::kTranspose && instruction.shape().rank() == 2 &&
+         instruction.dimensions() == std::vector<int64_t>{1, 0};
+}
+
+// Rank-2 dots read transposed operands directly: dot(x, transpose(y)) contracts the other dimension of
+// y (and likewise for the lhs). A lhs that still contracts its dimension 0 is then transposed
+// explicitly, since the MXU streams lhs rows: dot(x, y) = dot(transpose(x), y) with lhs dimension 1.
+// Returns whether the dot changed.
+StatusOr<bool> CanonicalizeDot(HloComputation* computation, HloInstruction* dot) {
+  if (dot->operand_count() != 2 || dot->operand(0)->shape().rank() != 2 || dot->operand(1)->shape().rank() != 2) {
+    return false;
+  }
+  hlo::DotDimensionNumbers dnums = dot->dot_dimension_numbers();
+  if (!dnums.lhs_batch_dimensions.empty() || dnums.lhs_contracting_dimensions.size() != 1 ||
+      dnums.rhs_contracting_dimensions.size() != 1) {
+    return false;
+  }
+  bool changed = false;
+  for (int side = 0; side < 2; ++side) {
+    HloInstruction* operand = dot->operand(side);
+    if (!IsMatrixTranspose(*operand)) continue;
+    std::vector<int64_t>& contracting = side == 0 ? dnums.lhs_contracting_dimensions : dnums.rhs_contracting_dimensions;
+    contracting[0] = 1 - contracting[0];
+    TPU_RETURN_IF_ERROR(dot->ReplaceOperandWith(side, operand->operand(0)));
+    changed = true;
+  }
+  if (dnums.lhs_contracting_dimensions[0] == 0) {
+    const HloInstruction* lhs = dot->operand(0);
+    hlo::Shape shape = lhs->shape();
+    std::swap(shape.dimensions[0], shape.dimensions[1]);
+    shape.minor_to_major.clear();
+    shape.layout_tiling.clear();
+    HloInstruction* transposed =
+        computation->AddInstruction(HloInstruction::CreateTranspose(shape, dot->operand(0), {1, 0}));
+    TPU_RETURN_IF_ERROR(dot->ReplaceOperandWith(0, transposed));
+    dnums.lhs_contracting_dimensions[0] = 1;
+    changed = true;
+  }
+  dot->set_dot_dimension_numbers(dnums);
+  return changed;
+}
+
 bool DependsOnlyOnConstants(const HloInstruction& instruction) {
   if (!instruction.called_computations().empty()) return false;
   for (const HloInstruction* operand : instruction.operands()) {
@@ -103,6 +146,12 @@ StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule
       TPU_RETURN_IF_ERROR(InlineCall(entry, call));
       ++local.inlined_calls;
     }
+  }
+
+  for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {
+    if (instruction->opcode() != HloOpcode::kDot) continue;
+    TPU_ASSIGN_OR_RETURN(bool changed, CanonicalizeDot(entry, instruction));
+    if (changed) ++local.canonicalized_dots;
   }
 
   for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {

@@ -1,6 +1,8 @@
 // Rewrites a copy of a module into the form the code generator lowers, without touching the caller's
 // module (the IR passes own the real simplifications; this is what codegen cannot do without):
 //  - call instructions are inlined into the entry computation (nested calls too);
+//  - rank-2 dots read transposed operands directly (the contracting dimension flips) and a lhs that
+//    contracts its dimension 0 is transposed explicitly;
 //  - every value that does not depend on a parameter (iota, broadcasts and compares of constants, ...) is
 //    evaluated at compile time with the interpreter and becomes a constant, so that the device reads it
 //    from a kConstant region. Scalar f32 constants and their broadcasts stay as they are: codegen folds
@@ -17,6 +19,7 @@ namespace tpu::compiler {
 struct PrepareStats {
   int inlined_calls = 0;
   int folded_constants = 0;
+  int canonicalized_dots = 0;
 };
 
 StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule& module,
