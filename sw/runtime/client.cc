@@ -52,7 +52,7 @@ namespace {
 
 std::string ShapeText(const hlo::Shape& shape) { return shape.ToString(); }
 
-// The runtime holds f32 arrays of static shape; everything else gets the error users know from TPUs.
+// The runtime holds arrays of static shape in 32-bit device words; everything else gets the error users know from TPUs.
 Status CheckBufferShape(const hlo::Shape& shape) {
   if (!shape.IsArray()) {
     return InvalidArgument("a device buffer holds one array; got " + ShapeText(shape));
@@ -63,10 +63,11 @@ Status CheckBufferShape(const hlo::Shape& shape) {
                         " that is known at graph construction time.");
     }
   }
-  if (shape.element_type != hlo::PrimitiveType::F32) {
+  // One 32-bit device word per element (compiler/codegen/program.h).
+  if (!compiler::IsDeviceElementType(shape.element_type)) {
     return Unimplemented("device buffers of element type " +
                          std::string(hlo::PrimitiveTypeName(shape.element_type)) +
-                         " are not supported yet (only f32): " + ShapeText(shape));
+                         " are not supported yet (only f32, s32, s64, u32 and pred): " + ShapeText(shape));
   }
   return OkStatus();
 }
