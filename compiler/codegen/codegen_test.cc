@@ -688,6 +688,53 @@ INSTANTIATE_TEST_SUITE_P(
              (c.transpose_rhs ? "t" : "");
     });
 
+// The shared JAX and PyTorch/XLA training steps, compiled as the runtime compiles them (no passes).
+// Skipped, naming the first op this version cannot lower, until every op they use has a lowering.
+class TrainingSteps : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TrainingSteps, MatchTheInterpreterOnTheModel) {
+  const std::string text = ReadTextFile(std::string(TPU_SOURCE_DIR) + "/../shared/hlo/" + GetParam() + ".hlo");
+  if (text.empty()) GTEST_SKIP() << "shared/hlo/" << GetParam() << ".hlo is not there";
+  StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  const model::ChipConfig config = model::ChipConfig::Build();
+  CompileOptions options;
+  options.lanes = config.lanes;
+  options.vmem_lines = config.vmem_lines;
+  options.imem_words = config.imem_words;
+  CompileStats stats;
+  StatusOr<Program> program = Compile(**module, options, &stats);
+  if (!program.ok()) {
+    ASSERT_TRUE(program.status().code() == StatusCode::kNotFound ||
+                program.status().code() == StatusCode::kUnimplemented)
+        << program.status();
+    GTEST_SKIP() << program.status();
+  }
+  std::mt19937 rng(41);
+  std::vector<hlo::Literal> arguments;
+  const hlo::HloComputation* entry = (*module)->entry_computation();
+  for (int64_t i = 0; i < entry->num_parameters(); ++i) {
+    arguments.push_back(hlo::Literal::Random(entry->parameter_instruction(i)->shape(), rng));
+  }
+  StatusOr<RunResult> run = RunOnModel(*program, arguments, config);
+  ASSERT_TRUE(run.ok()) << run.status();
+  StatusOr<std::vector<hlo::Literal>> expected = hlo::Interpret(**module, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  ASSERT_EQ(run->outputs.size(), expected->size());
+  for (size_t o = 0; o < expected->size(); ++o) {
+    std::string mismatch = CompareWithTolerance(run->outputs[o], (*expected)[o]);
+    EXPECT_TRUE(mismatch.empty()) << "output " << o << ": " << mismatch;
+  }
+  uint64_t macs = 0;
+  for (const DotPaddingReport& dot : stats.dots) macs += dot.logical_macs;
+  std::printf("%s: %zu instruction words, %u issued, %llu cycles, MXU busy %llu cycles, %llu logical MACs\n",
+              GetParam(), run->instructions, run->instret, (unsigned long long)run->cycles,
+              (unsigned long long)run->mxu_busy, (unsigned long long)macs);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shared, TrainingSteps,
+                         ::testing::Values("maml_flax_train_step", "pytorch_xla_mnist_mlp_train_step"));
+
 TEST(SyncCheckerTest, FindsAMissingSync) {
   // DMA_LD into line 0, then VADD reading line 0 without waiting for the DMA.
   std::vector<uint64_t> code;
