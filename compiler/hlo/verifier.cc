@@ -1,5 +1,7 @@
 #include "compiler/hlo/verifier.h"
 
+#include "compiler/hlo/attributes.h"
+
 #include <algorithm>
 #include <string>
 
@@ -373,8 +375,161 @@ StatusOr<Shape> InferShape(const HloInstruction& instruction) {
         return ShapeError(instruction, "sort needs one dimension in range");
       return elements.size() == 1 ? elements[0] : Shape::MakeTuple(elements);
     }
-    case HloOpcode::kSelectAndScatter:
-      return operand_shape(0);
+    case HloOpcode::kSelectAndScatter: {
+      TPU_RETURN_IF_ERROR(CheckArray(instruction, 0));
+      TPU_RETURN_IF_ERROR(CheckArray(instruction, 1));
+      const Shape& operand = operand_shape(0);
+      TPU_RETURN_IF_ERROR(CheckWindow(instruction, operand.rank()));
+      const HloComputation* select = nullptr;
+      const HloComputation* scatter = nullptr;
+      for (const auto& called : instruction.called_computation_attributes()) {
+        if (called.attribute == "select") select = called.computation;
+        if (called.attribute == "scatter") scatter = called.computation;
+      }
+      if (select == nullptr || scatter == nullptr) return ShapeError(instruction, "select-and-scatter needs select= and scatter=");
+      if (select->num_parameters() != 2 || scatter->num_parameters() != 2)
+        return ShapeError(instruction, "select= and scatter= must take two parameters");
+      if (operand_shape(2).rank() != 0 || operand_shape(2).element_type != operand_shape(1).element_type)
+        return ShapeError(instruction, "the init value must be a scalar of the source's element type");
+      std::vector<int64_t> windows;
+      for (int d = 0; d < operand.rank(); ++d)
+        windows.push_back(WindowedOutputSize(operand.dimensions[d], instruction.window().dimensions[d]));
+      if (windows != operand_shape(1).dimensions)
+        return ShapeError(instruction, "source " + operand_shape(1).ToString() + " must have one element per window (" +
+                                           IntsToString(windows) + ")");
+      Shape result = operand;
+      result.element_type = operand_shape(1).element_type;
+      return result;
+    }
+    case HloOpcode::kFusion: {
+      std::vector<HloComputation*> called = instruction.called_computations();
+      if (called.size() != 1 || called[0] == nullptr) return ShapeError(instruction, "fusion needs one calls= computation");
+      const std::string* kind = instruction.raw_attribute("kind");
+      if (kind == nullptr || (*kind != "kLoop" && *kind != "kInput" && *kind != "kOutput" && *kind != "kCustom"))
+        return ShapeError(instruction, "fusion needs kind=kLoop, kInput, kOutput or kCustom");
+      const HloComputation* fused = called[0];
+      if (fused->num_parameters() != instruction.operand_count())
+        return ShapeError(instruction, "calls=%" + fused->name() + " takes " + std::to_string(fused->num_parameters()) +
+                                           " parameters, the fusion passes " + std::to_string(instruction.operand_count()));
+      for (int64_t i = 0; i < instruction.operand_count(); ++i)
+        if (fused->parameter_instruction(i) == nullptr || operand_shape(i) != fused->parameter_instruction(i)->shape())
+          return ShapeError(instruction, "operand " + std::to_string(i) + " " + operand_shape(i).ToString() +
+                                             " does not match the fused parameter");
+      if (fused->root_instruction() == nullptr) return ShapeError(instruction, "the fused computation has no root");
+      return fused->root_instruction()->shape();
+    }
+    case HloOpcode::kWhile: {
+      const HloComputation* condition = nullptr;
+      const HloComputation* body = nullptr;
+      for (const auto& called : instruction.called_computation_attributes()) {
+        if (called.attribute == "condition") condition = called.computation;
+        if (called.attribute == "body") body = called.computation;
+      }
+      if (condition == nullptr || body == nullptr) return ShapeError(instruction, "while needs condition= and body=");
+      const Shape& state = operand_shape(0);
+      for (const HloComputation* c : {condition, body})
+        if (c->num_parameters() != 1 || c->parameter_instruction(0) == nullptr || c->parameter_instruction(0)->shape() != state)
+          return ShapeError(instruction, "%" + c->name() + " must take one parameter of shape " + state.ToString());
+      if (condition->root_instruction()->shape() != Shape::Make(PrimitiveType::PRED, {}))
+        return ShapeError(instruction, "condition %" + condition->name() + " must return pred[]");
+      if (body->root_instruction()->shape() != state)
+        return ShapeError(instruction, "body %" + body->name() + " must return the loop state " + state.ToString());
+      return state;
+    }
+    case HloOpcode::kConditional: {
+      std::vector<HloComputation*> branches = instruction.called_computations();
+      if (branches.empty() || instruction.operand_count() != static_cast<int64_t>(branches.size()) + 1)
+        return ShapeError(instruction, "conditional needs one operand per branch after the selector");
+      const Shape& selector = operand_shape(0);
+      bool is_pred = selector.element_type == PrimitiveType::PRED;
+      if (selector.rank() != 0 || !(is_pred || selector.element_type == PrimitiveType::S32))
+        return ShapeError(instruction, "the branch selector must be pred[] or s32[], not " + selector.ToString());
+      if (is_pred && branches.size() != 2) return ShapeError(instruction, "a pred selector needs two branches");
+      for (size_t b = 0; b < branches.size(); ++b) {
+        const HloComputation* branch = branches[b];
+        if (branch->num_parameters() != 1 || branch->parameter_instruction(0) == nullptr ||
+            branch->parameter_instruction(0)->shape() != operand_shape(static_cast<int64_t>(b) + 1))
+          return ShapeError(instruction, "branch %" + branch->name() + " must take one parameter of its operand's shape");
+        if (branch->root_instruction()->shape() != branches[0]->root_instruction()->shape())
+          return ShapeError(instruction, "all branches must return the same shape");
+      }
+      return branches[0]->root_instruction()->shape();
+    }
+    case HloOpcode::kGather: {
+      TPU_ASSIGN_OR_RETURN(GatherDimensionNumbers d, GetGatherDimensionNumbers(instruction));
+      const Shape& indices = operand_shape(1);
+      std::vector<int64_t> batch;
+      for (int i = 0; i < indices.rank(); ++i)
+        if (i != d.index_vector_dim) batch.push_back(indices.dimensions[i]);
+      std::vector<int64_t> offsets;
+      for (size_t i = 0; i < d.slice_sizes.size(); ++i)
+        if (std::find(d.collapsed_slice_dims.begin(), d.collapsed_slice_dims.end(), static_cast<int64_t>(i)) ==
+            d.collapsed_slice_dims.end())
+          offsets.push_back(d.slice_sizes[i]);
+      Shape result = Shape::Make(operand_shape(0).element_type, {});
+      size_t next_batch = 0, next_offset = 0;
+      for (size_t i = 0; i < batch.size() + offsets.size(); ++i) {
+        bool is_offset = std::find(d.offset_dims.begin(), d.offset_dims.end(), static_cast<int64_t>(i)) != d.offset_dims.end();
+        result.dimensions.push_back(is_offset ? offsets[next_offset++] : batch[next_batch++]);
+      }
+      return result;
+    }
+    case HloOpcode::kScatter: {
+      TPU_RETURN_IF_ERROR(GetScatterDimensionNumbers(instruction).status());
+      int64_t n = instruction.operand_count() / 2;
+      const HloComputation* combiner = instruction.to_apply();
+      if (combiner == nullptr || combiner->num_parameters() != 2 * n)
+        return ShapeError(instruction, "scatter needs to_apply= taking " + std::to_string(2 * n) + " parameters");
+      if (n == 1) return operand_shape(0);
+      std::vector<Shape> elements;
+      for (int64_t i = 0; i < n; ++i) elements.push_back(operand_shape(i));
+      return Shape::MakeTuple(elements);
+    }
+    case HloOpcode::kAllReduce:
+    case HloOpcode::kAllGather:
+    case HloOpcode::kReduceScatter:
+    case HloOpcode::kAllToAll:
+    case HloOpcode::kCollectivePermute: {
+      if (instruction.operand_count() < 1) return ShapeError(instruction, "a collective needs operands");
+      for (int64_t i = 0; i < instruction.operand_count(); ++i) TPU_RETURN_IF_ERROR(CheckArray(instruction, i));
+      int64_t group_size = 0;  // 0: all replicas, count unknown here
+      if (opcode == HloOpcode::kCollectivePermute) {
+        TPU_RETURN_IF_ERROR(GetSourceTargetPairs(instruction).status());
+      } else {
+        TPU_ASSIGN_OR_RETURN(auto groups, GetReplicaGroups(instruction));
+        if (!groups.empty()) group_size = static_cast<int64_t>(groups[0].size());
+      }
+      if ((opcode == HloOpcode::kAllReduce || opcode == HloOpcode::kReduceScatter) &&
+          (instruction.to_apply() == nullptr || instruction.to_apply()->num_parameters() != 2))
+        return ShapeError(instruction, "needs to_apply= taking two parameters");
+      std::vector<Shape> results;
+      for (int64_t i = 0; i < instruction.operand_count(); ++i) {
+        Shape result = operand_shape(i);
+        if (opcode == HloOpcode::kAllGather || opcode == HloOpcode::kReduceScatter) {
+          if (instruction.dimensions().size() != 1 || instruction.dimensions(0) < 0 || instruction.dimensions(0) >= result.rank())
+            return ShapeError(instruction, "needs dimensions={d} within the operand rank");
+          int64_t d = instruction.dimensions(0);
+          const Shape& given = own.IsTuple() ? (i < static_cast<int64_t>(own.tuple_shapes.size()) ? own.tuple_shapes[i] : result)
+                                             : own;
+          int64_t size = group_size;
+          // Without replica_groups the group is every replica: take the factor from the text when it divides.
+          if (size == 0 && given.rank() == result.rank() && given.dimensions[d] > 0 && result.dimensions[d] > 0)
+            size = opcode == HloOpcode::kAllGather ? given.dimensions[d] / result.dimensions[d]
+                                                   : result.dimensions[d] / std::max<int64_t>(given.dimensions[d], 1);
+          if (size <= 0) size = 1;
+          if (opcode == HloOpcode::kAllGather) {
+            result.dimensions[d] *= size;
+          } else {
+            if (result.dimensions[d] % size != 0)
+              return ShapeError(instruction, "dimension " + std::to_string(d) + " does not divide by the group size " +
+                                                 std::to_string(size));
+            result.dimensions[d] /= size;
+          }
+        }
+        results.push_back(result);
+      }
+      return results.size() == 1 ? results[0] : Shape::MakeTuple(results);
+    }
     default:
       return own;
   }

@@ -120,5 +120,52 @@ TEST(VerifierTest, InferShapeIsUsableOnItsOwn) {
   EXPECT_EQ(shape->ToString(), "f32[3,2]");
 }
 
+
+const char* kAdd = "%add (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+                   "  ROOT %s = f32[] add(%a, %b)\n}\n\n";
+
+std::string WithAdd(const std::string& body) { return std::string("HloModule m\n\n") + kAdd + "ENTRY %e {\n" + body + "}\n"; }
+
+TEST(VerifierTest, GatherShapeInference) {
+  const std::string prefix = "  %t = f32[5,3]{1,0} parameter(0)\n  %i = s32[4]{0} parameter(1)\n";
+  const std::string attrs = "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}\n";
+  EXPECT_TRUE(VerifyText(Entry(prefix + "  ROOT %g = f32[4,3]{1,0} gather(%t, %i), " + attrs)).ok());
+  Status wrong = VerifyText(Entry(prefix + "  ROOT %g = f32[3,4]{1,0} gather(%t, %i), " + attrs));
+  EXPECT_EQ(wrong.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(wrong.message().find("inferred shape f32[4,3]"), std::string::npos) << wrong;
+  Status too_big = VerifyText(Entry(prefix + "  ROOT %g = f32[4,4]{1,0} gather(%t, %i), offset_dims={1}, "
+                                             "collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,4}\n"));
+  EXPECT_NE(too_big.message().find("slice size 4 out of range"), std::string::npos) << too_big;
+  Status missing = VerifyText(Entry(prefix + "  ROOT %g = f32[4,3]{1,0} gather(%t, %i), offset_dims={1}\n"));
+  EXPECT_NE(missing.message().find("missing collapsed_slice_dims="), std::string::npos) << missing;
+}
+
+TEST(VerifierTest, ScatterShapeInference) {
+  const std::string prefix = "  %a = f32[3,2]{1,0} parameter(0)\n  %i = s32[4]{0} parameter(1)\n";
+  const std::string attrs = "update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
+                            "index_vector_dim=1, to_apply=%add\n";
+  EXPECT_TRUE(VerifyText(WithAdd(prefix + "  %u = f32[4,2]{1,0} parameter(2)\n  ROOT %s = f32[3,2]{1,0} scatter(%a, %i, %u), " + attrs)).ok());
+  Status mismatch = VerifyText(WithAdd(prefix + "  %u = f32[5,2]{1,0} parameter(2)\n  ROOT %s = f32[3,2]{1,0} scatter(%a, %i, %u), " + attrs));
+  EXPECT_NE(mismatch.message().find("does not match the indices"), std::string::npos) << mismatch;
+}
+
+TEST(VerifierTest, CollectiveShapeInferenceAndReplicaGroups) {
+  const std::string x = "  %x = f32[4,2]{1,0} parameter(0)\n";
+  EXPECT_TRUE(VerifyText(WithAdd(x + "  ROOT %r = f32[4,2]{1,0} all-reduce(%x), replica_groups={{0,1}}, to_apply=%add\n")).ok());
+  Status shape = VerifyText(WithAdd(x + "  ROOT %r = f32[8,2]{1,0} all-reduce(%x), replica_groups={{0,1}}, to_apply=%add\n"));
+  EXPECT_NE(shape.message().find("inferred shape f32[4,2]"), std::string::npos) << shape;
+  Status twice = VerifyText(WithAdd(x + "  ROOT %r = f32[4,2]{1,0} all-reduce(%x), replica_groups={{0,1},{1,2}}, to_apply=%add\n"));
+  EXPECT_NE(twice.message().find("in two groups"), std::string::npos) << twice;
+  Status no_reducer = VerifyText(Entry(x + "  ROOT %r = f32[4,2]{1,0} all-reduce(%x), replica_groups={}\n"));
+  EXPECT_NE(no_reducer.message().find("to_apply="), std::string::npos) << no_reducer;
+  EXPECT_TRUE(VerifyText(Entry(x + "  ROOT %g = f32[8,2]{1,0} all-gather(%x), replica_groups={{0,1}}, dimensions={0}\n")).ok());
+  Status gather = VerifyText(Entry(x + "  ROOT %g = f32[4,4]{1,0} all-gather(%x), replica_groups={{0,1}}, dimensions={0}\n"));
+  EXPECT_NE(gather.message().find("inferred shape f32[8,2]"), std::string::npos) << gather;
+  EXPECT_TRUE(VerifyText(WithAdd(x + "  ROOT %s = f32[2,2]{1,0} reduce-scatter(%x), replica_groups={{0,1}}, dimensions={0}, to_apply=%add\n")).ok());
+  EXPECT_TRUE(VerifyText(Entry(x + "  ROOT %p = f32[4,2]{1,0} collective-permute(%x), source_target_pairs={{0,1},{1,0}}\n")).ok());
+  Status pairs = VerifyText(Entry(x + "  ROOT %p = f32[4,2]{1,0} collective-permute(%x), source_target_pairs={{0,1},{0,2}}\n"));
+  EXPECT_NE(pairs.message().find("two pairs"), std::string::npos) << pairs;
+}
+
 }  // namespace
 }  // namespace tpu::hlo

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "compiler/hlo/attributes.h"
 #include "compiler/hlo/verifier.h"
 
 namespace tpu::hlo {
@@ -323,6 +324,7 @@ constexpr int64_t kMaxValueBytes = int64_t{4} << 30;
 
 class Evaluator {
  public:
+  explicit Evaluator(const InterpreterOptions& options) : options_(options) {}
   StatusOr<Literal> Run(const HloComputation& computation, const std::vector<const Literal*>& arguments, int depth);
 
  private:
@@ -334,11 +336,21 @@ class Evaluator {
   StatusOr<Literal> ReduceWindow(const HloInstruction& instruction, const Literal& operand, const Literal& init,
                                  int depth);
   StatusOr<Literal> Sort(const HloInstruction& instruction, const std::vector<const Literal*>& operands, int depth);
+  StatusOr<Literal> While(const HloInstruction& instruction, const Literal& init, int depth);
+  StatusOr<Literal> Gather(const HloInstruction& instruction, const Literal& operand, const Literal& indices);
+  StatusOr<Literal> Scatter(const HloInstruction& instruction, const std::vector<const Literal*>& operands, int depth);
+  StatusOr<Literal> SelectAndScatter(const HloInstruction& instruction, const Literal& operand, const Literal& source,
+                                     const Literal& init, int depth);
+  // The interpreter is one replica (id 0): collectives over groups of one are identities.
+  StatusOr<Literal> SingleReplicaCollective(const HloInstruction& instruction, const std::vector<const Literal*>& operands);
+  // Combines two scalars with a binary computation (fast path for one elementwise op).
+  StatusOr<Literal> Combine(const HloComputation& computation, const Literal& a, const Literal& b, int depth);
   // Applies a scalar binary computation (a fast path when it is one elementwise op).
   StatusOr<Literal> ApplyScalar(const HloComputation& computation, const std::vector<Literal>& scalars, int depth);
   // Structural checks (via shape inference) once per computation, so malformed IR gives an error, not a crash.
   Status CheckComputation(const HloComputation& computation, const std::vector<HloInstruction*>& order);
 
+  InterpreterOptions options_;
   std::unordered_set<const HloComputation*> checked_;
 };
 
@@ -408,7 +420,10 @@ StatusOr<Literal> Evaluator::Evaluate(const HloInstruction& instruction, const s
   const Shape& shape = instruction.shape();
   if (opcode != HloOpcode::kTuple && opcode != HloOpcode::kGetTupleElement && opcode != HloOpcode::kCall &&
       opcode != HloOpcode::kParameter && opcode != HloOpcode::kSort && opcode != HloOpcode::kCustomCall &&
-      opcode != HloOpcode::kConstant && opcode != HloOpcode::kReduce && !shape.IsArray())
+      opcode != HloOpcode::kConstant && opcode != HloOpcode::kReduce && opcode != HloOpcode::kFusion &&
+      opcode != HloOpcode::kWhile && opcode != HloOpcode::kConditional && opcode != HloOpcode::kAllReduce &&
+      opcode != HloOpcode::kAllGather && opcode != HloOpcode::kReduceScatter && opcode != HloOpcode::kAllToAll &&
+      opcode != HloOpcode::kCollectivePermute && opcode != HloOpcode::kScatter && !shape.IsArray())
     return Unsupported(instruction, "non-array result");
   switch (opcode) {
     case HloOpcode::kParameter: {
@@ -573,6 +588,37 @@ StatusOr<Literal> Evaluator::Evaluate(const HloInstruction& instruction, const s
       return ReduceWindow(instruction, *operands[0], *operands[1], depth);
     case HloOpcode::kSort:
       return Sort(instruction, operands, depth);
+    case HloOpcode::kFusion: {
+      std::vector<HloComputation*> called = instruction.called_computations();
+      if (called.size() != 1 || called[0] == nullptr) return InvalidArgument("fusion %" + instruction.name() + " has no calls=");
+      return Run(*called[0], operands, depth + 1);
+    }
+    case HloOpcode::kWhile:
+      return While(instruction, *operands[0], depth);
+    case HloOpcode::kConditional: {
+      std::vector<HloComputation*> branches = instruction.called_computations();
+      int64_t branch;
+      if (operands[0]->shape().element_type == PrimitiveType::PRED) {
+        branch = operands[0]->Get<bool>(0) ? 0 : 1;  // true_computation first
+      } else {
+        branch = static_cast<int64_t>(operands[0]->GetAsDouble(0));
+        // Out-of-range indices run the last branch, as XLA defines it.
+        if (branch < 0 || branch >= static_cast<int64_t>(branches.size())) branch = static_cast<int64_t>(branches.size()) - 1;
+      }
+      return Run(*branches.at(static_cast<size_t>(branch)), {operands[static_cast<size_t>(branch) + 1]}, depth + 1);
+    }
+    case HloOpcode::kGather:
+      return Gather(instruction, *operands[0], *operands[1]);
+    case HloOpcode::kScatter:
+      return Scatter(instruction, operands, depth);
+    case HloOpcode::kSelectAndScatter:
+      return SelectAndScatter(instruction, *operands[0], *operands[1], *operands[2], depth);
+    case HloOpcode::kAllReduce:
+    case HloOpcode::kAllGather:
+    case HloOpcode::kReduceScatter:
+    case HloOpcode::kAllToAll:
+    case HloOpcode::kCollectivePermute:
+      return SingleReplicaCollective(instruction, operands);
     default:
       break;
   }
@@ -978,6 +1024,238 @@ StatusOr<Literal> Evaluator::Sort(const HloInstruction& instruction, const std::
   return Literal::MakeTuple(std::move(results));
 }
 
+// One element of an array as a scalar Literal.
+Literal ElementAt(const Literal& array, int64_t linear) {
+  Literal scalar(Shape::Make(array.shape().element_type, {}));
+  int64_t size = PrimitiveTypeByteSize(array.shape().element_type);
+  std::memcpy(scalar.untyped_data(), array.untyped_data() + linear * size, static_cast<size_t>(size));
+  return scalar;
+}
+void SetElement(Literal* array, int64_t linear, const Literal& scalar) {
+  int64_t size = PrimitiveTypeByteSize(array->shape().element_type);
+  std::memcpy(array->untyped_data() + linear * size, scalar.untyped_data(), static_cast<size_t>(size));
+}
+// Advances a row-major multi-index over `dimensions`; false after the last one.
+bool NextIndex(std::vector<int64_t>* index, const std::vector<int64_t>& dimensions) {
+  for (int d = static_cast<int>(dimensions.size()) - 1; d >= 0; --d) {
+    if (++(*index)[d] < dimensions[d]) return true;
+    (*index)[d] = 0;
+  }
+  return false;
+}
+bool Contains(const std::vector<int64_t>& values, int64_t value) {
+  return std::find(values.begin(), values.end(), value) != values.end();
+}
+
+StatusOr<Literal> Evaluator::Combine(const HloComputation& computation, const Literal& a, const Literal& b, int depth) {
+  HloOpcode op;
+  if (IsSimpleBinaryReducer(&computation, &op) && a.shape() == b.shape()) {
+    auto reducer = HloInstruction::Create(op, a.shape(), {});
+    Literal result(a.shape());
+    Status status = ForArrayType(a.shape().element_type, [&](auto tag) -> Status {
+      return BinaryTyped<decltype(tag)>(*reducer, a, b, &result);
+    });
+    if (!status.ok()) return status;
+    return result;
+  }
+  return ApplyScalar(computation, {a, b}, depth);
+}
+
+StatusOr<Literal> Evaluator::While(const HloInstruction& instruction, const Literal& init, int depth) {
+  const HloComputation* condition = nullptr;
+  const HloComputation* body = nullptr;
+  for (const auto& called : instruction.called_computation_attributes()) {
+    if (called.attribute == "condition") condition = called.computation;
+    if (called.attribute == "body") body = called.computation;
+  }
+  if (condition == nullptr || body == nullptr) return InvalidArgument("while %" + instruction.name() + " needs condition= and body=");
+  Literal state = init;
+  for (int64_t iteration = 0;; ++iteration) {
+    if (iteration >= options_.max_while_iterations)
+      return FailedPrecondition("while %" + instruction.name() + " ran " + std::to_string(options_.max_while_iterations) +
+                                " iterations without its condition becoming false");
+    TPU_ASSIGN_OR_RETURN(Literal go, Run(*condition, {&state}, depth + 1));
+    if (go.shape().element_type != PrimitiveType::PRED || go.element_count() != 1)
+      return InvalidArgument("condition of while %" + instruction.name() + " must return pred[]");
+    if (!go.Get<bool>(0)) return state;
+    TPU_ASSIGN_OR_RETURN(state, Run(*body, {&state}, depth + 1));
+  }
+}
+
+StatusOr<Literal> Evaluator::Gather(const HloInstruction& instruction, const Literal& operand, const Literal& indices) {
+  TPU_ASSIGN_OR_RETURN(GatherDimensionNumbers d, GetGatherDimensionNumbers(instruction));
+  const Shape& os = instruction.shape();
+  const Shape& is = indices.shape();
+  const Shape& in = operand.shape();
+  std::vector<int64_t> in_strides = RowMajorStrides(in.dimensions);
+  std::vector<int64_t> index_strides = RowMajorStrides(is.dimensions);
+  std::vector<int64_t> batch_dims, window_operand_dims;
+  for (int i = 0; i < os.rank(); ++i)
+    if (!Contains(d.offset_dims, i)) batch_dims.push_back(i);
+  for (int i = 0; i < in.rank(); ++i)
+    if (!Contains(d.collapsed_slice_dims, i)) window_operand_dims.push_back(i);
+  std::vector<int64_t> start(static_cast<size_t>(in.rank()));
+  std::vector<int64_t> index_position(static_cast<size_t>(is.rank()));
+  return GatherElements(operand, os, [&](const std::vector<int64_t>& out) -> int64_t {
+    // Position in the indices array: batch coordinates with index_vector_dim inserted.
+    size_t next = 0;
+    for (int i = 0; i < is.rank(); ++i) index_position[i] = i == d.index_vector_dim ? 0 : out[batch_dims[next++]];
+    std::fill(start.begin(), start.end(), 0);
+    for (size_t k = 0; k < d.start_index_map.size(); ++k) {
+      if (d.index_vector_dim < is.rank()) index_position[d.index_vector_dim] = static_cast<int64_t>(k);
+      int64_t dim = d.start_index_map[k];
+      int64_t value = static_cast<int64_t>(indices.GetAsDouble(Linear(index_position, index_strides)));
+      // Starts are clamped so the slice stays inside the operand, as XLA defines it.
+      start[dim] = std::clamp<int64_t>(value, 0, in.dimensions[dim] - d.slice_sizes[dim]);
+    }
+    int64_t linear = 0;
+    for (size_t w = 0; w < window_operand_dims.size(); ++w) {
+      int64_t dim = window_operand_dims[w];
+      linear += (start[dim] + out[d.offset_dims[w]]) * in_strides[dim];
+    }
+    for (int64_t dim : d.collapsed_slice_dims) linear += start[dim] * in_strides[dim];
+    return linear;
+  });
+}
+
+StatusOr<Literal> Evaluator::Scatter(const HloInstruction& instruction, const std::vector<const Literal*>& operands,
+                                     int depth) {
+  TPU_ASSIGN_OR_RETURN(ScatterDimensionNumbers d, GetScatterDimensionNumbers(instruction));
+  if (operands.size() != 3) return Unsupported(instruction, "variadic scatter");
+  const Literal& indices = *operands[1];
+  const Literal& updates = *operands[2];
+  const HloComputation* combiner = instruction.to_apply();
+  if (combiner == nullptr) return InvalidArgument("scatter %" + instruction.name() + " needs to_apply=");
+  Literal result = *operands[0];
+  const Shape& in = result.shape();
+  const Shape& is = indices.shape();
+  const Shape& us = updates.shape();
+  std::vector<int64_t> in_strides = RowMajorStrides(in.dimensions);
+  std::vector<int64_t> index_strides = RowMajorStrides(is.dimensions);
+  std::vector<int64_t> scatter_dims, window_operand_dims;
+  for (int i = 0; i < us.rank(); ++i)
+    if (!Contains(d.update_window_dims, i)) scatter_dims.push_back(i);
+  for (int i = 0; i < in.rank(); ++i)
+    if (!Contains(d.inserted_window_dims, i)) window_operand_dims.push_back(i);
+  // Window extent per operand dimension (1 for inserted dimensions).
+  std::vector<int64_t> window_size(static_cast<size_t>(in.rank()), 1);
+  for (size_t w = 0; w < window_operand_dims.size(); ++w) window_size[window_operand_dims[w]] = us.dimensions[d.update_window_dims[w]];
+  std::vector<int64_t> update_index(static_cast<size_t>(us.rank()), 0);
+  std::vector<int64_t> index_position(static_cast<size_t>(is.rank()));
+  std::vector<int64_t> start(static_cast<size_t>(in.rank()));
+  if (updates.element_count() == 0) return result;
+  int64_t linear_update = 0;
+  do {
+    size_t next = 0;
+    for (int i = 0; i < is.rank(); ++i) index_position[i] = i == d.index_vector_dim ? 0 : update_index[scatter_dims[next++]];
+    std::fill(start.begin(), start.end(), 0);
+    for (size_t k = 0; k < d.scatter_dims_to_operand_dims.size(); ++k) {
+      if (d.index_vector_dim < is.rank()) index_position[d.index_vector_dim] = static_cast<int64_t>(k);
+      start[d.scatter_dims_to_operand_dims[k]] = static_cast<int64_t>(indices.GetAsDouble(Linear(index_position, index_strides)));
+    }
+    // A window that does not fit the operand is skipped whole, as XLA defines it.
+    bool fits = true;
+    for (int dim = 0; dim < in.rank(); ++dim)
+      if (start[dim] < 0 || start[dim] + window_size[dim] > in.dimensions[dim]) fits = false;
+    if (fits) {
+      int64_t linear = 0;
+      for (int dim = 0; dim < in.rank(); ++dim) linear += start[dim] * in_strides[dim];
+      for (size_t w = 0; w < window_operand_dims.size(); ++w)
+        linear += update_index[d.update_window_dims[w]] * in_strides[window_operand_dims[w]];
+      TPU_ASSIGN_OR_RETURN(Literal combined,
+                           Combine(*combiner, ElementAt(result, linear), ElementAt(updates, linear_update), depth));
+      SetElement(&result, linear, combined);
+    }
+    ++linear_update;
+  } while (NextIndex(&update_index, us.dimensions));
+  return result;
+}
+
+StatusOr<Literal> Evaluator::SelectAndScatter(const HloInstruction& instruction, const Literal& operand,
+                                              const Literal& source, const Literal& init, int depth) {
+  const HloComputation* select = nullptr;
+  const HloComputation* scatter = nullptr;
+  for (const auto& called : instruction.called_computation_attributes()) {
+    if (called.attribute == "select") select = called.computation;
+    if (called.attribute == "scatter") scatter = called.computation;
+  }
+  if (select == nullptr || scatter == nullptr)
+    return InvalidArgument("select-and-scatter %" + instruction.name() + " needs select= and scatter=");
+  const Shape& in = operand.shape();
+  const Window& window = instruction.window();
+  Literal result(ArrayShape(instruction.shape()));
+  for (int64_t i = 0; i < result.element_count(); ++i) SetElement(&result, i, init);
+  std::vector<int64_t> in_strides = RowMajorStrides(in.dimensions);
+  std::vector<int64_t> window_dims;
+  for (const WindowDimension& w : window.dimensions) window_dims.push_back(w.size);
+  if (source.element_count() == 0) return result;
+  std::vector<int64_t> source_index(static_cast<size_t>(in.rank()), 0);
+  int64_t source_linear = 0;
+  do {
+    // The selected operand element of this window: the first valid one, replaced by each later one the
+    // select computation does not prefer the current choice over.
+    int64_t selected = -1;
+    std::vector<int64_t> tap(static_cast<size_t>(in.rank()), 0);
+    do {
+      int64_t linear = 0;
+      bool valid = true;
+      for (int dim = 0; dim < in.rank() && valid; ++dim) {
+        const WindowDimension& w = window.dimensions[dim];
+        int64_t position = source_index[dim] * w.stride - w.padding_low + tap[dim] * w.window_dilation;
+        if (position < 0 || position % w.base_dilation != 0) { valid = false; break; }
+        position /= w.base_dilation;
+        if (position >= in.dimensions[dim]) { valid = false; break; }
+        linear += position * in_strides[dim];
+      }
+      if (!valid) continue;
+      if (selected < 0) {
+        selected = linear;
+        continue;
+      }
+      TPU_ASSIGN_OR_RETURN(Literal keep, ApplyScalar(*select, {ElementAt(operand, selected), ElementAt(operand, linear)}, depth));
+      if (keep.shape().element_type != PrimitiveType::PRED)
+        return InvalidArgument("select= of %" + instruction.name() + " must return pred[]");
+      if (!keep.Get<bool>(0)) selected = linear;
+    } while (NextIndex(&tap, window_dims));
+    if (selected >= 0) {
+      TPU_ASSIGN_OR_RETURN(Literal combined,
+                           Combine(*scatter, ElementAt(result, selected), ElementAt(source, source_linear), depth));
+      SetElement(&result, selected, combined);
+    }
+    ++source_linear;
+  } while (NextIndex(&source_index, source.shape().dimensions));
+  return result;
+}
+
+StatusOr<Literal> Evaluator::SingleReplicaCollective(const HloInstruction& instruction,
+                                                     const std::vector<const Literal*>& operands) {
+  HloOpcode opcode = instruction.opcode();
+  if (opcode == HloOpcode::kCollectivePermute) {
+    TPU_ASSIGN_OR_RETURN(auto pairs, GetSourceTargetPairs(instruction));
+    bool self = false;
+    for (const auto& [source, target] : pairs) {
+      if (source != 0 || target != 0)
+        return FailedPrecondition("collective-permute %" + instruction.name() + " names replica " +
+                                  std::to_string(source != 0 ? source : target) +
+                                  "; the interpreter runs a single replica (id 0)");
+      self = true;
+    }
+    // Replica 0 receives nothing unless it sends to itself: its result is zeros.
+    if (!self) return Literal(ArrayShape(instruction.shape()));
+    return *operands[0];
+  }
+  TPU_ASSIGN_OR_RETURN(auto groups, GetReplicaGroups(instruction));
+  for (const auto& group : groups)
+    for (int64_t id : group)
+      if (id != 0)
+        return FailedPrecondition(instruction.opcode_name() + " %" + instruction.name() + " names replica " +
+                                  std::to_string(id) + "; the interpreter runs a single replica (id 0)");
+  if (operands.size() == 1) return *operands[0];
+  std::vector<Literal> elements;
+  for (const Literal* operand : operands) elements.push_back(*operand);
+  return Literal::MakeTuple(std::move(elements));
+}
+
 void Flatten(Literal literal, std::vector<Literal>* out) {
   if (!literal.IsTuple()) {
     out->push_back(std::move(literal));
@@ -988,7 +1266,8 @@ void Flatten(Literal literal, std::vector<Literal>* out) {
 
 }  // namespace
 
-StatusOr<Literal> InterpretComputation(const HloComputation& computation, const std::vector<Literal>& arguments) {
+StatusOr<Literal> InterpretComputation(const HloComputation& computation, const std::vector<Literal>& arguments,
+                                       const InterpreterOptions& options) {
   std::vector<const Literal*> pointers;
   for (int64_t i = 0; i < static_cast<int64_t>(arguments.size()); ++i) {
     if (i < computation.num_parameters() && !(arguments[i].shape() == computation.parameter_instruction(i)->shape()))
@@ -997,13 +1276,14 @@ StatusOr<Literal> InterpretComputation(const HloComputation& computation, const 
                              " needs " + computation.parameter_instruction(i)->shape().ToString());
     pointers.push_back(&arguments[i]);
   }
-  Evaluator evaluator;
+  Evaluator evaluator(options);
   return evaluator.Run(computation, pointers, 0);
 }
 
-StatusOr<std::vector<Literal>> Interpret(const HloModule& module, const std::vector<Literal>& arguments) {
+StatusOr<std::vector<Literal>> Interpret(const HloModule& module, const std::vector<Literal>& arguments,
+                                         const InterpreterOptions& options) {
   if (module.entry_computation() == nullptr) return InvalidArgument("module " + module.name() + " has no entry computation");
-  TPU_ASSIGN_OR_RETURN(Literal result, InterpretComputation(*module.entry_computation(), arguments));
+  TPU_ASSIGN_OR_RETURN(Literal result, InterpretComputation(*module.entry_computation(), arguments, options));
   std::vector<Literal> outputs;
   Flatten(std::move(result), &outputs);
   return outputs;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/test_util.h"
@@ -283,6 +284,180 @@ TEST(InterpreterTest, IntegerArithmeticWrapsLikeHardware) {
                               "  ROOT %d = s32[3]{0} divide(%x, %y)\n"),
                        {Literal::CreateR1<int32_t>({7, -7, 5}), Literal::CreateR1<int32_t>({2, 2, 0})});
   EXPECT_EQ(out, Literal::CreateR1<int32_t>({3, -3, -1}));
+}
+
+
+// ---------------------------------------------------------------------------------------------------
+// Fusion, control flow, gather/scatter, select-and-scatter, single-replica collectives.
+
+TEST(InterpreterTest, LoopFusionGivesTheSameBitsAsTheUnfusedOps) {
+  std::string fused = "HloModule f\n\n%fused (p0: f32[4], p1: f32[4]) -> f32[4] {\n  %p0 = f32[4]{0} parameter(0)\n"
+                      "  %p1 = f32[4]{0} parameter(1)\n  %m = f32[4]{0} multiply(%p0, %p1)\n"
+                      "  %e = f32[4]{0} exponential(%m)\n  ROOT %a = f32[4]{0} add(%e, %p0)\n}\n\n"
+                      "ENTRY %main {\n  %x = f32[4]{0} parameter(0)\n  %y = f32[4]{0} parameter(1)\n"
+                      "  ROOT %f = f32[4]{0} fusion(%x, %y), kind=kLoop, calls=%fused\n}\n";
+  std::string plain = Module("  %x = f32[4]{0} parameter(0)\n  %y = f32[4]{0} parameter(1)\n"
+                             "  %m = f32[4]{0} multiply(%x, %y)\n  %e = f32[4]{0} exponential(%m)\n"
+                             "  ROOT %a = f32[4]{0} add(%e, %x)\n");
+  std::mt19937 rng(3);
+  std::vector<Literal> arguments = {Literal::Random(Shape::Make(PrimitiveType::F32, {4}), rng),
+                                    Literal::Random(Shape::Make(PrimitiveType::F32, {4}), rng)};
+  EXPECT_EQ(RunOne(fused, arguments), RunOne(plain, arguments));
+}
+
+TEST(InterpreterTest, FusionWithoutKindIsRejected) {
+  auto module = ParseHloModule("HloModule f\n\n%fused (p0: f32[2]) -> f32[2] {\n  ROOT %p0 = f32[2]{0} parameter(0)\n}\n\n"
+                               "ENTRY %main {\n  %x = f32[2]{0} parameter(0)\n  ROOT %f = f32[2]{0} fusion(%x), calls=%fused\n}\n");
+  ASSERT_TRUE(module.ok());
+  Status status = VerifyHloModule(**module);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("kind=kLoop"), std::string::npos) << status;
+}
+
+const char* kCounterLoop = R"(HloModule loop
+
+%cond (s: (s32[], f32[])) -> pred[] {
+  %s = (s32[], f32[]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(5)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+
+%body (s: (s32[], f32[])) -> (s32[], f32[]) {
+  %s = (s32[], f32[]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %x = f32[] get-tuple-element(%s), index=1
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  %two = f32[] constant(2)
+  %double = f32[] multiply(%x, %two)
+  ROOT %t = (s32[], f32[]) tuple(%next, %double)
+}
+
+ENTRY %main {
+  %x = f32[] parameter(0)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[]) tuple(%zero, %x)
+  ROOT %w = (s32[], f32[]) while(%init), condition=%cond, body=%body
+}
+)";
+
+TEST(InterpreterTest, WhileRunsTheBodyUntilTheConditionIsFalse) {
+  std::vector<Literal> out = RunAll(kCounterLoop, {Literal::CreateR0<float>(1.5f)});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].Get<int32_t>(0), 5);
+  EXPECT_EQ(out[1].Get<float>(0), 1.5f * 32);
+}
+
+TEST(InterpreterTest, ANonTerminatingWhileIsAnErrorNotAHang) {
+  std::string text = kCounterLoop;
+  text.replace(text.find("direction=LT"), 12, "direction=GE");
+  text.replace(text.find("%next = s32[] add"), 17, "%next = s32[] subtract");
+  // i starts at 0 >= 5 is false: make the loop endless with a condition that is always true.
+  text.replace(text.find("direction=GE"), 12, "direction=NE");
+  auto module = ParseHloModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  InterpreterOptions options;
+  options.max_while_iterations = 1000;
+  auto outputs = Interpret(**module, {Literal::CreateR0<float>(1.0f)}, options);
+  ASSERT_FALSE(outputs.ok());
+  EXPECT_EQ(outputs.status().code(), StatusCode::kFailedPrecondition) << outputs.status();
+}
+
+TEST(InterpreterTest, ConditionalPicksTheBranch) {
+  std::string extra = "%neg (a: f32[2]) -> f32[2] {\n  %a = f32[2]{0} parameter(0)\n  ROOT %n = f32[2]{0} negate(%a)\n}\n\n"
+                      "%id (b: f32[2]) -> f32[2] {\n  ROOT %b = f32[2]{0} parameter(0)\n}\n\n";
+  std::string pred_form = Module("  %p = pred[] parameter(0)\n  %x = f32[2]{0} parameter(1)\n"
+                                 "  ROOT %c = f32[2]{0} conditional(%p, %x, %x), true_computation=%neg, false_computation=%id\n",
+                                 extra);
+  Literal x = Literal::CreateR1<float>({1, -2});
+  EXPECT_EQ(RunOne(pred_form, {Literal::CreateR0<bool>(true), x}), Literal::CreateR1<float>({-1, 2}));
+  EXPECT_EQ(RunOne(pred_form, {Literal::CreateR0<bool>(false), x}), x);
+  std::string index_form = Module("  %i = s32[] parameter(0)\n  %x = f32[2]{0} parameter(1)\n"
+                                  "  ROOT %c = f32[2]{0} conditional(%i, %x, %x), branch_computations={%neg, %id}\n",
+                                  extra);
+  EXPECT_EQ(RunOne(index_form, {Literal::CreateR0<int32_t>(0), x}), Literal::CreateR1<float>({-1, 2}));
+  EXPECT_EQ(RunOne(index_form, {Literal::CreateR0<int32_t>(1), x}), x);
+  EXPECT_EQ(RunOne(index_form, {Literal::CreateR0<int32_t>(7), x}), x);  // out of range: the last branch
+}
+
+TEST(InterpreterTest, GatherRowsMatchesIndexingTheTable) {
+  // An embedding lookup: rows of a [5,3] table picked by s32 ids, clamped into range.
+  std::string text = Module("  %table = f32[5,3]{1,0} parameter(0)\n  %ids = s32[4]{0} parameter(1)\n"
+                            "  ROOT %g = f32[4,3]{1,0} gather(%table, %ids), offset_dims={1}, collapsed_slice_dims={0}, "
+                            "start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}\n");
+  std::mt19937 rng(11);
+  Literal table = Literal::Random(Shape::Make(PrimitiveType::F32, {5, 3}), rng);
+  std::vector<int32_t> ids = {4, 0, 2, 9};
+  Literal out = RunOne(text, {table, Literal::CreateR1<int32_t>(ids)});
+  ASSERT_EQ(out.shape(), Shape::Make(PrimitiveType::F32, {4, 3}));
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(out.Get<float>(r * 3 + c), table.Get<float>(std::min(ids[r], 4) * 3 + c)) << r;
+}
+
+TEST(InterpreterTest, GatherWindowsWithTwoDimensionalStarts) {
+  // 2x2 windows of a [4,4] matrix at (row, col) starts given as index vectors.
+  std::string text = Module("  %m = s32[4,4]{1,0} parameter(0)\n  %starts = s32[2,2]{1,0} parameter(1)\n"
+                            "  ROOT %g = s32[2,2,2]{2,1,0} gather(%m, %starts), offset_dims={1,2}, collapsed_slice_dims={}, "
+                            "start_index_map={0,1}, index_vector_dim=1, slice_sizes={2,2}\n");
+  std::vector<std::vector<int32_t>> rows;
+  for (int r = 0; r < 4; ++r) rows.push_back({r * 4, r * 4 + 1, r * 4 + 2, r * 4 + 3});
+  Literal out = RunOne(text, {Literal::CreateR2<int32_t>(rows), Literal::CreateR2<int32_t>({{1, 2}, {3, 0}})});
+  // Second start (3,0) is clamped to (2,0).
+  std::vector<int32_t> expected;
+  for (auto [r0, c0] : {std::pair{1, 2}, std::pair{2, 0}})
+    for (int r = 0; r < 2; ++r)
+      for (int c = 0; c < 2; ++c) expected.push_back((r0 + r) * 4 + c0 + c);
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(out.Get<int32_t>(static_cast<int64_t>(i)), expected[i]) << i;
+}
+
+TEST(InterpreterTest, ScatterAddAccumulatesRowUpdates) {
+  std::string text = Module("  %acc = f32[3,2]{1,0} parameter(0)\n  %ids = s32[3]{0} parameter(1)\n"
+                            "  %upd = f32[3,2]{1,0} parameter(2)\n"
+                            "  ROOT %s = f32[3,2]{1,0} scatter(%acc, %ids, %upd), update_window_dims={1}, "
+                            "inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add\n",
+                            kAddComputation);
+  Literal acc = Literal::CreateR2<float>({{1, 1}, {2, 2}, {3, 3}});
+  Literal upd = Literal::CreateR2<float>({{10, 20}, {30, 40}, {50, 60}});
+  // Row 2 gets two updates; id 5 is out of range and skipped.
+  Literal out = RunOne(text, {acc, Literal::CreateR1<int32_t>({2, 2, 5}), upd});
+  EXPECT_EQ(out.ToFloatVector(), (std::vector<float>{1, 1, 2, 2, 3 + 10 + 30, 3 + 20 + 40}));
+}
+
+TEST(InterpreterTest, SelectAndScatterRoutesToTheWindowMaximum) {
+  // Max-pool gradient: each source value goes to the position of its window's maximum.
+  std::string extra = std::string(kAddComputation) +
+                      "%ge (a: f32[], b: f32[]) -> pred[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+                      "  ROOT %c = pred[] compare(%a, %b), direction=GE\n}\n\n";
+  std::string text = Module("  %x = f32[4]{0} parameter(0)\n  %g = f32[2]{0} parameter(1)\n  %zero = f32[] constant(0)\n"
+                            "  ROOT %s = f32[4]{0} select-and-scatter(%x, %g, %zero), window={size=2 stride=2}, "
+                            "select=%ge, scatter=%add\n",
+                            extra);
+  Literal x = Literal::CreateR1<float>({1, 5, 7, 7});
+  Literal out = RunOne(text, {x, Literal::CreateR1<float>({0.5f, 2})});
+  // Ties keep the first element (GE prefers the current choice).
+  EXPECT_EQ(out.ToFloatVector(), (std::vector<float>{0, 0.5f, 2, 0}));
+}
+
+TEST(InterpreterTest, SingleReplicaAllReduceIsTheIdentity) {
+  std::string text = Module("  %x = f32[3]{0} parameter(0)\n"
+                            "  ROOT %r = f32[3]{0} all-reduce(%x), replica_groups={{0}}, to_apply=%add\n",
+                            kAddComputation);
+  Literal x = Literal::CreateR1<float>({1, 2, 3});
+  EXPECT_EQ(RunOne(text, {x}), x);
+  std::string no_groups = Module("  %x = f32[3]{0} parameter(0)\n  ROOT %r = f32[3]{0} all-reduce(%x), replica_groups={}, to_apply=%add\n",
+                                 kAddComputation);
+  EXPECT_EQ(RunOne(no_groups, {x}), x);
+  // Two replicas cannot be run on one.
+  std::string two = Module("  %x = f32[3]{0} parameter(0)\n  ROOT %r = f32[3]{0} all-reduce(%x), replica_groups={{0,1}}, to_apply=%add\n",
+                           kAddComputation);
+  auto module = ParseHloModule(two);
+  ASSERT_TRUE(module.ok());
+  EXPECT_TRUE(VerifyHloModule(**module).ok());
+  auto outputs = Interpret(**module, {x});
+  ASSERT_FALSE(outputs.ok());
+  EXPECT_EQ(outputs.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(outputs.status().message().find("single replica"), std::string::npos) << outputs.status();
 }
 
 // ---------------------------------------------------------------------------------------------------
