@@ -275,7 +275,7 @@ class ProgramGenerator {
 std::vector<uint32_t> RandomLine(std::mt19937& rng) {
   std::vector<uint32_t> line(kLanes);
   for (uint32_t& lane : line) {
-    const uint32_t kind = rng() % 32;
+    const uint32_t kind = rng() % (4 * kLanes);  // specials rarer on wide lines
     const uint32_t sign = (rng() & 1u) << 31;
     if (kind == 0) lane = sign;
     else if (kind == 1) lane = sign | 0x7F800000u;
