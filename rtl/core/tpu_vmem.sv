@@ -3,8 +3,8 @@
 // data. Two writes to one line in one cycle only happen in programs that break the ISA's ordering rule
 // (docs/isa.md); the higher port index wins.
 module tpu_vmem #(
-  parameter int unsigned Lines = 8192,
-  parameter int unsigned W     = 256,
+  parameter int unsigned Lines = tpu_pkg::VMEM_LINES,
+  parameter int unsigned W     = tpu_pkg::LINE_W,
   parameter int unsigned NumRd = 5,
   parameter int unsigned NumWr = 3,
   parameter int unsigned Aw    = $clog2(Lines)
