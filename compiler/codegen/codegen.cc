@@ -83,6 +83,15 @@ bool IsCommutative(HloOpcode op) { return op != HloOpcode::kSubtract; }
 
 bool IsVpuBinary(HloOpcode op) { return VpuOpcodeFor(op).has_value(); }
 
+// The value of a scalar f32 constant, or of a broadcast of one.
+std::optional<float> ScalarConstantValue(const HloInstruction& value) {
+  if (IsScalarF32Constant(value)) return value.literal().Get<float>(0);
+  if (value.opcode() == HloOpcode::kBroadcast && IsScalarF32Constant(*value.operand(0))) {
+    return value.operand(0)->literal().Get<float>(0);
+  }
+  return std::nullopt;
+}
+
 // kAdd or kMaximum when `reduce` applies that op to the two parameters of its computation; kUnknown otherwise.
 HloOpcode ReducerOpcode(const HloInstruction& reduce) {
   const hlo::HloComputation* reducer = reduce.to_apply();
@@ -216,6 +225,11 @@ bool CodeGenerator::ReadsFromMemory(const HloInstruction& user, const HloInstruc
     return other_foldable && user.operand(0) == &value;
   }
   if (user.opcode() == HloOpcode::kBroadcast && IsScalarF32Constant(value)) return false;
+  // A divisor that is a constant becomes the immediate of a multiplication.
+  if (user.opcode() == HloOpcode::kDivide && user.operand(1) == &value && user.operand(0) != &value &&
+      ScalarConstantValue(value)) {
+    return false;
+  }
   // The init value of a reduce is an immediate.
   if (user.opcode() == HloOpcode::kReduce && user.operand_count() == 2 && user.operand(1) == &value &&
       user.operand(0) != &value && IsScalarF32Constant(value)) {
@@ -253,6 +267,13 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     case HloOpcode::kMultiply:
     case HloOpcode::kMinimum:
       if (!IsVpuBinary(instruction.opcode())) return UnsupportedOp(instruction);
+      break;
+    case HloOpcode::kDivide:
+      // x / c = x * (1/c) for a constant c: at most one rounding more than the division (docs/numerics.md
+      // tolerance). Division by a computed value needs a reciprocal instruction.
+      if (!ScalarConstantValue(*instruction.operand(1)) || !IsVpuBinary(HloOpcode::kMultiply)) {
+        return UnsupportedOp(instruction);
+      }
       break;
     case HloOpcode::kNegate:
       // -x = (x * -1) + 0: the add turns the -0 of the padded lanes back into +0.
@@ -986,6 +1007,19 @@ Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
       b.kind = Src2::kImmediate;
       b.imm = FloatBits(zero->operand(0)->literal().Get<float>(0));
       return EmitElementwise(instruction, HloOpcode::kMaximum, instruction.operand(0), b);
+    }
+    case HloOpcode::kDivide: {
+      const uint32_t bits = FloatBits(1.0f / *ScalarConstantValue(*instruction.operand(1)));
+      const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
+      Src2 b;
+      if (layout.cols % L() == 0 || ImmediateKeepsPaddingZero(HloOpcode::kMultiply, bits)) {
+        b.kind = Src2::kImmediate;
+        b.imm = bits;
+      } else {
+        b.kind = Src2::kRow;
+        TPU_ASSIGN_OR_RETURN(b.constant_row, ConstantRow(bits, layout.cols));
+      }
+      return EmitElementwise(instruction, HloOpcode::kMultiply, instruction.operand(0), b);
     }
     case HloOpcode::kNegate: {
       Src2 b;

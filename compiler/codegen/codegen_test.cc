@@ -605,6 +605,28 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+TEST(CodegenTest, DivisionByAConstantMatchesTheInterpreter) {
+  const char* text = R"(HloModule divide
+ENTRY %main (a: f32[200,1], b: f32[]) -> (f32[200,1], f32[]) {
+  %a = f32[200,1]{1,0} parameter(0)
+  %b = f32[] parameter(1)
+  %c = f32[] constant(-3)
+  %bc = f32[200,1]{1,0} broadcast(f32[] %c), dimensions={}
+  %da = f32[200,1]{1,0} divide(f32[200,1]{1,0} %a, f32[200,1]{1,0} %bc)
+  %n = f32[] constant(200)
+  %db = f32[] divide(f32[] %b, f32[] %n)
+  ROOT %t = (f32[200,1]{1,0}, f32[]) tuple(%da, %db)
+}
+)";
+  if (!HasInstruction("VMUL")) {
+    StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
+    ASSERT_TRUE(module.ok()) << module.status();
+    EXPECT_EQ(Compile(**module, {}).status().code(), StatusCode::kNotFound);
+    GTEST_SKIP() << "VMUL is not in the instruction set yet";
+  }
+  CompileRunAndCompare(text, {}, 23);
+}
+
 TEST(CodegenTest, NegateMatchesTheInterpreter) {
   const char* text = R"(HloModule negate
 ENTRY %main (a: f32[200,1], b: f32[6,19]) -> (f32[200,1], f32[6,19]) {
