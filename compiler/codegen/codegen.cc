@@ -146,6 +146,10 @@ class CodeGenerator {
   Status EmitTranspose(const HloInstruction& instruction);
   Status EmitCopy(const HloInstruction* from, Location to);
   StatusOr<int32_t> ConstantRow(uint32_t bits, int64_t cols);
+  // A constant region holding the LANES x LANES identity matrix (MXU transposes and broadcasts).
+  int32_t IdentityRegion();
+  // Broadcast of a scalar or along the rows of a rank-2 result (dimensions={0}) on the MXU.
+  Status EmitLaneBroadcast(const HloInstruction& instruction);
   int32_t ConstantRegion(const HloInstruction& constant);
   // Runs `body(count)` over `total` items in chunks of `chunk`, advancing each pointer register by
   // step * chunk after every chunk. Full chunks run in a loop when there are two or more.
@@ -375,6 +379,21 @@ StatusOr<int32_t> CodeGenerator::ConstantRow(uint32_t bits, int64_t cols) {
   return index;
 }
 
+int32_t CodeGenerator::IdentityRegion() {
+  const uint32_t lanes = L();
+  auto key = std::make_pair(0xffffffffu, -static_cast<int64_t>(lanes));  // never the key of a constant row
+  if (auto it = constant_rows_.find(key); it != constant_rows_.end()) return it->second;
+  std::vector<float> eye(size_t{lanes} * lanes, 0.0f);
+  for (uint32_t i = 0; i < lanes; ++i) eye[size_t{i} * lanes + i] = 1.0f;
+  hlo::Shape shape = hlo::Shape::Make(hlo::PrimitiveType::F32, {int64_t{lanes}, int64_t{lanes}});
+  DeviceLayout layout = MakeDeviceLayout(shape, lanes);
+  program_.constants.push_back(layout);
+  program_.constant_bytes.push_back(ToDeviceBytes(hlo::Literal(shape, eye), layout));
+  const int32_t index = static_cast<int32_t>(program_.constants.size() - 1);
+  constant_rows_[key] = index;
+  return index;
+}
+
 Status CodeGenerator::ForChunks(uint32_t total, uint32_t chunk,
                                 const std::vector<std::pair<Reg, uint32_t>>& pointers,
                                 const std::function<Status(Reg count, uint32_t count_value)>& body) {
@@ -576,10 +595,7 @@ Status CodeGenerator::EmitBroadcast(const HloInstruction& instruction) {
     TPU_ASSIGN_OR_RETURN(row.constant_row, ConstantRow(bits, layout.cols));
     return EmitRowBroadcastInto(instruction, row);
   }
-  if (source.shape().rank() == 0) {
-    return Unimplemented("broadcast " + instruction.name() +
-                         ": broadcasting a scalar computed at run time is not supported (only constants)");
-  }
+  if (source.shape().rank() == 0) return EmitLaneBroadcast(instruction);
   const int rank = instruction.shape().rank();
   if (source.shape().rank() == 1 && instruction.dimensions().size() == 1 && instruction.dimensions(0) == rank - 1) {
     Src2 row;
@@ -588,6 +604,9 @@ Status CodeGenerator::EmitBroadcast(const HloInstruction& instruction) {
     return EmitRowBroadcastInto(instruction, row);
   }
   if (source.shape() == instruction.shape()) return EmitCopy(&source, locations_.at(&instruction));
+  if (source.shape().rank() == 1 && rank == 2 && instruction.dimensions() == std::vector<int64_t>{0}) {
+    return EmitLaneBroadcast(instruction);
+  }
   return Unimplemented("broadcast " + instruction.name() + " from " + source.shape().ToString() + " to " +
                        instruction.shape().ToString() + " with dimensions other than the minor one");
 }
@@ -674,6 +693,118 @@ Status CodeGenerator::EmitReduce(const HloInstruction& instruction) {
   return OkStatus();
 }
 
+// A value that lives in lanes spread over a line goes to every lane of its own output rows through the
+// MXU: a line copied into all LANES weight lines (DMA stride 0) and loaded with TRANSPOSE gives weights
+// W[k][n] = line.lane[k] for every column n < the copies; identity row e_k then yields lane k in every
+// lane. Weight lines past the last output column stay zero, which keeps padded lanes +0. Values are
+// rounded to bf16 by the MXU (within the tolerance of docs/numerics.md).
+//  - scalar source: the weights come from the scalar's line (only lane 0 is non-zero) and every output
+//    row streams e_0 (copies of the identity's first line), in chunks of rows;
+//  - dimensions={0} of a rank-2 result: block b of LANES output rows uses line b of the source and the
+//    identity, and the result lines are stored into every column tile.
+Status CodeGenerator::EmitLaneBroadcast(const HloInstruction& instruction) {
+  const HloInstruction& source = *instruction.operand(0);
+  const bool scalar = source.shape().rank() == 0;
+  const uint32_t lanes = L();
+  const DeviceLayout out = MakeDeviceLayout(instruction.shape(), lanes);
+  const uint32_t R = static_cast<uint32_t>(out.rows), C = static_cast<uint32_t>(out.cols);
+  if (R == 0 || C == 0) return OkStatus();
+  const uint32_t tiles = static_cast<uint32_t>(out.column_tiles(lanes));
+  const uint32_t full_tiles = C / lanes, rest = C % lanes;
+  // VMEM: weights [0, LANES), identity or e_0 copies [LANES, LANES + rows), results after them.
+  const uint32_t weights = 0, lhs = lanes;
+  const uint32_t max_rows = scalar ? (options_.vmem_lines - lanes) / 2 : lanes;
+  if (options_.vmem_lines < 3 * lanes || max_rows == 0) return VmemOverflow(instruction, 3 * lanes);
+  const uint32_t chunk = std::min(R, max_rows);
+  const uint32_t result = lhs + chunk;
+  const int32_t identity_region = IdentityRegion();
+
+  TPU_ASSIGN_OR_RETURN(ScopedReg weights_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg lhs_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg result_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg source_hbm, NewReg());
+  asm_.Li(weights_reg, weights);
+  asm_.Li(lhs_reg, lhs);
+  asm_.Li(result_reg, result);
+  {
+    TPU_ASSIGN_OR_RETURN(ScopedReg identity_hbm, NewReg());
+    asm_.LoadAddress(identity_hbm, RegionKind::kConstant, static_cast<uint32_t>(identity_region), 0);
+    // Scalar: `chunk` copies of e_0; otherwise the identity.
+    asm_.Li(count, scalar ? chunk : lanes);
+    asm_.DmaLoad(identity_hbm, lhs_reg, count, scalar ? 0 : 1);
+  }
+  LoadAddress(source_hbm, &source, 0);
+
+  // Weights from the source line at source_hbm: `columns` copies, the other weight lines zero.
+  auto load_weights = [&](uint32_t columns) {
+    if (columns < lanes) {
+      asm_.Li(count, lanes);
+      asm_.Vsplat(weights_reg, count, 0);
+      asm_.Sync(kSyncVpu);
+    }
+    asm_.Li(count, columns);
+    asm_.DmaLoad(source_hbm, weights_reg, count, 0);
+    asm_.Sync(kSyncDma);
+    asm_.MxuLoadWeights(weights_reg, /*transpose=*/true);
+  };
+  // Stores `rows` result lines into column tiles [first_tile, first_tile + tile_count) of the output rows
+  // starting at HBM line out_hbm.
+  auto store_tiles = [&](Reg out_hbm, Reg rows, uint32_t first_tile, uint32_t tile_count) -> Status {
+    TPU_ASSIGN_OR_RETURN(ScopedReg tile_hbm, NewReg());
+    asm_.Addi(tile_hbm, out_hbm, first_tile);
+    if (tile_count == 1) {
+      asm_.DmaStore(tile_hbm, result_reg, rows, tiles);
+      return OkStatus();
+    }
+    TPU_ASSIGN_OR_RETURN(ScopedReg tile_end, NewReg());
+    asm_.Addi(tile_end, out_hbm, first_tile + tile_count);
+    Assembler::Label loop = asm_.NewLabel();
+    asm_.Bind(loop);
+    asm_.DmaStore(tile_hbm, result_reg, rows, tiles);
+    asm_.Addi(tile_hbm, tile_hbm, 1);
+    asm_.Bne(tile_hbm, tile_end, loop);
+    return OkStatus();
+  };
+  // One result for the full tiles, one for the partial last tile; each stored into its tiles for the
+  // rows `rows` starting at out_hbm.
+  auto emit_rows = [&](Reg out_hbm, uint32_t rows) -> Status {
+    TPU_ASSIGN_OR_RETURN(ScopedReg rows_reg, NewReg());
+    asm_.Li(rows_reg, rows);
+    if (full_tiles > 0) {
+      load_weights(lanes);
+      asm_.MxuMatmul(lhs_reg, result_reg, rows_reg, /*accumulate=*/false, /*swap=*/true);
+      asm_.Sync(kSyncMxu);
+      TPU_RETURN_IF_ERROR(store_tiles(out_hbm, rows_reg, 0, full_tiles));
+    }
+    if (rest > 0) {
+      asm_.Sync(kSyncDma);  // the stores above read the result lines the next matmul writes
+      load_weights(rest);
+      asm_.MxuMatmul(lhs_reg, result_reg, rows_reg, /*accumulate=*/false, /*swap=*/true);
+      asm_.Sync(kSyncMxu);
+      TPU_RETURN_IF_ERROR(store_tiles(out_hbm, rows_reg, full_tiles, 1));
+    }
+    asm_.Sync(kSyncDma);
+    return OkStatus();
+  };
+  TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
+  LoadAddress(out_hbm, &instruction, 0);
+  if (scalar) {
+    for (uint32_t r0 = 0; r0 < R; r0 += chunk) {
+      TPU_RETURN_IF_ERROR(emit_rows(out_hbm, std::min(chunk, R - r0)));
+      asm_.Addi(out_hbm, out_hbm, chunk * tiles);
+    }
+    return OkStatus();
+  }
+  // Column broadcast: block b of rows takes line b of the source.
+  for (uint32_t b = 0; b * lanes < R; ++b) {
+    TPU_RETURN_IF_ERROR(emit_rows(out_hbm, std::min(lanes, R - b * lanes)));
+    asm_.Addi(out_hbm, out_hbm, lanes * tiles);
+    asm_.Addi(source_hbm, source_hbm, 1);
+  }
+  return OkStatus();
+}
+
 // Rank-2 transpose on the MXU: a LANES x LANES block of the operand is loaded as weights with
 // TRANSPOSE, and streaming the identity through them yields the block transposed, one output row per
 // identity row. The MXU rounds its inputs to bf16, so the values are bf16-rounded (relative error up to
@@ -693,20 +824,7 @@ Status CodeGenerator::EmitTranspose(const HloInstruction& instruction) {
   const uint32_t identity = 0, weights = lanes, result = 2 * lanes;
   if (options_.vmem_lines < 3 * lanes) return VmemOverflow(instruction, 3 * lanes);
 
-  std::vector<float> eye(size_t{lanes} * lanes, 0.0f);
-  for (uint32_t i = 0; i < lanes; ++i) eye[size_t{i} * lanes + i] = 1.0f;
-  auto key = std::make_pair(0xffffffffu, -static_cast<int64_t>(lanes));  // not a constant row's key
-  int32_t identity_region;
-  if (auto it = constant_rows_.find(key); it != constant_rows_.end()) {
-    identity_region = it->second;
-  } else {
-    hlo::Shape shape = hlo::Shape::Make(hlo::PrimitiveType::F32, {int64_t{lanes}, int64_t{lanes}});
-    DeviceLayout layout = MakeDeviceLayout(shape, lanes);
-    program_.constants.push_back(layout);
-    program_.constant_bytes.push_back(ToDeviceBytes(hlo::Literal(shape, eye), layout));
-    identity_region = static_cast<int32_t>(program_.constants.size() - 1);
-    constant_rows_[key] = identity_region;
-  }
+  const int32_t identity_region = IdentityRegion();
 
   TPU_ASSIGN_OR_RETURN(ScopedReg identity_reg, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg weights_reg, NewReg());

@@ -605,6 +605,52 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+struct LaneBroadcastCase {
+  std::vector<int64_t> out;
+  bool scalar;  // else a rank-1 source along dimension 0
+};
+
+class LaneBroadcasts : public ::testing::TestWithParam<LaneBroadcastCase> {};
+
+TEST_P(LaneBroadcasts, MatchTheInterpreter) {
+  const LaneBroadcastCase& c = GetParam();
+  const std::string out = ShapeText(c.out);
+  const std::string in = c.scalar ? "f32[]" : ShapeText({c.out[0]});
+  // The broadcast is an output of its own and also feeds an add.
+  CompileRunAndCompare(Format(R"(HloModule lane_broadcast
+ENTRY %main (v: $, x: $) -> ($, $) {
+  %v = $ parameter(0)
+  %x = $ parameter(1)
+  %b = $ broadcast($ %v), dimensions={$}
+  %s = $ add($ %x, $ %b)
+  ROOT %t = ($, $) tuple(%b, %s)
+}
+)", {in, out, out, out, in, out, out, in, c.scalar ? "" : "0", out, out, out, out, out}), {}, 33);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, LaneBroadcasts,
+    ::testing::Values(LaneBroadcastCase{{32, 10}, false}, LaneBroadcastCase{{13, 21}, false},
+                      LaneBroadcastCase{{8, 8}, false}, LaneBroadcastCase{{3, 1}, false},
+                      LaneBroadcastCase{{32, 10}, true}, LaneBroadcastCase{{120, 84}, true},
+                      LaneBroadcastCase{{5}, true}, LaneBroadcastCase{{2, 3, 9}, true}, LaneBroadcastCase{{1}, true}),
+    [](const ::testing::TestParamInfo<LaneBroadcastCase>& info) {
+      std::string name = info.param.scalar ? "scalar" : "column";
+      for (int64_t d : info.param.out) name += "_" + std::to_string(d);
+      return name;
+    });
+
+TEST(CodegenTest, ScalarBroadcastInChunks) {
+  CompileOptions options;
+  options.vmem_lines = 40;  // 16 rows per chunk
+  CompileRunAndCompare(R"(HloModule scalar_chunks
+ENTRY %main (v: f32[]) -> f32[50,20] {
+  %v = f32[] parameter(0)
+  ROOT %b = f32[50,20]{1,0} broadcast(f32[] %v), dimensions={}
+}
+)", options, 34);
+}
+
 TEST(CodegenTest, DivisionByAConstantMatchesTheInterpreter) {
   const char* text = R"(HloModule divide
 ENTRY %main (a: f32[200,1], b: f32[]) -> (f32[200,1], f32[]) {
