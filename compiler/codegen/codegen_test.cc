@@ -426,7 +426,10 @@ INSTANTIATE_TEST_SUITE_P(
                       ReduceCase{{5, 13}, {0}, true}, ReduceCase{{37, 84}, {0}, false},
                       ReduceCase{{200, 1}, {0, 1}, false}, ReduceCase{{1, 1}, {0, 1}, false},
                       ReduceCase{{200, 1}, {0}, true}, ReduceCase{{3, 5, 10}, {0, 1}, false},
-                      ReduceCase{{9, 120}, {0}, true}),
+                      ReduceCase{{9, 120}, {0}, true}, ReduceCase{{32, 10}, {1}, true},
+                      ReduceCase{{32, 10}, {1}, false}, ReduceCase{{5, 13}, {1}, false},
+                      ReduceCase{{32, 10}, {0, 1}, false}, ReduceCase{{200, 32}, {0, 1}, true},
+                      ReduceCase{{10}, {0}, true}, ReduceCase{{84}, {0}, false}),
     [](const ::testing::TestParamInfo<ReduceCase>& info) {
       std::string name = info.param.maximum ? "max" : "sum";
       for (int64_t d : info.param.dims) name += "_" + std::to_string(d);

@@ -1,5 +1,7 @@
 #include "compiler/codegen/prepare.h"
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -118,6 +120,63 @@ StatusOr<bool> CanonicalizeDot(HloComputation* computation, HloInstruction* dot)
   return changed;
 }
 
+hlo::Shape ArrayShape(hlo::PrimitiveType type, std::vector<int64_t> dims) {
+  return hlo::Shape::Make(type, std::move(dims));
+}
+
+// The identity of the reduction (0 for add, -inf for max), so that applying the init value twice
+// changes nothing.
+bool InitIsIdentity(const HloInstruction& reduce) {
+  const HloInstruction& init = *reduce.operand(1);
+  const hlo::HloComputation* reducer = reduce.to_apply();
+  if (init.opcode() != HloOpcode::kConstant || !init.has_literal() || init.shape().rank() != 0 ||
+      init.shape().element_type != hlo::PrimitiveType::F32 || reducer == nullptr ||
+      reducer->root_instruction() == nullptr) {
+    return false;
+  }
+  const float value = init.literal().Get<float>(0);
+  switch (reducer->root_instruction()->opcode()) {
+    case HloOpcode::kAdd: return value == 0.0f;
+    case HloOpcode::kMaximum: return value == -std::numeric_limits<float>::infinity();
+    default: return false;
+  }
+}
+
+// Reductions over the minor dimension become reductions over dimension 0 of the transpose, which the
+// VPU does: reduce(x[R,C], {1}) = reduce(transpose(x), {0}); reduce(x[R,C], {0,1}) reduces dimension 0
+// first, then the [C] row the same way; reduce(x[C], {0}) goes through [1,C]. Only for a minor
+// dimension of more than one element and an init value that is the identity. Returns the replacement
+// or nullptr.
+StatusOr<HloInstruction*> ReduceOverMinorThroughTranspose(HloComputation* computation, HloInstruction* reduce) {
+  if (reduce->operand_count() != 2 || reduce->shape().IsTuple() || !InitIsIdentity(*reduce)) return nullptr;
+  HloInstruction* operand = reduce->operand(0);
+  HloInstruction* init = reduce->operand(1);
+  const hlo::PrimitiveType type = reduce->shape().element_type;
+  const int rank = operand->shape().rank();
+  std::vector<int64_t> dims = reduce->dimensions();
+  std::sort(dims.begin(), dims.end());
+  if (rank < 1 || rank > 2 || dims.empty() || dims.back() != rank - 1) return nullptr;
+  const int64_t C = operand->shape().dimensions.back();
+  if (C <= 1) return nullptr;
+  hlo::HloComputation* reducer = reduce->to_apply();
+  auto add = [&](std::unique_ptr<HloInstruction> instruction) { return computation->AddInstruction(std::move(instruction)); };
+  // row [C] -> scalar []
+  auto reduce_row = [&](HloInstruction* row) {
+    HloInstruction* matrix = add(HloInstruction::CreateReshape(ArrayShape(type, {1, C}), row));
+    HloInstruction* column = add(HloInstruction::CreateTranspose(ArrayShape(type, {C, 1}), matrix, {1, 0}));
+    HloInstruction* one = add(HloInstruction::CreateReduce(ArrayShape(type, {1}), column, init, {0}, reducer));
+    return add(HloInstruction::CreateReshape(ArrayShape(type, {}), one));
+  };
+  if (rank == 1) return reduce_row(operand);
+  const int64_t R = operand->shape().dimensions[0];
+  if (dims.size() == 1) {
+    HloInstruction* transposed = add(HloInstruction::CreateTranspose(ArrayShape(type, {C, R}), operand, {1, 0}));
+    return add(HloInstruction::CreateReduce(ArrayShape(type, {R}), transposed, init, {0}, reducer));
+  }
+  HloInstruction* row = add(HloInstruction::CreateReduce(ArrayShape(type, {C}), operand, init, {0}, reducer));
+  return reduce_row(row);
+}
+
 bool DependsOnlyOnConstants(const HloInstruction& instruction) {
   if (!instruction.called_computations().empty()) return false;
   for (const HloInstruction* operand : instruction.operands()) {
@@ -152,6 +211,14 @@ StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule
     if (instruction->opcode() != HloOpcode::kDot) continue;
     TPU_ASSIGN_OR_RETURN(bool changed, CanonicalizeDot(entry, instruction));
     if (changed) ++local.canonicalized_dots;
+  }
+
+  for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {
+    if (instruction->opcode() != HloOpcode::kReduce) continue;
+    TPU_ASSIGN_OR_RETURN(HloInstruction * replacement, ReduceOverMinorThroughTranspose(entry, instruction));
+    if (replacement == nullptr) continue;
+    TPU_RETURN_IF_ERROR(entry->ReplaceInstruction(instruction, replacement));
+    ++local.rewritten_reductions;
   }
 
   for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {

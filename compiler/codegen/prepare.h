@@ -3,6 +3,7 @@
 //  - call instructions are inlined into the entry computation (nested calls too);
 //  - rank-2 dots read transposed operands directly (the contracting dimension flips) and a lhs that
 //    contracts its dimension 0 is transposed explicitly;
+//  - reductions over the minor dimension go through a transpose (see ReduceOverMinorThroughTranspose);
 //  - every value that does not depend on a parameter (iota, broadcasts and compares of constants, ...) is
 //    evaluated at compile time with the interpreter and becomes a constant, so that the device reads it
 //    from a kConstant region. Scalar f32 constants and their broadcasts stay as they are: codegen folds
@@ -20,6 +21,7 @@ struct PrepareStats {
   int inlined_calls = 0;
   int folded_constants = 0;
   int canonicalized_dots = 0;
+  int rewritten_reductions = 0;
 };
 
 StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule& module,
