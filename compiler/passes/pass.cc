@@ -1,5 +1,6 @@
 #include "compiler/passes/pass.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -45,6 +46,21 @@ StatusOr<bool> PassPipeline::Run(hlo::HloModule* module) {
     if (after_pass_) TPU_RETURN_IF_ERROR(after_pass_(static_cast<int>(i), pass.name(), *changed, *module));
   }
   return any_changed;
+}
+
+Status RemoveIfDead(hlo::HloComputation* computation, hlo::HloInstruction* instruction) {
+  std::vector<hlo::HloInstruction*> stack = {instruction};
+  while (!stack.empty()) {
+    hlo::HloInstruction* candidate = stack.back();
+    stack.pop_back();
+    if (candidate->user_count() != 0 || candidate->IsRoot() || candidate->opcode() == hlo::HloOpcode::kParameter) continue;
+    std::vector<hlo::HloInstruction*> operands = candidate->operands();
+    std::sort(operands.begin(), operands.end());
+    operands.erase(std::unique(operands.begin(), operands.end()), operands.end());
+    TPU_RETURN_IF_ERROR(computation->RemoveInstruction(candidate));
+    for (hlo::HloInstruction* operand : operands) stack.push_back(operand);
+  }
+  return OkStatus();
 }
 
 void AddDefaultPasses(PassPipeline* pipeline) {
