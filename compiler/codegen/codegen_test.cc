@@ -654,6 +654,34 @@ ENTRY %main (v: f32[]) -> f32[50,20] {
 )", options, 34);
 }
 
+class ColumnRowReshapes : public ::testing::TestWithParam<std::pair<std::vector<int64_t>, std::vector<int64_t>>> {};
+
+TEST_P(ColumnRowReshapes, MatchTheInterpreter) {
+  const std::string in = ShapeText(GetParam().first), out = ShapeText(GetParam().second);
+  CompileRunAndCompare(Format(R"(HloModule reshape
+ENTRY %main (a: $, b: $) -> $ {
+  %a = $ parameter(0)
+  %b = $ parameter(1)
+  %r = $ reshape($ %a)
+  ROOT %s = $ add($ %r, $ %b)
+}
+)", {in, out, out, in, out, out, in, out, out, out}), {}, 35);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ColumnRowReshapes,
+    ::testing::Values(std::make_pair(std::vector<int64_t>{200, 1}, std::vector<int64_t>{200}),
+                      std::make_pair(std::vector<int64_t>{13}, std::vector<int64_t>{13, 1}),
+                      std::make_pair(std::vector<int64_t>{1, 32}, std::vector<int64_t>{32, 1}),
+                      std::make_pair(std::vector<int64_t>{3, 1, 1}, std::vector<int64_t>{1, 3})),
+    [](const ::testing::TestParamInfo<std::pair<std::vector<int64_t>, std::vector<int64_t>>>& info) {
+      std::string name = "from";
+      for (int64_t d : info.param.first) name += "_" + std::to_string(d);
+      name += "_to";
+      for (int64_t d : info.param.second) name += "_" + std::to_string(d);
+      return name;
+    });
+
 TEST(CodegenTest, DivisionByAConstantMatchesTheInterpreter) {
   const char* text = R"(HloModule divide
 ENTRY %main (a: f32[200,1], b: f32[]) -> (f32[200,1], f32[]) {

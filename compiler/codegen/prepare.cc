@@ -177,6 +177,38 @@ StatusOr<HloInstruction*> ReduceOverMinorThroughTranspose(HloComputation* comput
   return reduce_row(row);
 }
 
+// Rows and columns of the device layout (compiler/codegen/program.h) of a shape.
+std::pair<int64_t, int64_t> RowsAndColumns(const hlo::Shape& shape) {
+  const int rank = shape.rank();
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < rank; ++d) rows *= shape.dimensions[d];
+  return {rows, rank == 0 ? 1 : shape.dimensions.back()};
+}
+
+// A reshape between a column (every element in a row of its own: [..., 1]) and a row (one device row,
+// [N] or [1, ..., N]) moves elements between lines and lanes: it is a transpose of [N,1] or [1,N],
+// between two reshapes that keep the device layout. Returns the replacement or nullptr.
+StatusOr<HloInstruction*> ReshapeThroughTranspose(HloComputation* computation, HloInstruction* reshape) {
+  const hlo::Shape& in = reshape->operand(0)->shape();
+  const hlo::Shape& out = reshape->shape();
+  if (!in.IsArray() || !out.IsArray()) return nullptr;
+  const auto [in_rows, in_cols] = RowsAndColumns(in);
+  const auto [out_rows, out_cols] = RowsAndColumns(out);
+  const int64_t n = in_rows * in_cols;
+  if (n <= 1 || !((in_cols == 1 && out_rows == 1) || (in_rows == 1 && out_cols == 1))) return nullptr;
+  const hlo::PrimitiveType type = out.element_type;
+  const std::vector<int64_t> from = in_cols == 1 ? std::vector<int64_t>{n, 1} : std::vector<int64_t>{1, n};
+  const std::vector<int64_t> to = {from[1], from[0]};
+  HloInstruction* matrix =
+      computation->AddInstruction(HloInstruction::CreateReshape(ArrayShape(type, from), reshape->operand(0)));
+  HloInstruction* transposed =
+      computation->AddInstruction(HloInstruction::CreateTranspose(ArrayShape(type, to), matrix, {1, 0}));
+  hlo::Shape result = out;
+  result.minor_to_major.clear();
+  result.layout_tiling.clear();
+  return computation->AddInstruction(HloInstruction::CreateReshape(result, transposed));
+}
+
 bool DependsOnlyOnConstants(const HloInstruction& instruction) {
   if (!instruction.called_computations().empty()) return false;
   for (const HloInstruction* operand : instruction.operands()) {
@@ -211,6 +243,15 @@ StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule
     if (instruction->opcode() != HloOpcode::kDot) continue;
     TPU_ASSIGN_OR_RETURN(bool changed, CanonicalizeDot(entry, instruction));
     if (changed) ++local.canonicalized_dots;
+  }
+
+  for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {
+    if (instruction->opcode() != HloOpcode::kReshape && instruction->opcode() != HloOpcode::kBitcast) continue;
+    if (instruction->operand(0)->opcode() == HloOpcode::kConstant) continue;  // folded below
+    TPU_ASSIGN_OR_RETURN(HloInstruction * replacement, ReshapeThroughTranspose(entry, instruction));
+    if (replacement == nullptr) continue;
+    TPU_RETURN_IF_ERROR(entry->ReplaceInstruction(instruction, replacement));
+    ++local.rewritten_reshapes;
   }
 
   for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {

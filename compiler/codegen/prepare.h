@@ -4,6 +4,7 @@
 //  - rank-2 dots read transposed operands directly (the contracting dimension flips) and a lhs that
 //    contracts its dimension 0 is transposed explicitly;
 //  - reductions over the minor dimension go through a transpose (see ReduceOverMinorThroughTranspose);
+//  - reshapes between a column ([N,1]) and a row ([N]) layout go through a transpose;
 //  - every value that does not depend on a parameter (iota, broadcasts and compares of constants, ...) is
 //    evaluated at compile time with the interpreter and becomes a constant, so that the device reads it
 //    from a kConstant region. Scalar f32 constants and their broadcasts stay as they are: codegen folds
@@ -22,6 +23,7 @@ struct PrepareStats {
   int folded_constants = 0;
   int canonicalized_dots = 0;
   int rewritten_reductions = 0;
+  int rewritten_reshapes = 0;
 };
 
 StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule& module,
