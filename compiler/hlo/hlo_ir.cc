@@ -95,6 +95,27 @@ std::string PaddingConfigToString(const PaddingConfig& config) {
   return out;
 }
 
+bool HasSideEffect(HloOpcode opcode) {
+  switch (opcode) {
+    case HloOpcode::kInfeed:
+    case HloOpcode::kOutfeed:
+    case HloOpcode::kSend:
+    case HloOpcode::kSendDone:
+    case HloOpcode::kRecv:
+    case HloOpcode::kRecvDone:
+    case HloOpcode::kRng:
+    case HloOpcode::kRngGetAndUpdateState:
+    case HloOpcode::kAllReduce:
+    case HloOpcode::kAllGather:
+    case HloOpcode::kAllToAll:
+    case HloOpcode::kReduceScatter:
+    case HloOpcode::kCollectivePermute:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool IsIdentityCustomCallTarget(std::string_view target) { return target == "AwsNeuronTransferWithStaticRing"; }
 
 // ---------------------------------------------------------------------------------------------------
@@ -392,6 +413,8 @@ int64_t HloComputation::RemoveDeadInstructions() {
   std::unordered_set<const HloInstruction*> live;
   std::vector<HloInstruction*> stack;
   if (root_ != nullptr) stack.push_back(root_);
+  for (HloInstruction* instruction : instruction_order_)
+    if (HasSideEffect(instruction->opcode())) stack.push_back(instruction);
   while (!stack.empty()) {
     HloInstruction* instruction = stack.back();
     stack.pop_back();

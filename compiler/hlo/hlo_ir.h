@@ -94,6 +94,12 @@ std::string PaddingConfigToString(const PaddingConfig& config);  // "0_0x1_1_0"
 // copy by the interpreter. Currently "AwsNeuronTransferWithStaticRing" (PyTorch/XLA Neuron transfer).
 bool IsIdentityCustomCallTarget(std::string_view target);
 
+// Opcodes whose instructions act beyond their result (I/O, communication, random state), so they must
+// run even when nothing uses their value: infeed, outfeed, send, send-done, recv, recv-done, rng,
+// rng-get-and-update-state, and collectives (all-reduce, all-gather, all-to-all, reduce-scatter,
+// collective-permute), which every replica must reach together.
+bool HasSideEffect(HloOpcode opcode);
+
 class HloInstruction {
  public:
   // A bare instruction; set attributes with the setters. Operands must belong to the same computation.
@@ -317,7 +323,8 @@ class HloComputation {
   Status RemoveInstruction(HloInstruction* instruction);
   // old->ReplaceAllUsesWith(replacement), then removes `old`.
   Status ReplaceInstruction(HloInstruction* old_instruction, HloInstruction* replacement);
-  // Removes every instruction not reachable from the root (parameters stay); returns how many.
+  // Removes every instruction not reachable from the root, except parameters and instructions with side
+  // effects (HasSideEffect), which stay with what they use; returns how many.
   int64_t RemoveDeadInstructions();
 
   HloInstruction* GetInstructionWithName(std::string_view name) const;

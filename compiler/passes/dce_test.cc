@@ -58,5 +58,76 @@ ENTRY %main (x: f32[2], y: f32[2]) -> (f32[2], f32[2]) {
   EXPECT_EQ(result.printed, Canonical(input));
 }
 
+
+TEST(DeadCodeEliminationTest, RemovesComputationsOnlyDeadCodeCalled) {
+  // %outer is called only by a dead call, and %inner only by %outer: both go. %sum is still a reducer.
+  const char* input = R"(HloModule dead_callees
+
+%inner (a: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  ROOT %n = f32[] negate(f32[] %a)
+}
+
+%outer (b: f32[]) -> f32[] {
+  %b = f32[] parameter(0)
+  ROOT %c = f32[] call(f32[] %b), to_apply=%inner
+}
+
+%sum (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %x, f32[] %y)
+}
+
+ENTRY %main (p: f32[4]) -> f32[] {
+  %p = f32[4]{0} parameter(0)
+  %zero = f32[] constant(0)
+  %unused = f32[] call(f32[] %zero), to_apply=%outer
+  ROOT %r = f32[] reduce(f32[4]{0} %p, f32[] %zero), dimensions={0}, to_apply=%sum
+}
+)";
+  const char* expected = R"(HloModule dead_callees
+
+%sum (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %x, f32[] %y)
+}
+
+ENTRY %main (p: f32[4]) -> f32[] {
+  %p = f32[4]{0} parameter(0)
+  %zero = f32[] constant(0)
+  ROOT %r = f32[] reduce(f32[4]{0} %p, f32[] %zero), dimensions={0}, to_apply=%sum
+}
+
+)";
+  DeadCodeElimination pass;
+  testing::PassResult result = RunPassOnText(pass, input);
+  EXPECT_TRUE(result.changed);
+  EXPECT_EQ(result.printed, expected);
+}
+
+TEST(DeadCodeEliminationTest, KeepsSideEffectsWhoseValueNobodyUses) {
+  const char* input = R"(HloModule effects
+
+%sum (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %x, f32[] %y)
+}
+
+ENTRY %main (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0)
+  %n = f32[4]{0} negate(f32[4]{0} %p)
+  %ar = f32[4]{0} all-reduce(f32[4]{0} %n), replica_groups={}, to_apply=%sum
+  ROOT %c = f32[4]{0} copy(f32[4]{0} %p)
+}
+)";
+  DeadCodeElimination pass;
+  testing::PassResult result = RunPassOnText(pass, input);
+  EXPECT_FALSE(result.changed);
+  EXPECT_EQ(result.printed, Canonical(input));
+}
+
 }  // namespace
 }  // namespace tpu::compiler

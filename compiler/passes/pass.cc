@@ -53,7 +53,9 @@ Status RemoveIfDead(hlo::HloComputation* computation, hlo::HloInstruction* instr
   while (!stack.empty()) {
     hlo::HloInstruction* candidate = stack.back();
     stack.pop_back();
-    if (candidate->user_count() != 0 || candidate->IsRoot() || candidate->opcode() == hlo::HloOpcode::kParameter) continue;
+    if (candidate->user_count() != 0 || candidate->IsRoot() || candidate->opcode() == hlo::HloOpcode::kParameter ||
+        hlo::HasSideEffect(candidate->opcode()))
+      continue;
     std::vector<hlo::HloInstruction*> operands = candidate->operands();
     std::sort(operands.begin(), operands.end());
     operands.erase(std::unique(operands.begin(), operands.end()), operands.end());

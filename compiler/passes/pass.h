@@ -61,8 +61,8 @@ class PassPipeline {
   std::string dump_dir_;
 };
 
-// Removes `instruction` if it has no users and is not the root or a parameter, then the operands that
-// leaves unused, transitively. For passes that replace instructions and clean up after themselves.
+// Removes `instruction` if it has no users and is not the root, a parameter or side-effecting, then the
+// operands that leaves unused, transitively. For passes that replace instructions and clean up after themselves.
 Status RemoveIfDead(hlo::HloComputation* computation, hlo::HloInstruction* instruction);
 
 // The default pipeline the compiler runs before codegen.

@@ -28,6 +28,9 @@ void AddPipelinePasses(PassPipeline* pipeline, const PipelineOptions& options) {
 StatusOr<bool> RunDefaultPipeline(hlo::HloModule* module, const PipelineOptions& options,
                                   PassPipeline::AfterPassHook after_pass) {
   if (module == nullptr) return InvalidArgument("RunDefaultPipeline: no module");
+  // Passes assume well-formed IR: bad input gets the verifier's error, not a pass's confusion.
+  Status input = hlo::VerifyHloModule(*module);
+  if (!input.ok()) return Status(input.code(), "the module does not verify before the pipeline: " + input.message());
   PassPipeline pipeline("default");
   AddPipelinePasses(&pipeline, options);
   pipeline.set_after_pass_hook([&](int index, std::string_view pass_name, bool changed,

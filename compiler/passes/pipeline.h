@@ -31,8 +31,8 @@ struct PipelineOptions {
 };
 
 // Runs the default pipeline; `after_pass` (may be empty) sees the module after each pass, e.g. to dump
-// it. The module is verified at the end (and after each pass with verify_each_pass). Returns whether
-// anything changed.
+// it. The module is verified first (its errors are returned as they are, prefixed), at the end, and
+// after each pass with verify_each_pass. Returns whether anything changed.
 StatusOr<bool> RunDefaultPipeline(hlo::HloModule* module, const PipelineOptions& options,
                                   PassPipeline::AfterPassHook after_pass = nullptr);
 

@@ -110,6 +110,15 @@ TEST(DefaultPipelineTest, OptionsTurnPassesOffAndVerifyEachPassNamesTheCulprit) 
   EXPECT_EQ(stopped.status().code(), StatusCode::kInternal);
 }
 
+TEST(DefaultPipelineTest, RejectsAModuleThatDoesNotVerify) {
+  auto module = hlo::ParseHloModule("HloModule bad\n\nENTRY %main {\n  %x = f32[2]{0} parameter(0)\n"
+                                    "  ROOT %y = f32[3]{0} negate(f32[2]{0} %x)\n}\n");
+  ASSERT_TRUE(module.ok()) << module.status();
+  StatusOr<bool> result = RunDefaultPipeline(module->get(), PipelineOptions{});
+  EXPECT_EQ(result.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(result.status().message().find("before the pipeline"), std::string::npos) << result.status();
+}
+
 // Every shared module goes through the pipeline and still verifies; the training steps interpret to the
 // same bits as before.
 std::vector<Literal> Arguments(const hlo::HloModule& module, const std::string& name) {
