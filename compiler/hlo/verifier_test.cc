@@ -167,5 +167,24 @@ TEST(VerifierTest, CollectiveShapeInferenceAndReplicaGroups) {
   EXPECT_NE(pairs.message().find("two pairs"), std::string::npos) << pairs;
 }
 
+
+TEST(VerifierTest, ControlFlowAndFusionSignatures) {
+  const std::string cond = "%cond (s: f32[2]) -> pred[] {\n  %s = f32[2]{0} parameter(0)\n  ROOT %t = pred[] constant(false)\n}\n\n";
+  const std::string body = "%body (s: f32[2]) -> f32[2] {\n  %s = f32[2]{0} parameter(0)\n  ROOT %n = f32[2]{0} negate(%s)\n}\n\n";
+  const std::string wide = "%wide (s: f32[3]) -> f32[3] {\n  %s = f32[3]{0} parameter(0)\n  ROOT %n = f32[3]{0} negate(%s)\n}\n\n";
+  auto module = [](const std::string& computations, const std::string& entry) {
+    return "HloModule m\n\n" + computations + "ENTRY %e {\n" + entry + "}\n";
+  };
+  EXPECT_TRUE(VerifyText(module(cond + body, "  %x = f32[2]{0} parameter(0)\n  ROOT %w = f32[2]{0} while(%x), condition=%cond, body=%body\n")).ok());
+  Status body_shape = VerifyText(module(cond + wide, "  %x = f32[2]{0} parameter(0)\n  ROOT %w = f32[2]{0} while(%x), condition=%cond, body=%wide\n"));
+  EXPECT_NE(body_shape.message().find("must take one parameter of shape f32[2]"), std::string::npos) << body_shape;
+  Status branches = VerifyText(module(body + wide, "  %p = pred[] parameter(0)\n  %x = f32[2]{0} parameter(1)\n"
+                                                   "  %y = f32[3]{0} parameter(2)\n"
+                                                   "  ROOT %c = f32[2]{0} conditional(%p, %x, %y), true_computation=%body, false_computation=%wide\n"));
+  EXPECT_NE(branches.message().find("same shape"), std::string::npos) << branches;
+  Status fusion = VerifyText(module(wide, "  %x = f32[2]{0} parameter(0)\n  ROOT %f = f32[3]{0} fusion(%x), kind=kLoop, calls=%wide\n"));
+  EXPECT_NE(fusion.message().find("does not match the fused parameter"), std::string::npos) << fusion;
+}
+
 }  // namespace
 }  // namespace tpu::hlo

@@ -460,6 +460,39 @@ TEST(InterpreterTest, SingleReplicaAllReduceIsTheIdentity) {
   EXPECT_NE(outputs.status().message().find("single replica"), std::string::npos) << outputs.status();
 }
 
+
+TEST(InterpreterTest, OtherCollectivesOnOneReplica) {
+  Literal x = Literal::CreateR1<float>({1, 2, 3, 4});
+  EXPECT_EQ(RunOne(Module("  %x = f32[4]{0} parameter(0)\n"
+                          "  ROOT %g = f32[4]{0} all-gather(%x), replica_groups={{0}}, dimensions={0}\n"), {x}), x);
+  EXPECT_EQ(RunOne(Module("  %x = f32[4]{0} parameter(0)\n"
+                          "  ROOT %s = f32[4]{0} reduce-scatter(%x), replica_groups={{0}}, dimensions={0}, to_apply=%add\n",
+                          kAddComputation), {x}), x);
+  EXPECT_EQ(RunOne(Module("  %x = f32[4]{0} parameter(0)\n"
+                          "  ROOT %p = f32[4]{0} collective-permute(%x), source_target_pairs={{0,0}}\n"), {x}), x);
+  // Nobody sends to replica 0: it receives zeros.
+  EXPECT_EQ(RunOne(Module("  %x = f32[4]{0} parameter(0)\n"
+                          "  ROOT %p = f32[4]{0} collective-permute(%x), source_target_pairs={}\n"), {x}),
+            Literal(Shape::Make(PrimitiveType::F32, {4})));
+  // Two operands give a tuple.
+  std::vector<Literal> both = RunAll(Module("  %x = f32[4]{0} parameter(0)\n  %y = f32[4]{0} negate(%x)\n"
+                                            "  ROOT %r = (f32[4]{0}, f32[4]{0}) all-reduce(%x, %y), replica_groups={}, to_apply=%add\n",
+                                            kAddComputation), {x});
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[0], x);
+  EXPECT_EQ(both[1], Literal::CreateR1<float>({-1, -2, -3, -4}));
+}
+
+TEST(InterpreterTest, GatherWithImplicitIndexVectorDimension) {
+  // index_vector_dim equal to the indices' rank: each scalar index is a one-element start vector.
+  std::string text = Module("  %v = s32[6]{0} parameter(0)\n  %i = s32[2,2]{1,0} parameter(1)\n"
+                            "  ROOT %g = s32[2,2]{1,0} gather(%v, %i), offset_dims={}, collapsed_slice_dims={0}, "
+                            "start_index_map={0}, index_vector_dim=2, slice_sizes={1}\n");
+  Literal values = Literal::CreateR1<int32_t>({10, 11, 12, 13, 14, 15});
+  Literal out = RunOne(text, {values, Literal::CreateR2<int32_t>({{5, 0}, {2, -3}})});
+  EXPECT_EQ(out, Literal::CreateR2<int32_t>({{15, 10}, {12, 10}}));
+}
+
 // ---------------------------------------------------------------------------------------------------
 // The shared real training steps, end to end.
 
