@@ -91,6 +91,21 @@ HloInstruction* Simplify(HloComputation* computation, HloInstruction* instructio
         if (s != 0) return nullptr;
       return operand;
     }
+    case HloOpcode::kConcatenate:
+      return instruction->operand_count() == 1 ? same_shape(instruction->operand(0)) : nullptr;
+    case HloOpcode::kReverse:
+      return instruction->dimensions().empty() ? same_shape(instruction->operand(0)) : nullptr;
+    case HloOpcode::kPad: {
+      for (const hlo::PaddingDimension& d : instruction->padding_config().dimensions)
+        if (d.edge_padding_low != 0 || d.edge_padding_high != 0 || d.interior_padding != 0) return nullptr;
+      return same_shape(instruction->operand(0));
+    }
+    case HloOpcode::kSelect: {
+      if (IsConstantOf(instruction->operand(0), 1)) return same_shape(instruction->operand(1));
+      if (IsConstantOf(instruction->operand(0), 0)) return same_shape(instruction->operand(2));
+      if (instruction->operand(1) == instruction->operand(2)) return same_shape(instruction->operand(1));
+      return nullptr;
+    }
     default:
       return nullptr;
   }

@@ -9,6 +9,8 @@
 //   transpose(x) with the identity permutation    -> x
 //   broadcast(x) to x's own shape, dimensions {0..n-1} -> x
 //   slice(x) covering all of x with stride 1      -> x
+//   concatenate(x), reverse(x) dimensions={}, pad(x, v) with no padding -> x
+//   select(true, a, b) -> a, select(false, a, b) -> b, select(p, a, a) -> a (constant predicates)
 // A broadcast of a scalar constant is left as it is: codegen lowers it to an immediate operand.
 // x + 0 -> x is exact except that -0 + 0 is +0; the rewritten module keeps the -0 (XLA does the same).
 #pragma once

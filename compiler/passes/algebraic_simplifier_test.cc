@@ -78,6 +78,47 @@ ENTRY %main (x: f32[2,3,4]) -> (f32[6,4], f32[4,2,3], f32[2,3,4], f32[2,3,4], f3
   EXPECT_EQ(result.printed, expected);
 }
 
+TEST(AlgebraicSimplifierTest, RemovesNoOpDataMovementAndConstantSelects) {
+  const char* input = R"(HloModule no_ops
+
+ENTRY %main (x: f32[4], y: f32[4], p: pred[4]) -> (f32[4], f32[4], f32[4], f32[4], f32[4]) {
+  %x = f32[4]{0} parameter(0)
+  %y = f32[4]{0} parameter(1)
+  %p = pred[4]{0} parameter(2)
+  %cat = f32[4]{0} concatenate(f32[4]{0} %x), dimensions={0}
+  %rev = f32[4]{0} reverse(f32[4]{0} %cat), dimensions={}
+  %zero = f32[] constant(0)
+  %pad = f32[4]{0} pad(f32[4]{0} %rev, f32[] %zero), padding=0_0
+  %true = pred[] constant(true)
+  %all_true = pred[4]{0} broadcast(pred[] %true), dimensions={}
+  %pick_x = f32[4]{0} select(pred[4]{0} %all_true, f32[4]{0} %pad, f32[4]{0} %y)
+  %false = pred[] constant(false)
+  %all_false = pred[4]{0} broadcast(pred[] %false), dimensions={}
+  %pick_y = f32[4]{0} select(pred[4]{0} %all_false, f32[4]{0} %x, f32[4]{0} %y)
+  %same = f32[4]{0} select(pred[4]{0} %p, f32[4]{0} %y, f32[4]{0} %y)
+  %real = f32[4]{0} select(pred[4]{0} %p, f32[4]{0} %x, f32[4]{0} %y)
+  %flip = f32[4]{0} reverse(f32[4]{0} %x), dimensions={0}
+  ROOT %t = (f32[4]{0}, f32[4]{0}, f32[4]{0}, f32[4]{0}, f32[4]{0}) tuple(f32[4]{0} %pick_x, f32[4]{0} %pick_y, f32[4]{0} %same, f32[4]{0} %real, f32[4]{0} %flip)
+}
+)";
+  const char* expected = R"(HloModule no_ops
+
+ENTRY %main (x: f32[4], y: f32[4], p: pred[4]) -> (f32[4], f32[4], f32[4], f32[4], f32[4]) {
+  %x = f32[4]{0} parameter(0)
+  %y = f32[4]{0} parameter(1)
+  %p = pred[4]{0} parameter(2)
+  %real = f32[4]{0} select(pred[4]{0} %p, f32[4]{0} %x, f32[4]{0} %y)
+  %flip = f32[4]{0} reverse(f32[4]{0} %x), dimensions={0}
+  ROOT %t = (f32[4]{0}, f32[4]{0}, f32[4]{0}, f32[4]{0}, f32[4]{0}) tuple(f32[4]{0} %x, f32[4]{0} %y, f32[4]{0} %y, f32[4]{0} %real, f32[4]{0} %flip)
+}
+
+)";
+  AlgebraicSimplifier pass;
+  testing::PassResult result = RunPassOnText(pass, input);
+  EXPECT_TRUE(result.changed);
+  EXPECT_EQ(result.printed, expected);
+}
+
 TEST(AlgebraicSimplifierTest, LeavesRealWorkAndScalarBroadcastsAlone) {
   const char* input = R"(HloModule real_work
 
