@@ -477,44 +477,76 @@ void ChipModel::Issue(uint64_t word) {
     }
     case Opcode::MXU_LW: {
       if (!CheckVmemRange(reg(in.rs1), config_.lanes)) return;
-      if (!WaitUntil(unit_busy_until_[kMxu])) return;
+      const uint64_t mxu_idle = unit_busy_until_[kMxu];
+      if (!WaitUntil(std::min(mxu_lw_ready_, mxu_idle))) return;
       ExecuteMxuLoadWeights(reg(in.rs1), (in.flags & flag::MXU_LW_TRANSPOSE) != 0);
-      unit_busy_until_[kMxu] = core_time_ + config_.lanes + timing_.mxu_lw_overhead;
+      // Reads start once the back bank's rows are out; the last line arrives N cycles after the first read.
+      const uint64_t first_read = std::max(core_time_ + 1, std::min(mxu_bank_free_[1 - mxu_front_bank_], mxu_idle));
+      const uint64_t last_line = first_read + config_.lanes + timing_.mxu_lw_overhead - 2;
+      mxu_lw_ready_ = last_line + 1;
+      mxu_mm_ready_ = std::max(std::min(mxu_mm_ready_, mxu_idle), last_line);
+      unit_busy_until_[kMxu] = std::max(mxu_idle, last_line + 1);
       break;
     }
     case Opcode::MXU_MM: {
       const uint32_t count = reg(in.rs3);
       if (!CheckVmemRange(reg(in.rs1), count) || !CheckVmemRange(reg(in.rs2), count)) return;
-      if (!WaitUntil(unit_busy_until_[kMxu])) return;
+      const uint64_t mxu_idle = unit_busy_until_[kMxu];
+      if (!WaitUntil(std::min(mxu_mm_ready_, mxu_idle))) return;
       if (in.flags & flag::MXU_MM_SWAP) {  // also when count is 0
         mxu_front_.swap(mxu_back_);
         mxu_front_bf16_.swap(mxu_back_bf16_);
+        mxu_front_bank_ = 1 - mxu_front_bank_;
       }
       ExecuteMxuMatmul(reg(in.rs1), reg(in.rs2), count, (in.flags & flag::MXU_MM_ACC) != 0);
-      unit_busy_until_[kMxu] =
-          core_time_ + (count == 0 ? 1 : uint64_t{count} + 2ull * config_.lanes + timing_.mxu_mm_overhead);
+      // Rows are read in cycles T+1..T+C; the next MXU_MM may issue in the cycle of the last read.
+      const uint64_t rows_out = core_time_ + uint64_t{count} + 2ull * config_.lanes + timing_.mxu_mm_overhead;
+      mxu_mm_ready_ = core_time_ + std::max<uint64_t>(count, 1);
+      if (count > 0) mxu_bank_free_[mxu_front_bank_] = rows_out;
+      unit_busy_until_[kMxu] = std::max(mxu_idle, count == 0 ? core_time_ + 1 : rows_out);
       mxu_busy_ += count;
       break;
     }
     case Opcode::VADD:
     case Opcode::VMAX:
+    case Opcode::VSUB:
+    case Opcode::VMUL:
+    case Opcode::VMIN:
+    case Opcode::VAND:
+    case Opcode::VOR:
+    case Opcode::VXOR:
+    case Opcode::VCMP:
+    case Opcode::VSEL:
+    case Opcode::VCVT:
+    case Opcode::VTRANS:
     case Opcode::VSPLAT: {
       const uint32_t count = reg(in.rs3);
-      // VADD and VMAX share their flag bit positions (generated as VADD_* and VMAX_*).
-      static_assert(flag::VADD_SRC2_IMM == flag::VMAX_SRC2_IMM && flag::VADD_SRC2_BCAST == flag::VMAX_SRC2_BCAST,
-                    "VADD and VMAX flags must agree");
-      const bool src2_imm = (in.flags & flag::VADD_SRC2_IMM) != 0;
+      // Every binary vector op has SRC2_BCAST/SRC2_IMM at the positions of VADD's (checked below).
+      static_assert(flag::VADD_SRC2_IMM == flag::VMAX_SRC2_IMM && flag::VADD_SRC2_BCAST == flag::VMAX_SRC2_BCAST &&
+                        flag::VADD_SRC2_IMM == flag::VSEL_SRC2_IMM && flag::VADD_SRC2_BCAST == flag::VSEL_SRC2_BCAST &&
+                        flag::VADD_SRC2_IMM == flag::VCMP_SRC2_IMM && flag::VADD_SRC2_BCAST == flag::VXOR_SRC2_BCAST,
+                    "binary vector op flags must agree");
+      const bool binary = info->opcode != Opcode::VSPLAT && info->opcode != Opcode::VCVT &&
+                          info->opcode != Opcode::VTRANS;
+      const bool src2_imm = binary && (in.flags & flag::VADD_SRC2_IMM) != 0;
       const bool src2_bcast = (in.flags & flag::VADD_SRC2_BCAST) != 0;
-      if (!CheckVmemRange(reg(in.rd), count)) return;
+      // VTRANS moves blocks of LANES lines.
+      const uint64_t lines = info->opcode == Opcode::VTRANS ? uint64_t{count} * config_.lanes : count;
+      if (!CheckVmemRange(reg(in.rd), lines)) return;
       if (info->opcode != Opcode::VSPLAT) {
-        if (!CheckVmemRange(reg(in.rs1), count)) return;
+        if (!CheckVmemRange(reg(in.rs1), lines)) return;
         // The broadcast operand is one line, read only when there is work to do.
-        if (!src2_imm && !CheckVmemRange(reg(in.rs2), src2_bcast ? std::min<uint32_t>(count, 1) : count)) return;
+        if (binary && !src2_imm && !CheckVmemRange(reg(in.rs2), src2_bcast ? std::min<uint32_t>(count, 1) : count)) return;
       }
       if (!WaitUntil(unit_busy_until_[kVpu])) return;
       ExecuteVector(in.opcode, in.flags, reg(in.rd), reg(in.rs1), reg(in.rs2), count, in.imm);
-      unit_busy_until_[kVpu] = core_time_ + (count == 0 ? timing_.vpu_empty : uint64_t{count} + timing_.vpu_overhead);
-      vpu_busy_ += count;
+      // VSEL reads three lines per line over two read ports (two cycles a line); VTRANS reads a block,
+      // then writes it (2 * LANES cycles a block).
+      uint64_t cycles = count;
+      if (info->opcode == Opcode::VSEL) cycles = 2ull * count;
+      if (info->opcode == Opcode::VTRANS) cycles = 2ull * lines;
+      unit_busy_until_[kVpu] = core_time_ + (count == 0 ? timing_.vpu_empty : cycles + timing_.vpu_overhead);
+      vpu_busy_ += static_cast<uint32_t>(lines);
       break;
     }
   }
@@ -588,21 +620,61 @@ void ChipModel::ExecuteMxuMatmul(uint32_t lhs, uint32_t dst, uint32_t count, boo
 
 void ChipModel::ExecuteVector(uint8_t opcode, uint8_t flags, uint32_t dst, uint32_t src1, uint32_t src2,
                               uint32_t count, uint32_t imm) {
+  namespace num = tpu::numerics;
+  namespace flag = tpu::isa::flag;
   const uint32_t lanes = config_.lanes;
-  if (opcode == static_cast<uint8_t>(Opcode::VSPLAT)) {
+  const Opcode op = static_cast<Opcode>(opcode);
+  if (op == Opcode::VSPLAT) {
     for (uint32_t i = 0; i < count; ++i) std::fill_n(VmemLine(dst + i), lanes, imm);
     return;
   }
-  const bool is_max = opcode == static_cast<uint8_t>(Opcode::VMAX);
-  const bool src2_imm = (flags & tpu::isa::flag::VADD_SRC2_IMM) != 0;
-  const bool src2_bcast = (flags & tpu::isa::flag::VADD_SRC2_BCAST) != 0;
+  if (op == Opcode::VTRANS) {
+    for (uint32_t block = 0; block < count; ++block) {
+      const uint64_t base = uint64_t{block} * lanes;
+      for (uint32_t j = 0; j < lanes; ++j) {
+        uint32_t* out = VmemLine(static_cast<uint32_t>(dst + base + j));
+        for (uint32_t i = 0; i < lanes; ++i) out[i] = VmemLine(static_cast<uint32_t>(src1 + base + i))[j];
+      }
+    }
+    return;
+  }
+  if (op == Opcode::VCVT) {
+    const bool to_s32 = (flags & flag::VCVT_F32_TO_S32) != 0;
+    for (uint32_t i = 0; i < count; ++i) {
+      const uint32_t* a = VmemLine(src1 + i);
+      uint32_t* out = VmemLine(dst + i);
+      for (uint32_t n = 0; n < lanes; ++n) out[n] = to_s32 ? num::F32ToS32(a[n]) : num::S32ToF32(a[n]);
+    }
+    return;
+  }
+  const bool src2_imm = (flags & flag::VADD_SRC2_IMM) != 0;
+  const bool src2_bcast = (flags & flag::VADD_SRC2_BCAST) != 0;
+  const bool is_int = (flags & flag::VADD_INT) != 0 && op != Opcode::VAND && op != Opcode::VOR &&
+                      op != Opcode::VXOR && op != Opcode::VSEL;
+  const auto dir = static_cast<num::CmpDir>((flags & flag::VCMP_DIR_MASK) >> flag::VCMP_DIR_LSB);
   for (uint32_t i = 0; i < count; ++i) {
     const uint32_t* a = VmemLine(src1 + i);
     const uint32_t* b = src2_imm ? nullptr : VmemLine(src2_bcast ? src2 : src2 + i);
     uint32_t* out = VmemLine(dst + i);
     for (uint32_t n = 0; n < lanes; ++n) {
-      const uint32_t operand = b ? b[n] : imm;
-      out[n] = is_max ? tpu::numerics::F32Max(a[n], operand) : tpu::numerics::F32Add(a[n], operand);
+      const uint32_t x = a[n];
+      const uint32_t y = b ? b[n] : imm;
+      const int32_t sx = static_cast<int32_t>(x), sy = static_cast<int32_t>(y);
+      uint32_t r = 0;
+      switch (op) {
+        case Opcode::VADD: r = is_int ? x + y : num::F32Add(x, y); break;
+        case Opcode::VSUB: r = is_int ? x - y : num::F32Sub(x, y); break;
+        case Opcode::VMUL: r = is_int ? x * y : num::F32Mul(x, y); break;
+        case Opcode::VMAX: r = is_int ? static_cast<uint32_t>(std::max(sx, sy)) : num::F32Max(x, y); break;
+        case Opcode::VMIN: r = is_int ? static_cast<uint32_t>(std::min(sx, sy)) : num::F32Min(x, y); break;
+        case Opcode::VAND: r = x & y; break;
+        case Opcode::VOR: r = x | y; break;
+        case Opcode::VXOR: r = x ^ y; break;
+        case Opcode::VCMP: r = is_int ? num::S32Compare(x, y, dir) : num::F32Compare(x, y, dir); break;
+        case Opcode::VSEL: r = out[n] != 0 ? x : y; break;  // the mask is the destination's old value
+        default: break;
+      }
+      out[n] = r;
     }
   }
 }

@@ -27,7 +27,32 @@ constexpr FlagName kFlagNames[] = {
     {Opcode::VADD, tpu::isa::flag::VADD_SRC2_IMM, "SRC2_IMM"},
     {Opcode::VMAX, tpu::isa::flag::VMAX_SRC2_BCAST, "SRC2_BCAST"},
     {Opcode::VMAX, tpu::isa::flag::VMAX_SRC2_IMM, "SRC2_IMM"},
+    {Opcode::VSUB, tpu::isa::flag::VSUB_SRC2_BCAST, "SRC2_BCAST"},
+    {Opcode::VSUB, tpu::isa::flag::VSUB_SRC2_IMM, "SRC2_IMM"},
+    {Opcode::VMUL, tpu::isa::flag::VMUL_SRC2_BCAST, "SRC2_BCAST"},
+    {Opcode::VMUL, tpu::isa::flag::VMUL_SRC2_IMM, "SRC2_IMM"},
+    {Opcode::VMIN, tpu::isa::flag::VMIN_SRC2_BCAST, "SRC2_BCAST"},
+    {Opcode::VMIN, tpu::isa::flag::VMIN_SRC2_IMM, "SRC2_IMM"},
+    {Opcode::VAND, tpu::isa::flag::VAND_SRC2_BCAST, "SRC2_BCAST"},
+    {Opcode::VAND, tpu::isa::flag::VAND_SRC2_IMM, "SRC2_IMM"},
+    {Opcode::VOR, tpu::isa::flag::VOR_SRC2_BCAST, "SRC2_BCAST"},
+    {Opcode::VOR, tpu::isa::flag::VOR_SRC2_IMM, "SRC2_IMM"},
+    {Opcode::VXOR, tpu::isa::flag::VXOR_SRC2_BCAST, "SRC2_BCAST"},
+    {Opcode::VXOR, tpu::isa::flag::VXOR_SRC2_IMM, "SRC2_IMM"},
+    {Opcode::VCMP, tpu::isa::flag::VCMP_SRC2_BCAST, "SRC2_BCAST"},
+    {Opcode::VCMP, tpu::isa::flag::VCMP_SRC2_IMM, "SRC2_IMM"},
+    {Opcode::VSEL, tpu::isa::flag::VSEL_SRC2_BCAST, "SRC2_BCAST"},
+    {Opcode::VSEL, tpu::isa::flag::VSEL_SRC2_IMM, "SRC2_IMM"},
+    {Opcode::VADD, tpu::isa::flag::VADD_INT, "INT"},
+    {Opcode::VMAX, tpu::isa::flag::VMAX_INT, "INT"},
+    {Opcode::VSUB, tpu::isa::flag::VSUB_INT, "INT"},
+    {Opcode::VMUL, tpu::isa::flag::VMUL_INT, "INT"},
+    {Opcode::VMIN, tpu::isa::flag::VMIN_INT, "INT"},
+    {Opcode::VCMP, tpu::isa::flag::VCMP_INT, "INT"},
+    {Opcode::VCVT, tpu::isa::flag::VCVT_F32_TO_S32, "F32_TO_S32"},
 };
+
+constexpr const char* kCmpDirNames[8] = {"EQ", "NE", "LT", "LE", "GT", "GE", "DIR6", "DIR7"};
 
 std::string Reg(uint8_t index) { return "s" + std::to_string(index); }
 
@@ -47,6 +72,10 @@ std::string Number(uint32_t value) {
 std::string Flags(Opcode opcode, uint8_t flags) {
   std::string text;
   uint8_t known = 0;
+  if (opcode == Opcode::VCMP) {  // the direction field is always shown
+    known |= tpu::isa::flag::VCMP_DIR_MASK;
+    text += std::string(" ") + kCmpDirNames[(flags & tpu::isa::flag::VCMP_DIR_MASK) >> tpu::isa::flag::VCMP_DIR_LSB];
+  }
   for (const FlagName& flag : kFlagNames) {
     if (flag.opcode != opcode) continue;
     known |= flag.bit;
@@ -93,11 +122,21 @@ std::string Disassemble(uint64_t word) {
     case Opcode::MXU_LW: return name + " " + Reg(in.rs1) + flags;
     case Opcode::MXU_MM: return name + " " + Reg(in.rs1) + ", " + Reg(in.rs2) + ", " + Reg(in.rs3) + flags;
     case Opcode::VADD:
-    case Opcode::VMAX: {
+    case Opcode::VMAX:
+    case Opcode::VSUB:
+    case Opcode::VMUL:
+    case Opcode::VMIN:
+    case Opcode::VAND:
+    case Opcode::VOR:
+    case Opcode::VXOR:
+    case Opcode::VCMP:
+    case Opcode::VSEL: {
       std::string text = name + " " + Reg(in.rd) + ", " + Reg(in.rs1) + ", " + Reg(in.rs2) + ", " + Reg(in.rs3);
       if (in.flags & tpu::isa::flag::VADD_SRC2_IMM) text += ", " + Hex(in.imm);
       return text + flags;
     }
+    case Opcode::VCVT:
+    case Opcode::VTRANS: return name + " " + Reg(in.rd) + ", " + Reg(in.rs1) + ", " + Reg(in.rs3) + flags;
     case Opcode::VSPLAT: return name + " " + Reg(in.rd) + ", " + Reg(in.rs3) + ", " + Hex(in.imm) + flags;
   }
   return name;

@@ -141,6 +141,119 @@ inline uint32_t F32Max(uint32_t a, uint32_t b) {
   return key_a >= key_b ? a : b;
 }
 
+// min(a, b): DAZ; NaN if either is NaN; min(-0, +0) = -0.
+inline uint32_t F32Min(uint32_t a, uint32_t b) {
+  if (((a >> 23) & 0xFFu) == 0) a &= kF32SignMask;
+  if (((b >> 23) & 0xFFu) == 0) b &= kF32SignMask;
+  if (IsF32Nan(a) || IsF32Nan(b)) return kF32CanonicalNan;
+  const uint32_t key_a = (a & kF32SignMask) ? ~a : (a | kF32SignMask);
+  const uint32_t key_b = (b & kF32SignMask) ? ~b : (b | kF32SignMask);
+  return key_a <= key_b ? a : b;
+}
+
+// a - b = a + (-b): flipping the sign of b is exact, also for NaN (it stays a NaN) and zeros.
+inline uint32_t F32Sub(uint32_t a, uint32_t b) { return F32Add(a, b ^ kF32SignMask); }
+
+// fp32 x fp32: DAZ; the exact 48-bit significand product rounded RNE to 24 bits; then FTZ (below
+// 2^-126 after rounding, as if the exponent range were unbounded) and overflow to infinity.
+inline uint32_t F32Mul(uint32_t a, uint32_t b) {
+  const uint32_t sign = (a ^ b) & kF32SignMask;
+  const int32_t exp_a = (a >> 23) & 0xFF;
+  const int32_t exp_b = (b >> 23) & 0xFF;
+  if (exp_a == 0xFF || exp_b == 0xFF) {
+    if (IsF32Nan(a) || IsF32Nan(b) || exp_a == 0 || exp_b == 0) return kF32CanonicalNan;  // inf * 0
+    return sign | kF32Inf;
+  }
+  if (exp_a == 0 || exp_b == 0) return sign;  // DAZ: zero times finite
+  const uint64_t product = uint64_t{(a & kF32FractionMask) | 0x00800000u} * ((b & kF32FractionMask) | 0x00800000u);
+  const uint32_t carry = static_cast<uint32_t>(product >> 47);  // product in [2^46, 2^48)
+  // Keep 24 significant bits; the rest are round (top dropped bit) and sticky (any other).
+  const uint32_t dropped_bits = 23 + carry;
+  const uint64_t kept = product >> dropped_bits;
+  const uint64_t rest = product & ((uint64_t{1} << dropped_bits) - 1);
+  const uint64_t half = uint64_t{1} << (dropped_bits - 1);
+  const uint64_t round_up = (rest > half) || (rest == half && (kept & 1));
+  // Biased exponent before rounding; a rounding carry out of 24 bits ripples into it below.
+  const int32_t exponent = exp_a + exp_b - 127 + static_cast<int32_t>(carry);
+  const int64_t magnitude = (int64_t{exponent - 1} << 23) + static_cast<int64_t>(kept + round_up);
+  if (magnitude < (int64_t{1} << 23)) return sign;  // FTZ: below 2^-126 after rounding
+  if (magnitude >= kF32Inf) return sign | kF32Inf;
+  return sign | static_cast<uint32_t>(magnitude);
+}
+
+// Comparison directions of VCMP (flag field DIR).
+enum class CmpDir : uint32_t { kEq = 0, kNe = 1, kLt = 2, kLe = 3, kGt = 4, kGe = 5 };
+
+// fp32 comparison: DAZ; -0 == +0; any NaN operand makes every direction false except NE.
+// Directions 6 and 7 (not defined) compare false.
+inline bool F32Compare(uint32_t a, uint32_t b, CmpDir dir) {
+  if (((a >> 23) & 0xFFu) == 0) a &= kF32SignMask;
+  if (((b >> 23) & 0xFFu) == 0) b &= kF32SignMask;
+  if (IsF32Nan(a) || IsF32Nan(b)) return dir == CmpDir::kNe;
+  if ((a & kF32MagnitudeMask) == 0) a = 0;  // -0 == +0
+  if ((b & kF32MagnitudeMask) == 0) b = 0;
+  const uint32_t key_a = (a & kF32SignMask) ? ~a : (a | kF32SignMask);
+  const uint32_t key_b = (b & kF32SignMask) ? ~b : (b | kF32SignMask);
+  switch (dir) {
+    case CmpDir::kEq: return key_a == key_b;
+    case CmpDir::kNe: return key_a != key_b;
+    case CmpDir::kLt: return key_a < key_b;
+    case CmpDir::kLe: return key_a <= key_b;
+    case CmpDir::kGt: return key_a > key_b;
+    case CmpDir::kGe: return key_a >= key_b;
+  }
+  return false;
+}
+
+// s32 comparison (two's complement), same directions.
+inline bool S32Compare(uint32_t a, uint32_t b, CmpDir dir) {
+  const int32_t x = static_cast<int32_t>(a);
+  const int32_t y = static_cast<int32_t>(b);
+  switch (dir) {
+    case CmpDir::kEq: return x == y;
+    case CmpDir::kNe: return x != y;
+    case CmpDir::kLt: return x < y;
+    case CmpDir::kLe: return x <= y;
+    case CmpDir::kGt: return x > y;
+    case CmpDir::kGe: return x >= y;
+  }
+  return false;
+}
+
+// fp32 -> s32: DAZ, truncate toward zero, saturate to [-2^31, 2^31 - 1] (infinities too), NaN -> 0.
+inline uint32_t F32ToS32(uint32_t x) {
+  const uint32_t exponent = (x >> 23) & 0xFFu;
+  if (IsF32Nan(x)) return 0;
+  const bool negative = (x & kF32SignMask) != 0;
+  if (exponent < 127) return 0;                                   // |x| < 1 (and zeros)
+  if (exponent >= 127 + 31) return negative ? 0x80000000u : 0x7FFFFFFFu;  // |x| >= 2^31
+  const uint32_t significand = (x & kF32FractionMask) | 0x00800000u;
+  const int32_t shift = static_cast<int32_t>(exponent) - 127 - 23;  // -23 .. 7
+  const uint32_t magnitude = shift >= 0 ? significand << shift : significand >> -shift;
+  return negative ? 0u - magnitude : magnitude;
+}
+
+// s32 -> fp32, rounded RNE (exact below 2^24 in magnitude).
+inline uint32_t S32ToF32(uint32_t x) {
+  if (x == 0) return 0;
+  const uint32_t sign = x & kF32SignMask;
+  const uint32_t magnitude = sign ? 0u - x : x;  // 2^31 for INT32_MIN, fine as unsigned
+  const int top = 31 - __builtin_clz(magnitude);  // position of the leading one, 0 .. 31
+  uint32_t kept;
+  uint32_t round_up = 0;
+  if (top <= 23) {
+    kept = magnitude << (23 - top);
+  } else {
+    const int dropped = top - 23;
+    kept = magnitude >> dropped;
+    const uint32_t rest = magnitude & ((1u << dropped) - 1u);
+    const uint32_t half = 1u << (dropped - 1);
+    round_up = (rest > half) || (rest == half && (kept & 1u));
+  }
+  // kept has its leading one at bit 23; a rounding carry ripples into the exponent.
+  return sign | ((static_cast<uint32_t>(top + 127 - 1) << 23) + kept + round_up);
+}
+
 // One MXU column as docs/isa.md `matvec` defines it: acc = +0, then for k = 0..n-1 in this order
 // acc = F32Add(acc, Bf16Mul(a[k], w_column[k * stride])). n <= 0 gives +0.
 // This is the definition, built from the integer operations above.

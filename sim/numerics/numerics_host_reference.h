@@ -82,6 +82,59 @@ inline uint16_t F32ToBf16(uint32_t bits) {
   return static_cast<uint16_t>((sign | chosen) >> 16);
 }
 
+// The 24x24-bit product is exact in double. FTZ applies after rounding to 24 bits with an unbounded
+// exponent, so a tiny product is scaled into the normal float range (exact, by 2^64) before the
+// cast rounds it, compared with 2^-126 there and scaled back (exact again).
+inline uint32_t Mul(uint32_t a, uint32_t b) {
+  const double product = static_cast<double>(FlushIn(a)) * static_cast<double>(FlushIn(b));
+  if (std::fabs(product) < 0x1p-100) {
+    const float scaled = static_cast<float>(product * 0x1p64);
+    if (std::fabs(scaled) < 0x1p-62f) return Bits(scaled) & 0x80000000u;
+    return Bits(static_cast<float>(static_cast<double>(scaled) * 0x1p-64));
+  }
+  return FlushOut(static_cast<float>(product));
+}
+
+inline uint32_t Sub(uint32_t a, uint32_t b) {
+  volatile float difference = FlushIn(a) - FlushIn(b);
+  return FlushOut(difference);
+}
+
+inline uint32_t Min(uint32_t a, uint32_t b) {
+  const float x = FlushIn(a), y = FlushIn(b);
+  if (std::isnan(x) || std::isnan(y)) return 0x7FC00000u;
+  if (x < y) return Bits(x);
+  if (y < x) return Bits(y);
+  return (std::signbit(x) || std::signbit(y)) ? (Bits(x) | 0x80000000u) : Bits(x);
+}
+
+// Directions as tpu::numerics::CmpDir: EQ, NE, LT, LE, GT, GE.
+inline bool Compare(uint32_t a, uint32_t b, int dir) {
+  const float x = FlushIn(a), y = FlushIn(b);
+  switch (dir) {
+    case 0: return x == y;
+    case 1: return x != y;
+    case 2: return x < y;
+    case 3: return x <= y;
+    case 4: return x > y;
+    case 5: return x >= y;
+    default: return false;
+  }
+}
+
+inline uint32_t F32ToS32(uint32_t bits) {
+  const double x = static_cast<double>(FlushIn(bits));
+  if (std::isnan(x)) return 0;
+  if (x >= 2147483647.0) return 0x7FFFFFFFu;
+  if (x <= -2147483648.0) return 0x80000000u;
+  return static_cast<uint32_t>(static_cast<int32_t>(std::trunc(x)));
+}
+
+inline uint32_t S32ToF32(uint32_t bits) {
+  volatile float value = static_cast<float>(static_cast<int32_t>(bits));  // RNE in the default mode
+  return Bits(value);
+}
+
 inline uint32_t Bf16ToF32(uint16_t b) {
   const float x = FlushIn(static_cast<uint32_t>(b) << 16);
   return std::isnan(x) ? 0x7FC00000u : Bits(x);

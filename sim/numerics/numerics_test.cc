@@ -6,6 +6,7 @@
 
 #include <cfenv>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "sim/numerics/numerics_host_reference.h"
@@ -163,6 +164,91 @@ TEST(NumericsRandom, F32Max) {
     const uint32_t a = pair.first, b = pair.second;
     tally.Check("F32Max", [&] { return Pair32(a, b); }, F32Max(a, b), ref::Max(a, b));
     tally.Check("F32Max", [&] { return Pair32(b, a); }, F32Max(b, a), ref::Max(b, a));
+  }
+  EXPECT_EQ(tally.mismatches(), 0);
+}
+
+// --- Vector unit operations (VSUB, VMUL, VMIN, VCMP, VCVT) against the host. ---
+
+TEST(VectorNumericsRules, MulMinCompareConvert) {
+  EXPECT_EQ(F32Mul(0x3FC00000, 0x40000000), 0x40400000u);  // 1.5 * 2 = 3
+  EXPECT_EQ(F32Mul(0x80000000, 0x3F800000), 0x80000000u);  // -0 * 1 = -0
+  EXPECT_EQ(F32Mul(0x7F800000, 0x00000001), kF32CanonicalNan);  // inf * subnormal (a zero) = NaN
+  EXPECT_EQ(F32Mul(0x7F000000, 0x40000000), kF32Inf);       // 2^127 * 2 overflows
+  EXPECT_EQ(F32Mul(0x00800000, 0x3F000000), 0x00000000u);   // 2^-126 * 0.5 flushes
+  // 2^-126 * (1 - 2^-24) is exact in 24 bits and below 2^-126: flushed (FTZ after rounding to 24 bits).
+  EXPECT_EQ(F32Mul(0x00800000, 0x3F7FFFFF), 0x00000000u);
+  // (1 + 2^-23)(1 - 2^-24) 2^-126 = (1 + 2^-24 - 2^-47) 2^-126 rounds down to 2^-126: kept.
+  EXPECT_EQ(F32Mul(0x00800001, 0x3F7FFFFF), 0x00800000u);
+  EXPECT_EQ(F32Min(0x80000000, 0x00000000), 0x80000000u);   // min(-0, +0) = -0
+  EXPECT_EQ(F32Min(0x00000000, 0x80000000), 0x80000000u);
+  EXPECT_EQ(F32Sub(0x3F800000, 0x3F800000), 0x00000000u);   // x - x = +0
+  EXPECT_TRUE(F32Compare(0x80000000, 0x00000000, CmpDir::kEq));
+  EXPECT_TRUE(F32Compare(0x00000001, 0x80000000, CmpDir::kEq));  // DAZ
+  EXPECT_FALSE(F32Compare(kF32CanonicalNan, kF32CanonicalNan, CmpDir::kEq));
+  EXPECT_TRUE(F32Compare(kF32CanonicalNan, 0, CmpDir::kNe));
+  EXPECT_FALSE(F32Compare(0, 0, static_cast<CmpDir>(6)));
+  EXPECT_TRUE(S32Compare(0xFFFFFFFFu, 0, CmpDir::kLt));
+  EXPECT_EQ(F32ToS32(0xBFF00000), 0xFFFFFFFFu);              // -1.875 -> -1
+  EXPECT_EQ(F32ToS32(kF32CanonicalNan), 0u);
+  EXPECT_EQ(F32ToS32(0xFF800000), 0x80000000u);
+  EXPECT_EQ(F32ToS32(0x4F000000), 0x7FFFFFFFu);              // 2^31 saturates
+  EXPECT_EQ(S32ToF32(0x80000000u), 0xCF000000u);             // -2^31 exact
+  EXPECT_EQ(S32ToF32(0x01000001u), 0x4B800000u);             // 2^24 + 1 ties to even
+}
+
+TEST(VectorNumericsSpecials, AllPairs) {
+  const std::vector<uint32_t> f32 = SpecialF32();
+  Tally tally;
+  for (uint32_t a : f32) {
+    tally.Check("F32ToS32", [&] { return F32ToString(a); }, F32ToS32(a), ref::F32ToS32(a));
+    for (uint32_t b : f32) {
+      tally.Check("F32Mul", [&] { return Pair32(a, b); }, F32Mul(a, b), ref::Mul(a, b));
+      tally.Check("F32Sub", [&] { return Pair32(a, b); }, F32Sub(a, b), ref::Sub(a, b));
+      tally.Check("F32Min", [&] { return Pair32(a, b); }, F32Min(a, b), ref::Min(a, b));
+      for (int dir = 0; dir < 8; ++dir) {
+        tally.Check("F32Compare", [&] { return Pair32(a, b) + " dir " + std::to_string(dir); },
+                    F32Compare(a, b, static_cast<CmpDir>(dir)), ref::Compare(a, b, dir));
+      }
+    }
+  }
+  EXPECT_EQ(tally.mismatches(), 0);
+}
+
+TEST(VectorNumericsRandom, MulSubMinCompare) {
+  OperandGenerator gen(TestSeed(11));
+  Tally tally;
+  for (int i = 0; i < kRandomPairs / 4; ++i) {
+    const auto pair = gen.F32AddPair();
+    const uint32_t a = pair.first, b = pair.second;
+    tally.Check("F32Sub", [&] { return Pair32(a, b); }, F32Sub(a, b), ref::Sub(a, b));
+    tally.Check("F32Min", [&] { return Pair32(a, b); }, F32Min(a, b), ref::Min(a, b));
+    const int dir = static_cast<int>(i % 6);
+    tally.Check("F32Compare", [&] { return Pair32(a, b); }, F32Compare(a, b, static_cast<CmpDir>(dir)),
+                ref::Compare(a, b, dir));
+    // Products: random fp32 bit patterns, and pairs whose exponents sum near the FTZ/overflow edges.
+    const uint32_t x = gen.random().Next32();
+    const uint32_t y = (i & 1) ? gen.random().Next32()
+                               : ((x ^ gen.random().Next32()) & 0x807FFFFFu) |
+                                     (static_cast<uint32_t>((254 - ((x >> 23) & 0xFF) + gen.random().Range(-3, 3)) & 0xFF)
+                                      << 23);
+    tally.Check("F32Mul", [&] { return Pair32(x, y); }, F32Mul(x, y), ref::Mul(x, y));
+    tally.Check("F32Mul", [&] { return Pair32(a, b); }, F32Mul(a, b), ref::Mul(a, b));
+  }
+  EXPECT_EQ(tally.mismatches(), 0);
+}
+
+TEST(VectorNumericsRandom, Conversions) {
+  OperandGenerator gen(TestSeed(12));
+  Tally tally;
+  for (int i = 0; i < kRandomPairs / 4; ++i) {
+    const uint32_t x = gen.random().Next32();
+    const uint32_t small = x >> gen.random().Below(32);  // every magnitude class of s32
+    tally.Check("S32ToF32", [&] { return std::to_string(static_cast<int32_t>(x)); }, S32ToF32(x), ref::S32ToF32(x));
+    tally.Check("S32ToF32", [&] { return std::to_string(small); }, S32ToF32(small), ref::S32ToF32(small));
+    const uint32_t f = (x & 0x807FFFFFu) | (static_cast<uint32_t>(gen.random().Range(100, 160)) << 23);
+    tally.Check("F32ToS32", [&] { return F32ToString(f); }, F32ToS32(f), ref::F32ToS32(f));
+    tally.Check("F32ToS32", [&] { return F32ToString(x); }, F32ToS32(x), ref::F32ToS32(x));
   }
   EXPECT_EQ(tally.mismatches(), 0);
 }
