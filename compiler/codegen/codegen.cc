@@ -147,7 +147,9 @@ class CodeGenerator {
   Status EmitCopy(const HloInstruction* from, Location to);
   StatusOr<int32_t> ConstantRow(uint32_t bits, int64_t cols);
   // A constant region holding the LANES x LANES identity matrix (MXU transposes and broadcasts).
-  int32_t IdentityRegion();
+  int32_t IdentityRegion(float diagonal = 1.0f);
+  // Transpose that keeps every f32 bit (see the definition); false when it does not fit the VMEM.
+  StatusOr<bool> EmitExactTranspose(const HloInstruction& instruction);
   // Broadcast of a scalar or along the rows of a rank-2 result (dimensions={0}) on the MXU.
   Status EmitLaneBroadcast(const HloInstruction& instruction);
   int32_t ConstantRegion(const HloInstruction& constant);
@@ -379,12 +381,13 @@ StatusOr<int32_t> CodeGenerator::ConstantRow(uint32_t bits, int64_t cols) {
   return index;
 }
 
-int32_t CodeGenerator::IdentityRegion() {
+int32_t CodeGenerator::IdentityRegion(float diagonal) {
   const uint32_t lanes = L();
-  auto key = std::make_pair(0xffffffffu, -static_cast<int64_t>(lanes));  // never the key of a constant row
+  // Negative column counts: never the key of a constant row.
+  auto key = std::make_pair(FloatBits(diagonal), -static_cast<int64_t>(lanes));
   if (auto it = constant_rows_.find(key); it != constant_rows_.end()) return it->second;
   std::vector<float> eye(size_t{lanes} * lanes, 0.0f);
-  for (uint32_t i = 0; i < lanes; ++i) eye[size_t{i} * lanes + i] = 1.0f;
+  for (uint32_t i = 0; i < lanes; ++i) eye[size_t{i} * lanes + i] = diagonal;
   hlo::Shape shape = hlo::Shape::Make(hlo::PrimitiveType::F32, {int64_t{lanes}, int64_t{lanes}});
   DeviceLayout layout = MakeDeviceLayout(shape, lanes);
   program_.constants.push_back(layout);
@@ -805,6 +808,141 @@ Status CodeGenerator::EmitLaneBroadcast(const HloInstruction& instruction) {
   return OkStatus();
 }
 
+// Rank-2 transpose on the MXU that keeps every f32 bit. The MXU moves values exactly only when they are
+// bf16, so each block of LANES operand rows is first split into three bf16 pieces, x = hi + mid + lo:
+// streaming x through the weights -I gives -hi = -bf16(x) (exact products), VADD gives x - hi exactly,
+// and the same once more gives -mid and lo, which has at most 8 significant bits. Each piece is then
+// transposed (weights loaded with TRANSPOSE, identity rows streamed, -I for the negated pieces) and the
+// three results are accumulated in that order: hi + mid is exact and adding lo gives x. Exceptions:
+// values whose bf16 rounding overflows (|x| > 3.39e38) or whose pieces fall below the normal range
+// (flushed to zero, docs/numerics.md); infinities and NaN become NaN.
+// VMEM: identity, -identity, result (LANES lines each), then the block and two pieces, LANES lines per
+// operand column tile each, the block stored tile-major (line t*LANES + n holds tile t of row n).
+StatusOr<bool> CodeGenerator::EmitExactTranspose(const HloInstruction& instruction) {
+  const HloInstruction& operand = *instruction.operand(0);
+  const uint32_t lanes = L();
+  const DeviceLayout in = MakeDeviceLayout(operand.shape(), lanes);
+  const uint32_t R = static_cast<uint32_t>(in.rows), C = static_cast<uint32_t>(in.cols);
+  const uint32_t in_tiles = static_cast<uint32_t>(in.column_tiles(lanes));
+  const uint32_t out_tiles = (R + lanes - 1) / lanes;
+  const uint32_t block_lines = lanes * in_tiles;
+  const uint32_t identity = 0, negated = lanes, result = 2 * lanes;
+  const uint32_t block = 3 * lanes, hi = block + block_lines, mid = hi + block_lines;
+  if (uint64_t{mid} + block_lines > options_.vmem_lines) return false;
+  const int32_t identity_region = IdentityRegion(1.0f);
+  const int32_t negated_region = IdentityRegion(-1.0f);
+
+  TPU_ASSIGN_OR_RETURN(ScopedReg identity_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg negated_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg result_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg block_lines_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg cols_valid, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg in_hbm, NewReg());   // first line of the current block
+  TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());  // output line of (row 0, column tile of the block)
+  asm_.Li(identity_reg, identity);
+  asm_.Li(negated_reg, negated);
+  asm_.Li(result_reg, result);
+  asm_.Li(block_lines_reg, block_lines);
+  {
+    TPU_ASSIGN_OR_RETURN(ScopedReg address, NewReg());
+    asm_.Li(cols_valid, lanes);
+    asm_.LoadAddress(address, RegionKind::kConstant, static_cast<uint32_t>(identity_region), 0);
+    asm_.DmaLoad(address, identity_reg, cols_valid, 1);
+    asm_.LoadAddress(address, RegionKind::kConstant, static_cast<uint32_t>(negated_region), 0);
+    asm_.DmaLoad(address, negated_reg, cols_valid, 1);
+  }
+  LoadAddress(in_hbm, &operand, 0);
+  LoadAddress(out_hbm, &instruction, 0);
+
+  auto emit_block = [&](uint32_t rows) -> Status {
+    TPU_ASSIGN_OR_RETURN(ScopedReg a, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg b, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg c, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
+    if (rows < lanes) {
+      // Rows past the operand's last row become padded output lanes: +0.
+      asm_.Li(a, block);
+      asm_.Vsplat(a, block_lines_reg, 0);
+      asm_.Sync(kSyncVpu);
+    }
+    // Gather: tile t of the block's rows into lines block + t*LANES.
+    TPU_ASSIGN_OR_RETURN(ScopedReg rows_reg, NewReg());
+    asm_.Li(rows_reg, rows);
+    asm_.Addi(a, in_hbm, 0);
+    asm_.Li(b, block);
+    asm_.Li(end, block + block_lines);
+    Assembler::Label gather = asm_.NewLabel();
+    asm_.Bind(gather);
+    asm_.DmaLoad(a, b, rows_reg, in_tiles);
+    asm_.Addi(a, a, 1);
+    asm_.Addi(b, b, lanes);
+    asm_.Bne(b, end, gather);
+    asm_.Sync(kSyncDma);
+    // Split: hi <- -bf16(x); x <- x + hi; mid <- -bf16(x); x <- x + mid (now the low piece).
+    asm_.Li(a, block);
+    asm_.Li(b, hi);
+    asm_.Li(c, mid);
+    asm_.MxuLoadWeights(negated_reg, /*transpose=*/false);
+    asm_.MxuMatmul(a, b, block_lines_reg, /*accumulate=*/false, /*swap=*/true);
+    asm_.Sync(kSyncMxu);
+    asm_.Vadd(a, a, b, block_lines_reg);
+    asm_.Sync(kSyncVpu);
+    asm_.MxuMatmul(a, c, block_lines_reg, /*accumulate=*/false, /*swap=*/false);
+    asm_.Sync(kSyncMxu);
+    asm_.Vadd(a, a, c, block_lines_reg);
+    asm_.Sync(kSyncVpu);
+    // Transpose tile by tile, the three pieces accumulated in the result.
+    TPU_ASSIGN_OR_RETURN(ScopedReg out_tile, NewReg());
+    asm_.Addi(out_tile, out_hbm, 0);
+    auto emit_tile = [&]() {
+      asm_.MxuLoadWeights(b, /*transpose=*/true);
+      asm_.MxuMatmul(negated_reg, result_reg, cols_valid, /*accumulate=*/false, /*swap=*/true);
+      asm_.MxuLoadWeights(c, /*transpose=*/true);
+      asm_.MxuMatmul(negated_reg, result_reg, cols_valid, /*accumulate=*/true, /*swap=*/true);
+      asm_.MxuLoadWeights(a, /*transpose=*/true);
+      asm_.MxuMatmul(identity_reg, result_reg, cols_valid, /*accumulate=*/true, /*swap=*/true);
+      asm_.Sync(kSyncMxu);
+      asm_.DmaStore(out_tile, result_reg, cols_valid, out_tiles);
+      asm_.Sync(kSyncDma);  // the next tile's matmul overwrites the result lines
+      asm_.Addi(a, a, lanes);
+      asm_.Addi(b, b, lanes);
+      asm_.Addi(c, c, lanes);
+      asm_.Addi(out_tile, out_tile, lanes * out_tiles);
+    };
+    const uint32_t full_tiles = C / lanes, rest = C % lanes;
+    asm_.Li(cols_valid, lanes);
+    if (full_tiles == 1) {
+      emit_tile();
+    } else if (full_tiles >= 2) {
+      asm_.Li(end, block + full_tiles * lanes);
+      Assembler::Label loop = asm_.NewLabel();
+      asm_.Bind(loop);
+      emit_tile();
+      asm_.Bne(a, end, loop);
+    }
+    if (rest != 0) {
+      asm_.Li(cols_valid, rest);
+      emit_tile();
+    }
+    asm_.Addi(in_hbm, in_hbm, lanes * in_tiles);
+    asm_.Addi(out_hbm, out_hbm, 1);
+    return OkStatus();
+  };
+  const uint32_t full_blocks = R / lanes, rest_rows = R % lanes;
+  if (full_blocks == 1) {
+    TPU_RETURN_IF_ERROR(emit_block(lanes));
+  } else if (full_blocks >= 2) {
+    TPU_ASSIGN_OR_RETURN(ScopedReg out_end, NewReg());
+    LoadAddress(out_end, &instruction, full_blocks);
+    Assembler::Label loop = asm_.NewLabel();
+    asm_.Bind(loop);
+    TPU_RETURN_IF_ERROR(emit_block(lanes));
+    asm_.Bne(out_hbm, out_end, loop);
+  }
+  if (rest_rows != 0) TPU_RETURN_IF_ERROR(emit_block(rest_rows));
+  return true;
+}
+
 // Rank-2 transpose on the MXU: a LANES x LANES block of the operand is loaded as weights with
 // TRANSPOSE, and streaming the identity through them yields the block transposed, one output row per
 // identity row. The MXU rounds its inputs to bf16, so the values are bf16-rounded (relative error up to
@@ -821,6 +959,13 @@ Status CodeGenerator::EmitTranspose(const HloInstruction& instruction) {
   if (R == 0 || C == 0) return OkStatus();
   const uint32_t in_tiles = static_cast<uint32_t>(in.column_tiles(lanes));  // column tiles of the operand
   const uint32_t out_tiles = (R + lanes - 1) / lanes;                        // column tiles of the result
+  // A transpose that only feeds dots may round to bf16: the dot rounds its inputs to bf16 anyway.
+  bool only_dots = !instruction.users().empty();
+  for (const HloInstruction* user : instruction.users()) only_dots = only_dots && user->opcode() == HloOpcode::kDot;
+  if (!only_dots) {
+    TPU_ASSIGN_OR_RETURN(bool done, EmitExactTranspose(instruction));
+    if (done) return OkStatus();
+  }
   const uint32_t identity = 0, weights = lanes, result = 2 * lanes;
   if (options_.vmem_lines < 3 * lanes) return VmemOverflow(instruction, 3 * lanes);
 

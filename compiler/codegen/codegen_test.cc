@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -371,6 +372,12 @@ TEST(CodegenTest, ResourceErrorsAreClear) {
   EXPECT_EQ(program.status().code(), StatusCode::kResourceExhausted);
 }
 
+uint32_t FloatBitsForTest(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  return bits;
+}
+
 std::string Format(const char* pattern, std::initializer_list<std::string> values) {
   std::string text = pattern;
   for (const std::string& value : values) {
@@ -723,12 +730,52 @@ class TransposeShapes : public ::testing::TestWithParam<std::pair<int64_t, int64
 TEST_P(TransposeShapes, MatchesTheInterpreter) {
   const auto [r, c] = GetParam();
   const std::string in = ShapeText({r, c}), out = ShapeText({c, r});
-  CompileRunAndCompare(Format(R"(HloModule transpose
+  std::vector<hlo::Literal> expected;
+  RunResult run = CompileRunAndCompare(Format(R"(HloModule transpose
 ENTRY %main (a: $) -> $ {
   %a = $ parameter(0)
   ROOT %t = $ transpose($ %a), dimensions={1,0}
 }
-)", {in, out, in, out, in}), {}, 31);
+)", {in, out, in, out, in}), {}, 31, nullptr, &expected);
+  // A transpose that is not only a dot operand keeps every bit.
+  ASSERT_EQ(run.outputs.size(), 1u);
+  ASSERT_EQ(expected.size(), 1u);
+  EXPECT_EQ(std::memcmp(run.outputs[0].untyped_data(), expected[0].untyped_data(), size_t(r * c) * 4), 0);
+}
+
+TEST(CodegenTest, TransposeKeepsSmallLargeAndSignedValues) {
+  const char* text = R"(HloModule transpose_values
+ENTRY %main (a: f32[9,11]) -> f32[11,9] {
+  %a = f32[9,11]{1,0} parameter(0)
+  ROOT %t = f32[11,9]{1,0} transpose(f32[9,11]{1,0} %a), dimensions={1,0}
+}
+)";
+  StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  StatusOr<Program> program = Compile(**module, {});
+  ASSERT_TRUE(program.ok()) << program.status();
+  std::mt19937 rng(36);
+  std::uniform_real_distribution<float> mantissa(1.0f, 2.0f);
+  std::uniform_int_distribution<int> exponent(-100, 100);
+  std::vector<float> values(99);
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = std::ldexp(mantissa(rng), exponent(rng)) * (i % 3 == 0 ? -1.0f : 1.0f);
+  }
+  values[5] = 0.0f;
+  values[6] = -0.0f;
+  values[7] = 1.0f + std::ldexp(1.0f, -23);  // needs all three pieces
+  StatusOr<RunResult> run = RunOnModel(*program, {hlo::Literal(hlo::Shape::Make(hlo::PrimitiveType::F32, {9, 11}), values)});
+  ASSERT_TRUE(run.ok()) << run.status();
+  for (int64_t i = 0; i < 9; ++i) {
+    for (int64_t j = 0; j < 11; ++j) {
+      const float want = values[size_t(i * 11 + j)], got = run->outputs[0].Get<float>(j * 9 + i);
+      if (want == 0.0f) {
+        EXPECT_EQ(got, 0.0f);
+      } else {
+        EXPECT_EQ(FloatBitsForTest(got), FloatBitsForTest(want)) << i << "," << j << ": " << got << " vs " << want;
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes, TransposeShapes,
