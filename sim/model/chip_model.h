@@ -36,10 +36,14 @@ struct Timing {
   uint32_t dma_load_overhead = 1;
   uint32_t dma_store_overhead = 3;
   uint32_t dma_empty = 2;
-  // MXU_LW: busy N+1 cycles (rtl/mxu/mxu.sv), free at T + N + 2.
+  // MXU (rtl/mxu/mxu.sv): a load runs beside multiplies and multiplies follow each other with no gap.
+  // MXU_LW alone: busy N+1 cycles, free at T + N + 2; behind a SWAP its reads wait until the rows of
+  // the earlier multiply (the back bank) left the array. An MXU_MM may issue in the cycle the load's
+  // last line arrives (T + N + 1 alone) and in the cycle the previous multiply reads its last row.
   uint32_t mxu_lw_overhead = 2;
-  // MXU_MM of C rows: busy C + 2N + 1 cycles (array fill and drain), free at T + C + 2N + 2; C = 0 is
-  // never busy (only the SWAP happens).
+  // MXU_MM of C rows: the array is busy C + 2N + 1 cycles (fill and drain), free at T + C + 2N + 2;
+  // C = 0 is never busy (only the SWAP happens). Stalls on VMEM hazards between overlapping MXU
+  // commands are not modelled.
   uint32_t mxu_mm_overhead = 2;
   // VADD/VMAX/VSPLAT of C lines: read, compute, write stages, free at T + C + 3; C = 0 at T + 2.
   uint32_t vpu_overhead = 3;
@@ -169,6 +173,11 @@ class ChipModel {
   bool watchdog_expired_ = false;  // the stall at pc_ outlasts WATCHDOG_LIMIT; the core stops at core_time_
   bool draining_ = false;          // an error was raised; the core stops with ERROR at core_time_
   std::array<uint64_t, kNumUnits> unit_busy_until_{};
+  // MXU overlap: when an MXU_LW / MXU_MM can issue, when the rows of weight bank b have left the array,
+  // and which bank is front. Each is bounded by unit_busy_until_[kMxu] (a flush clears them all).
+  uint64_t mxu_lw_ready_ = 0, mxu_mm_ready_ = 0;
+  std::array<uint64_t, 2> mxu_bank_free_{};
+  int mxu_front_bank_ = 0;
 
   // CSRs.
   uint32_t start_pc_ = 0;
