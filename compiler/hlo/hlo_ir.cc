@@ -347,6 +347,25 @@ std::unique_ptr<HloInstruction> HloInstruction::CloneWithNewOperands(const Shape
   return clone;
 }
 
+bool HloInstruction::HasSideEffect() const {
+  if (hlo::HasSideEffect(opcode_)) return true;
+  std::unordered_set<const HloComputation*> seen;
+  std::vector<const HloComputation*> stack;
+  for (const CalledComputation& called : called_)
+    if (called.computation != nullptr) stack.push_back(called.computation);
+  while (!stack.empty()) {
+    const HloComputation* computation = stack.back();
+    stack.pop_back();
+    if (!seen.insert(computation).second) continue;
+    for (const HloInstruction* instruction : computation->instructions()) {
+      if (hlo::HasSideEffect(instruction->opcode())) return true;
+      for (const CalledComputation& called : instruction->called_)
+        if (called.computation != nullptr) stack.push_back(called.computation);
+    }
+  }
+  return false;
+}
+
 std::string HloInstruction::ToString() const { return PrintHloInstruction(*this); }
 
 // ---------------------------------------------------------------------------------------------------
@@ -414,7 +433,7 @@ int64_t HloComputation::RemoveDeadInstructions() {
   std::vector<HloInstruction*> stack;
   if (root_ != nullptr) stack.push_back(root_);
   for (HloInstruction* instruction : instruction_order_)
-    if (HasSideEffect(instruction->opcode())) stack.push_back(instruction);
+    if (instruction->HasSideEffect()) stack.push_back(instruction);
   while (!stack.empty()) {
     HloInstruction* instruction = stack.back();
     stack.pop_back();

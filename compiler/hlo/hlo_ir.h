@@ -254,6 +254,9 @@ class HloInstruction {
   std::unique_ptr<HloInstruction> CloneWithNewOperands(const Shape& shape,
                                                        std::vector<HloInstruction*> operands) const;
 
+  // HasSideEffect(opcode()), or a called computation (while body, call, ...) contains such an instruction.
+  bool HasSideEffect() const;
+
   // One line of HLO text (without the leading indentation), as the printer writes it.
   std::string ToString() const;
 
@@ -324,7 +327,7 @@ class HloComputation {
   // old->ReplaceAllUsesWith(replacement), then removes `old`.
   Status ReplaceInstruction(HloInstruction* old_instruction, HloInstruction* replacement);
   // Removes every instruction not reachable from the root, except parameters and instructions with side
-  // effects (HasSideEffect), which stay with what they use; returns how many.
+  // effects (HloInstruction::HasSideEffect), which stay with what they use; returns how many.
   int64_t RemoveDeadInstructions();
 
   HloInstruction* GetInstructionWithName(std::string_view name) const;

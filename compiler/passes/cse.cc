@@ -14,6 +14,7 @@ using hlo::HloInstruction;
 using hlo::HloOpcode;
 
 bool MayMerge(const HloInstruction& instruction) {
+  if (instruction.HasSideEffect()) return false;  // also a while or call that runs an infeed, say
   switch (instruction.opcode()) {
     case HloOpcode::kParameter:
     case HloOpcode::kRng:

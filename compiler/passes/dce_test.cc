@@ -116,10 +116,16 @@ TEST(DeadCodeEliminationTest, KeepsSideEffectsWhoseValueNobodyUses) {
   ROOT %s = f32[] add(f32[] %x, f32[] %y)
 }
 
+%reduce_everywhere (v: f32[4]) -> f32[4] {
+  %v = f32[4]{0} parameter(0)
+  ROOT %r = f32[4]{0} all-reduce(f32[4]{0} %v), replica_groups={}, to_apply=%sum
+}
+
 ENTRY %main (p: f32[4]) -> f32[4] {
   %p = f32[4]{0} parameter(0)
   %n = f32[4]{0} negate(f32[4]{0} %p)
   %ar = f32[4]{0} all-reduce(f32[4]{0} %n), replica_groups={}, to_apply=%sum
+  %called = f32[4]{0} call(f32[4]{0} %p), to_apply=%reduce_everywhere
   ROOT %c = f32[4]{0} copy(f32[4]{0} %p)
 }
 )";

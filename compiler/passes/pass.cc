@@ -54,7 +54,7 @@ Status RemoveIfDead(hlo::HloComputation* computation, hlo::HloInstruction* instr
     hlo::HloInstruction* candidate = stack.back();
     stack.pop_back();
     if (candidate->user_count() != 0 || candidate->IsRoot() || candidate->opcode() == hlo::HloOpcode::kParameter ||
-        hlo::HasSideEffect(candidate->opcode()))
+        candidate->HasSideEffect())
       continue;
     std::vector<hlo::HloInstruction*> operands = candidate->operands();
     std::sort(operands.begin(), operands.end());
