@@ -46,7 +46,7 @@ Status Fuse(hlo::HloModule* module, HloComputation* computation, HloInstruction*
             const std::vector<HloInstruction*>& members_in_post_order,
             std::unordered_set<const HloInstruction*>* removed) {
   std::unordered_set<const HloInstruction*> members(members_in_post_order.begin(), members_in_post_order.end());
-  auto fused = std::make_unique<HloComputation>("fused_computation." + root->name());
+  auto fused = std::make_unique<HloComputation>(UniqueComputationName(*module, "fused_computation." + root->name()));
   std::unordered_map<const HloInstruction*, HloInstruction*> inside;
   std::vector<HloInstruction*> outside_operands;
   auto map_operand = [&](HloInstruction* operand) -> HloInstruction* {

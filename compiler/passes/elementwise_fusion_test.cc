@@ -89,6 +89,39 @@ TEST(ElementwiseFusionTest, FusedModuleVerifiesAndInterpretsToTheSameBits) {
   for (size_t i = 0; i < before->size(); ++i) EXPECT_EQ((*before)[i], (*after)[i]) << i;
 }
 
+TEST(ElementwiseFusionTest, FusesInsideLoopBodiesWithUniqueComputationNames) {
+  // The body and the entry both have an %e: the two fused computations need different names.
+  const char* input = R"(HloModule loop_fusion
+
+%cond (s: f32[4]) -> pred[] {
+  %s = f32[4]{0} parameter(0)
+  ROOT %f = pred[] constant(false)
+}
+
+%body (s: f32[4]) -> f32[4] {
+  %s = f32[4]{0} parameter(0)
+  %n = f32[4]{0} negate(f32[4]{0} %s)
+  ROOT %e = f32[4]{0} exponential(f32[4]{0} %n)
+}
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  %w = f32[4]{0} while(f32[4]{0} %x), condition=%cond, body=%body
+  %n = f32[4]{0} negate(f32[4]{0} %w)
+  ROOT %e = f32[4]{0} exponential(f32[4]{0} %n)
+}
+)";
+  ElementwiseFusion pass;
+  testing::PassResult result = RunPassOnText(pass, input);
+  EXPECT_TRUE(result.changed);
+  EXPECT_NE(result.printed.find("%fused_computation.e ("), std::string::npos) << result.printed;
+  EXPECT_NE(result.printed.find("%fused_computation.e.1 ("), std::string::npos) << result.printed;
+  EXPECT_NE(result.printed.find("ROOT %fusion.e = f32[4]{0} fusion(f32[4]{0} %s), kind=kLoop"), std::string::npos)
+      << result.printed;
+  // The condition's constant is not elementwise work: it stays.
+  EXPECT_NE(result.printed.find("ROOT %f = pred[] constant(false)"), std::string::npos);
+}
+
 TEST(ElementwiseFusionTest, LeavesSingleOpsDifferentShapesAndReductionsAlone) {
   const char* input = R"(HloModule nothing_to_fuse
 

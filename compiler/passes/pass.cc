@@ -65,6 +65,14 @@ Status RemoveIfDead(hlo::HloComputation* computation, hlo::HloInstruction* instr
   return OkStatus();
 }
 
+std::string UniqueComputationName(const hlo::HloModule& module, const std::string& base) {
+  if (module.GetComputationWithName(base) == nullptr) return base;
+  for (int n = 1;; ++n) {
+    std::string name = base + "." + std::to_string(n);
+    if (module.GetComputationWithName(name) == nullptr) return name;
+  }
+}
+
 void AddDefaultPasses(PassPipeline* pipeline) {
   pipeline->AddPass<ReluFusion>();
   pipeline->AddPass<DeadCodeElimination>();

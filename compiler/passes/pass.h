@@ -65,6 +65,9 @@ class PassPipeline {
 // operands that leaves unused, transitively. For passes that replace instructions and clean up after themselves.
 Status RemoveIfDead(hlo::HloComputation* computation, hlo::HloInstruction* instruction);
 
+// `base`, or `base.N` with the smallest N that no computation of the module is named yet.
+std::string UniqueComputationName(const hlo::HloModule& module, const std::string& base);
+
 // The default pipeline the compiler runs before codegen.
 void AddDefaultPasses(PassPipeline* pipeline);
 

@@ -53,7 +53,7 @@ StatusOr<bool> ReluFusion::Run(hlo::HloModule* module) {
     const HloInstruction* zero_broadcast = maximum->operand(0) == x ? maximum->operand(1) : maximum->operand(0);
     const hlo::Shape& shape = maximum->shape();
 
-    auto fused = std::make_unique<hlo::HloComputation>("fused_relu." + maximum->name());
+    auto fused = std::make_unique<hlo::HloComputation>(UniqueComputationName(*module, "fused_relu." + maximum->name()));
     HloInstruction* param = fused->AddInstruction(HloInstruction::CreateParameter(0, x->shape(), "param_0"));
     HloInstruction* constant =
         fused->AddInstruction(HloInstruction::CreateConstant(zero_broadcast->operand(0)->literal(), "constant"));
