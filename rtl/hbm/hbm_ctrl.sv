@@ -1,0 +1,641 @@
+// HBM2 channel controller: an AXI-style front end (AR/R, AW/W/B with bursts and IDs) feeding a read
+// queue and a write queue, an FR-FCFS scheduler with an open-page policy, write draining between a
+// high and a low watermark, per-bank JEDEC timing state and all-bank refresh, behind a DFI-like
+// interface with a row command bus (ACT/PRE/PREA/REF) and a column command bus (RD/WR) as on HBM2.
+//
+// Units: one data beat is one column burst (BL4 on a 128-bit channel = 64 bytes). Addresses on the
+// front end are byte addresses; the line address (addr >> 6) is split into column, bank group, bank,
+// pseudo channel and row by the *_LSB/*_BITS parameters (channel bits, if any, lie above the row and
+// are decoded by whoever routes requests to this channel). Write data travels with the WR command;
+// the device takes it CWL cycles later. Read data returns in RD order, CL + burst cycles later.
+// Timing parameters are in controller cycles (tCK); defaults are DRAMSim3's HBM2_8Gb_x128 (docs/hbm.md).
+module hbm_ctrl #(
+  parameter int ADDR_W   = 32,   // byte address width
+  parameter int ID_W     = 6,
+  parameter int LEN_W    = 4,    // burst length field: beats - 1
+  parameter int DATA_W   = 512,  // one 64-byte burst
+  // Address mapping on line addresses.
+  parameter int COL_BITS = 4,
+  parameter int BG_BITS  = 2,
+  parameter int BA_BITS  = 2,
+  parameter int PC_BITS  = 0,
+  parameter int ROW_BITS = 15,
+  parameter int COL_LSB  = 0,
+  parameter int BG_LSB   = 4,
+  parameter int BA_LSB   = 6,
+  parameter int PC_LSB   = 8,
+  parameter int ROW_LSB  = 8,
+  // Timing (cycles).
+  /* verilator lint_off UNUSEDPARAM */
+  parameter int T_CL     = 14,   // read data returns in order, so only T_RTW depends on it
+  /* verilator lint_on UNUSEDPARAM */
+  parameter int T_CWL    = 4,
+  parameter int T_BURST  = 2,    // BL/2: data-bus cycles per burst
+  parameter int T_RCD    = 14,
+  parameter int T_RP     = 14,
+  parameter int T_RAS    = 34,
+  parameter int T_RC     = 48,
+  parameter int T_WR     = 16,
+  parameter int T_RTP    = 6,
+  parameter int T_RRD_S  = 4,
+  parameter int T_RRD_L  = 6,
+  parameter int T_FAW    = 30,
+  parameter int T_CCD_S  = 1,
+  parameter int T_CCD_L  = 2,
+  parameter int T_WTR_S  = 6,
+  parameter int T_WTR_L  = 8,
+  parameter int T_RTW    = 13,   // RD to WR, any bank: CL + burst - CWL + 1 bus turnaround
+  parameter int T_REFI   = 3900,
+  parameter int T_RFC    = 260,
+  // Queues.
+  parameter int RQ_DEPTH = 16,
+  parameter int WQ_DEPTH = 32,
+  parameter int WQ_HI    = 24,
+  parameter int WQ_LO    = 8,
+  parameter int RSP_DEPTH = 16,
+  parameter int BQ_DEPTH = 8,
+  localparam int STRB_W  = DATA_W / 8,
+  localparam int NB_W    = PC_BITS + BG_BITS + BA_BITS,
+  localparam int NBANKS  = 1 << NB_W,
+  localparam int NBG     = 1 << (PC_BITS + BG_BITS)
+) (
+  input  logic                clk_i,
+  input  logic                rst_ni,
+  // Read address / data.
+  input  logic                ar_valid_i,
+  output logic                ar_ready_o,
+  input  logic [ID_W-1:0]     ar_id_i,
+  /* verilator lint_off UNUSEDSIGNAL */
+  input  logic [ADDR_W-1:0]   ar_addr_i,      // bits [5:0]: offset inside a 64-byte beat
+  input  logic [LEN_W-1:0]    ar_len_i,
+  output logic                r_valid_o,
+  input  logic                r_ready_i,
+  output logic [ID_W-1:0]     r_id_o,
+  output logic [DATA_W-1:0]   r_data_o,
+  output logic                r_last_o,
+  output logic [1:0]          r_resp_o,
+  // Write address / data / response.
+  input  logic                aw_valid_i,
+  output logic                aw_ready_o,
+  input  logic [ID_W-1:0]     aw_id_i,
+  input  logic [ADDR_W-1:0]   aw_addr_i,
+  input  logic [LEN_W-1:0]    aw_len_i,       // the write burst ends at w_last_i
+  /* verilator lint_on UNUSEDSIGNAL */
+  input  logic                w_valid_i,
+  output logic                w_ready_o,
+  input  logic [DATA_W-1:0]   w_data_i,
+  input  logic [STRB_W-1:0]   w_strb_i,
+  input  logic                w_last_i,
+  output logic                b_valid_o,
+  input  logic                b_ready_i,
+  output logic [ID_W-1:0]     b_id_o,
+  output logic [1:0]          b_resp_o,
+  // DFI-like device interface.
+  output logic [2:0]          dfi_row_cmd_o,   // hbm cmd codes below
+  output logic [NB_W-1:0]     dfi_row_bank_o,
+  output logic [ROW_BITS-1:0] dfi_row_addr_o,
+  output logic [1:0]          dfi_col_cmd_o,
+  output logic [NB_W-1:0]     dfi_col_bank_o,
+  output logic [COL_BITS-1:0] dfi_col_addr_o,
+  output logic [DATA_W-1:0]   dfi_wrdata_o,
+  output logic [STRB_W-1:0]   dfi_wrmask_o,    // 1 = byte written
+  input  logic                dfi_rddata_valid_i,
+  input  logic [DATA_W-1:0]   dfi_rddata_i
+);
+  // Command codes (also in tb/hbm and sysc/dram_device.h).
+  localparam logic [2:0] RowNop = 3'd0, RowAct = 3'd1, RowPre = 3'd2, RowPrea = 3'd3, RowRef = 3'd4;
+  localparam logic [1:0] ColNop = 2'd0, ColRd = 2'd1, ColWr = 2'd2;
+  localparam int LINE_W = ADDR_W - 6;
+  localparam int RQ_W = $clog2(RQ_DEPTH + 1);
+  localparam int WQ_W = $clog2(WQ_DEPTH + 1);
+  localparam int RSP_PW = $clog2(RSP_DEPTH);
+  localparam int BQ_PW = $clog2(BQ_DEPTH);
+  localparam int REFI_W = $clog2(T_REFI + 1);
+  localparam int WR_TO_PRE = T_CWL + T_BURST + T_WR;
+  localparam int WR_TO_RD_S = T_CWL + T_BURST + T_WTR_S;
+  localparam int WR_TO_RD_L = T_CWL + T_BURST + T_WTR_L;
+  localparam int CCD_S = T_CCD_S > T_BURST ? T_CCD_S : T_BURST;
+  localparam int CCD_L = T_CCD_L > T_BURST ? T_CCD_L : T_BURST;
+
+  typedef logic [31:0] time_t;
+
+  // True when time t has been reached at now (wrap-safe while differences stay below 2^31).
+  function automatic logic reached(time_t t, time_t now);
+    return $signed(now - t) >= 0;
+  endfunction
+  function automatic time_t later(time_t a, time_t b);
+    return ($signed(a - b) < 0) ? b : a;
+  endfunction
+
+  function automatic logic [NB_W-1:0] bank_of(logic [LINE_W-1:0] line);
+    logic [63:0] wide, bg, ba, pc;
+    wide = 64'(line);
+    bg = (wide >> BG_LSB) & ((64'd1 << BG_BITS) - 64'd1);
+    ba = (wide >> BA_LSB) & ((64'd1 << BA_BITS) - 64'd1);
+    pc = (wide >> PC_LSB) & ((64'd1 << PC_BITS) - 64'd1);
+    return NB_W'((pc << (BG_BITS + BA_BITS)) | (bg << BA_BITS) | ba);
+  endfunction
+  function automatic logic [ROW_BITS-1:0] row_of(logic [LINE_W-1:0] line);
+    return ROW_BITS'(line >> ROW_LSB);
+  endfunction
+  function automatic logic [COL_BITS-1:0] col_of(logic [LINE_W-1:0] line);
+    return COL_BITS'(line >> COL_LSB);
+  endfunction
+  // Bank group index (pseudo channel included) of a flat bank index.
+  function automatic int unsigned group_of(logic [NB_W-1:0] bank);
+    return 32'(bank) >> BA_BITS;
+  endfunction
+
+  time_t now_q;
+
+  // ---------------- Front end: burst splitters ----------------
+  logic              rd_busy_q, wr_busy_q;
+  logic [ID_W-1:0]   rd_id_q, wr_id_q;
+  logic [LINE_W-1:0] rd_line_q, wr_line_q;
+  logic [LEN_W-1:0]  rd_left_q;
+
+  // ---------------- Queues ----------------
+  logic [RQ_DEPTH-1:0]             rq_valid_q, rq_valid_d;
+  logic [ID_W-1:0]                 rq_id_q   [RQ_DEPTH], rq_id_d [RQ_DEPTH];
+  logic [LINE_W-1:0]               rq_line_q [RQ_DEPTH], rq_line_d [RQ_DEPTH];
+  logic                            rq_last_q [RQ_DEPTH], rq_last_d [RQ_DEPTH];
+  logic [RQ_DEPTH-1:0]             rq_older_q [RQ_DEPTH], rq_older_d [RQ_DEPTH];  // [i][j]: i older than j
+  logic [WQ_DEPTH-1:0]             wq_valid_q, wq_valid_d;
+  logic [LINE_W-1:0]               wq_line_q [WQ_DEPTH], wq_line_d [WQ_DEPTH];
+  logic [DATA_W-1:0]               wq_data_q [WQ_DEPTH];
+  logic [STRB_W-1:0]               wq_strb_q [WQ_DEPTH];
+  logic [WQ_DEPTH-1:0]             wq_older_q [WQ_DEPTH], wq_older_d [WQ_DEPTH];
+  logic [RQ_W-1:0]                 rq_count;
+  logic [WQ_W-1:0]                 wq_count;
+
+  // ---------------- Bank and timing state ----------------
+  logic [NBANKS-1:0]   open_q, open_d;
+  logic [ROW_BITS-1:0] open_row_q [NBANKS], open_row_d [NBANKS];
+  time_t act_ok_q [NBANKS], act_ok_d [NBANKS];
+  time_t pre_ok_q [NBANKS], pre_ok_d [NBANKS];
+  time_t col_ok_q [NBANKS], col_ok_d [NBANKS];          // tRCD after ACT
+  time_t rd_ok_q  [NBG],    rd_ok_d  [NBG];             // column spacing per bank group
+  time_t wr_ok_q  [NBG],    wr_ok_d  [NBG];
+  time_t faw_q    [4],      faw_d    [4];               // last four ACT times, [0] oldest
+  time_t ref_ok_q, ref_ok_d;
+  logic               write_mode_q, write_mode_d;
+  logic               ref_pending_q, ref_pending_d;
+  logic [REFI_W-1:0]  refi_cnt_q;
+
+  // ---------------- Read response buffer (in RD order) ----------------
+  logic [ID_W-1:0]   rsp_id_q   [RSP_DEPTH];
+  logic              rsp_last_q [RSP_DEPTH];
+  logic [DATA_W-1:0] rsp_data_q [RSP_DEPTH];
+  logic [RSP_PW-1:0] rsp_head_q, rsp_fill_q, rsp_tail_q;
+  logic [RSP_PW:0]   rsp_alloc_q, rsp_ready_q;  // slots allocated (in flight + ready); slots with data
+
+  // ---------------- Write response queue ----------------
+  logic [ID_W-1:0]   bq_id_q [BQ_DEPTH];
+  logic [BQ_PW-1:0]  bq_head_q, bq_tail_q;
+  logic [BQ_PW:0]    bq_count_q;
+
+  // Free slots: lowest-index free entry of each queue.
+  logic              rq_has_free, wq_has_free;
+  logic [$clog2(RQ_DEPTH)-1:0] rq_free;
+  logic [$clog2(WQ_DEPTH)-1:0] wq_free;
+  always_comb begin
+    rq_has_free = 1'b0;
+    rq_free = '0;
+    rq_count = '0;
+    for (int i = RQ_DEPTH - 1; i >= 0; i--) begin
+      if (!rq_valid_q[i]) begin
+        rq_has_free = 1'b1;
+        rq_free = ($clog2(RQ_DEPTH))'(i);
+      end else begin
+        rq_count = rq_count + 1'b1;
+      end
+    end
+    wq_has_free = 1'b0;
+    wq_free = '0;
+    wq_count = '0;
+    for (int i = WQ_DEPTH - 1; i >= 0; i--) begin
+      if (!wq_valid_q[i]) begin
+        wq_has_free = 1'b1;
+        wq_free = ($clog2(WQ_DEPTH))'(i);
+      end else begin
+        wq_count = wq_count + 1'b1;
+      end
+    end
+  end
+
+  logic rd_push, wr_push;
+  assign ar_ready_o = !rd_busy_q;
+  assign aw_ready_o = !wr_busy_q;
+  assign rd_push    = rd_busy_q && rq_has_free;
+  assign w_ready_o  = wr_busy_q && wq_has_free && (bq_count_q < (BQ_PW+1)'(BQ_DEPTH));
+  assign wr_push    = w_valid_i && w_ready_o;
+
+  // ---------------- Scheduler ----------------
+  // Read blocked: an older read with the same ID is still queued (R order per ID), or a queued write
+  // to the same line (the write is acknowledged, so the read must see it). Write blocked: an older
+  // write to the same line.
+  logic [RQ_DEPTH-1:0] rq_blocked, rq_hit, rq_col_ready, rq_row_cand;
+  logic [WQ_DEPTH-1:0] wq_blocked, wq_hit, wq_col_ready, wq_row_cand;
+  logic [NBANKS-1:0]   bank_hit_pending;
+  logic                rq_any_unblocked;
+  logic                faw_ok, rsp_credit;
+  logic [1:0]          col_cmd;
+  logic [2:0]          row_cmd;
+  logic [NB_W-1:0]     col_bank, row_bank;
+  logic [COL_BITS-1:0] col_addr;
+  logic [ROW_BITS-1:0] row_addr;
+  logic [RQ_DEPTH-1:0] rq_issue;
+  logic [WQ_DEPTH-1:0] wq_issue;
+  logic [DATA_W-1:0]   wr_data;
+  logic [STRB_W-1:0]   wr_strb;
+  logic [ID_W-1:0]     rd_issue_id;
+  logic                rd_issue_last;
+  logic                all_closed, prea_ok;
+  logic [RQ_DEPTH-1:0] rq_older_col [RQ_DEPTH];
+  logic [WQ_DEPTH-1:0] wq_older_col [WQ_DEPTH];
+
+  always_comb begin
+    faw_ok = reached(faw_q[0] + time_t'(T_FAW), now_q);
+    rsp_credit = rsp_alloc_q < (RSP_PW+1)'(RSP_DEPTH);
+    rq_any_unblocked = 1'b0;
+    bank_hit_pending = '0;
+    for (int i = 0; i < RQ_DEPTH; i++) begin
+      rq_blocked[i] = 1'b0;
+      for (int j = 0; j < RQ_DEPTH; j++) begin
+        if (rq_valid_q[j] && rq_older_q[j][i] && rq_id_q[j] == rq_id_q[i]) rq_blocked[i] = 1'b1;
+      end
+      for (int j = 0; j < WQ_DEPTH; j++) begin
+        if (wq_valid_q[j] && wq_line_q[j] == rq_line_q[i]) rq_blocked[i] = 1'b1;
+      end
+      rq_hit[i] = open_q[bank_of(rq_line_q[i])] && open_row_q[bank_of(rq_line_q[i])] == row_of(rq_line_q[i]);
+      if (rq_valid_q[i] && !rq_blocked[i]) rq_any_unblocked = 1'b1;
+      if (rq_valid_q[i] && rq_hit[i] && !write_mode_q) bank_hit_pending[bank_of(rq_line_q[i])] = 1'b1;
+    end
+    for (int i = 0; i < WQ_DEPTH; i++) begin
+      wq_blocked[i] = 1'b0;
+      for (int j = 0; j < WQ_DEPTH; j++) begin
+        if (wq_valid_q[j] && wq_older_q[j][i] && wq_line_q[j] == wq_line_q[i]) wq_blocked[i] = 1'b1;
+      end
+      wq_hit[i] = open_q[bank_of(wq_line_q[i])] && open_row_q[bank_of(wq_line_q[i])] == row_of(wq_line_q[i]);
+      if (wq_valid_q[i] && wq_hit[i] && write_mode_q) bank_hit_pending[bank_of(wq_line_q[i])] = 1'b1;
+    end
+
+    // Column candidates: row hits whose bank and bank group timing allow the access.
+    for (int i = 0; i < RQ_DEPTH; i++) begin
+      rq_col_ready[i] = rq_valid_q[i] && !rq_blocked[i] && rq_hit[i] && !write_mode_q && !ref_pending_q &&
+                        rsp_credit && reached(col_ok_q[bank_of(rq_line_q[i])], now_q) &&
+                        reached(rd_ok_q[group_of(bank_of(rq_line_q[i]))], now_q);
+      // Row candidates: a closed bank to open, or an open bank on another row with no hit waiting.
+      // Blocked entries may prepare their row (opening early hides tRCD behind older accesses).
+      rq_row_cand[i] = rq_valid_q[i] && !write_mode_q && !ref_pending_q && !rq_hit[i] &&
+                       (open_q[bank_of(rq_line_q[i])]
+                          ? (!bank_hit_pending[bank_of(rq_line_q[i])] &&
+                             reached(pre_ok_q[bank_of(rq_line_q[i])], now_q))
+                          : (faw_ok && reached(act_ok_q[bank_of(rq_line_q[i])], now_q)));
+    end
+    for (int i = 0; i < WQ_DEPTH; i++) begin
+      wq_col_ready[i] = wq_valid_q[i] && !wq_blocked[i] && wq_hit[i] && write_mode_q && !ref_pending_q &&
+                        reached(col_ok_q[bank_of(wq_line_q[i])], now_q) &&
+                        reached(wr_ok_q[group_of(bank_of(wq_line_q[i]))], now_q);
+      wq_row_cand[i] = wq_valid_q[i] && write_mode_q && !ref_pending_q && !wq_hit[i] &&
+                       (open_q[bank_of(wq_line_q[i])]
+                          ? (!bank_hit_pending[bank_of(wq_line_q[i])] &&
+                             reached(pre_ok_q[bank_of(wq_line_q[i])], now_q))
+                          : (faw_ok && reached(act_ok_q[bank_of(wq_line_q[i])], now_q)));
+    end
+
+    // Transposed age matrices: [i][j] set when entry j is older than entry i.
+    for (int i = 0; i < RQ_DEPTH; i++) begin
+      for (int j = 0; j < RQ_DEPTH; j++) rq_older_col[i][j] = rq_older_q[j][i];
+    end
+    for (int i = 0; i < WQ_DEPTH; i++) begin
+      for (int j = 0; j < WQ_DEPTH; j++) wq_older_col[i][j] = wq_older_q[j][i];
+    end
+    // Oldest ready first (FR-FCFS: hits are served on the column bus, misses on the row bus).
+    col_cmd = ColNop;
+    col_bank = '0;
+    col_addr = '0;
+    rq_issue = '0;
+    wq_issue = '0;
+    wr_data = '0;
+    wr_strb = '0;
+    rd_issue_id = '0;
+    rd_issue_last = 1'b0;
+    row_cmd = RowNop;
+    row_bank = '0;
+    row_addr = '0;
+    for (int i = 0; i < RQ_DEPTH; i++) begin
+      if (rq_col_ready[i] && (rq_col_ready & rq_older_col[i]) == '0) begin
+        col_cmd = ColRd;
+        col_bank = bank_of(rq_line_q[i]);
+        col_addr = col_of(rq_line_q[i]);
+        rq_issue[i] = 1'b1;
+        rd_issue_id = rq_id_q[i];
+        rd_issue_last = rq_last_q[i];
+      end
+      if (rq_row_cand[i] && (rq_row_cand & rq_older_col[i]) == '0) begin
+        row_bank = bank_of(rq_line_q[i]);
+        row_addr = row_of(rq_line_q[i]);
+        row_cmd = open_q[row_bank] ? RowPre : RowAct;
+      end
+    end
+    for (int i = 0; i < WQ_DEPTH; i++) begin
+      if (wq_col_ready[i] && (wq_col_ready & wq_older_col[i]) == '0) begin
+        col_cmd = ColWr;
+        col_bank = bank_of(wq_line_q[i]);
+        col_addr = col_of(wq_line_q[i]);
+        wq_issue[i] = 1'b1;
+        wr_data = wq_data_q[i];
+        wr_strb = wq_strb_q[i];
+      end
+      if (wq_row_cand[i] && (wq_row_cand & wq_older_col[i]) == '0) begin
+        row_bank = bank_of(wq_line_q[i]);
+        row_addr = row_of(wq_line_q[i]);
+        row_cmd = open_q[row_bank] ? RowPre : RowAct;
+      end
+    end
+
+    // Refresh: close every bank with one PREA once each allows it, then REF after tRP.
+    all_closed = (open_q == '0);
+    prea_ok = 1'b1;
+    for (int b = 0; b < NBANKS; b++) begin
+      if (open_q[b] && !reached(pre_ok_q[b], now_q)) prea_ok = 1'b0;
+    end
+    if (ref_pending_q) begin
+      row_addr = '0;
+      row_bank = '0;
+      if (!all_closed) row_cmd = prea_ok ? RowPrea : RowNop;
+      else row_cmd = reached(ref_ok_q, now_q) ? RowRef : RowNop;
+    end
+  end
+
+  assign dfi_row_cmd_o  = row_cmd;
+  assign dfi_row_bank_o = row_bank;
+  assign dfi_row_addr_o = row_addr;
+  assign dfi_col_cmd_o  = col_cmd;
+  assign dfi_col_bank_o = col_bank;
+  assign dfi_col_addr_o = col_addr;
+  assign dfi_wrdata_o   = wr_data;
+  assign dfi_wrmask_o   = wr_strb;
+
+  // ---------------- Next state: timing ----------------
+  always_comb begin
+    open_d = open_q;
+    open_row_d = open_row_q;
+    act_ok_d = act_ok_q;
+    pre_ok_d = pre_ok_q;
+    col_ok_d = col_ok_q;
+    rd_ok_d = rd_ok_q;
+    wr_ok_d = wr_ok_q;
+    faw_d = faw_q;
+    ref_ok_d = ref_ok_q;
+    unique case (row_cmd)
+      RowAct: begin
+        for (int b = 0; b < NBANKS; b++) begin
+          if (b == 32'(row_bank)) begin
+            act_ok_d[b] = later(act_ok_q[b], now_q + time_t'(T_RC));
+          end else if (group_of(NB_W'(b)) == group_of(row_bank)) begin
+            act_ok_d[b] = later(act_ok_q[b], now_q + time_t'(T_RRD_L));
+          end else begin
+            act_ok_d[b] = later(act_ok_q[b], now_q + time_t'(T_RRD_S));
+          end
+        end
+        open_d[row_bank] = 1'b1;
+        open_row_d[row_bank] = row_addr;
+        col_ok_d[row_bank] = now_q + time_t'(T_RCD);
+        pre_ok_d[row_bank] = now_q + time_t'(T_RAS);
+        faw_d[0] = faw_q[1];
+        faw_d[1] = faw_q[2];
+        faw_d[2] = faw_q[3];
+        faw_d[3] = now_q;
+      end
+      RowPre: begin
+        open_d[row_bank] = 1'b0;
+        act_ok_d[row_bank] = later(act_ok_q[row_bank], now_q + time_t'(T_RP));
+        ref_ok_d = later(ref_ok_q, now_q + time_t'(T_RP));
+      end
+      RowPrea: begin
+        for (int b = 0; b < NBANKS; b++) begin
+          act_ok_d[b] = later(act_ok_q[b], now_q + time_t'(T_RP));
+        end
+        open_d = '0;
+        ref_ok_d = later(ref_ok_q, now_q + time_t'(T_RP));
+      end
+      RowRef: begin
+        for (int b = 0; b < NBANKS; b++) begin
+          act_ok_d[b] = later(act_ok_q[b], now_q + time_t'(T_RFC));
+        end
+        ref_ok_d = now_q + time_t'(T_RFC);
+      end
+      default: ;
+    endcase
+    unique case (col_cmd)
+      ColRd: begin
+        for (int g = 0; g < NBG; g++) begin
+          rd_ok_d[g] = later(rd_ok_q[g],
+                             now_q + time_t'((g == 32'(group_of(col_bank))) ? CCD_L : CCD_S));
+          wr_ok_d[g] = later(wr_ok_q[g], now_q + time_t'(T_RTW));
+        end
+        pre_ok_d[col_bank] = later(pre_ok_q[col_bank], now_q + time_t'(T_RTP));
+      end
+      ColWr: begin
+        for (int g = 0; g < NBG; g++) begin
+          wr_ok_d[g] = later(wr_ok_q[g],
+                             now_q + time_t'((g == 32'(group_of(col_bank))) ? CCD_L : CCD_S));
+          rd_ok_d[g] = later(rd_ok_q[g],
+                             now_q + time_t'((g == 32'(group_of(col_bank))) ? WR_TO_RD_L : WR_TO_RD_S));
+        end
+        pre_ok_d[col_bank] = later(pre_ok_q[col_bank], now_q + time_t'(WR_TO_PRE));
+      end
+      default: ;
+    endcase
+
+    // Write draining with hysteresis: start at the high watermark (or when reads cannot proceed),
+    // stop at the low watermark once a read can go, or when the write queue is empty.
+    if (!write_mode_q) begin
+      write_mode_d = (wq_count >= WQ_W'(WQ_HI)) || (wq_count != '0 && !rq_any_unblocked);
+    end else begin
+      write_mode_d = !((wq_count == '0) || (wq_count <= WQ_W'(WQ_LO) && rq_any_unblocked));
+    end
+    ref_pending_d = ref_pending_q;
+    if (refi_cnt_q == REFI_W'(T_REFI - 1)) ref_pending_d = 1'b1;
+    if (row_cmd == RowRef) ref_pending_d = 1'b0;
+  end
+
+  // ---------------- Next state: queues ----------------
+  always_comb begin
+    rq_valid_d = rq_valid_q & ~rq_issue;
+    rq_id_d = rq_id_q;
+    rq_line_d = rq_line_q;
+    rq_last_d = rq_last_q;
+    rq_older_d = rq_older_q;
+    if (rd_push) begin
+      rq_valid_d[rq_free] = 1'b1;
+      rq_id_d[rq_free] = rd_id_q;
+      rq_line_d[rq_free] = rd_line_q;
+      rq_last_d[rq_free] = (rd_left_q == '0);
+      // Every entry still queued is older than the new one; the new one is older than nothing.
+      for (int j = 0; j < RQ_DEPTH; j++) begin
+        rq_older_d[j][rq_free] = rq_valid_d[j] && (j != 32'(rq_free));
+        rq_older_d[rq_free][j] = 1'b0;
+      end
+    end
+    wq_valid_d = wq_valid_q & ~wq_issue;
+    wq_line_d = wq_line_q;
+    wq_older_d = wq_older_q;
+    if (wr_push) begin
+      wq_valid_d[wq_free] = 1'b1;
+      wq_line_d[wq_free] = wr_line_q;
+      for (int j = 0; j < WQ_DEPTH; j++) begin
+        wq_older_d[j][wq_free] = wq_valid_d[j] && (j != 32'(wq_free));
+        wq_older_d[wq_free][j] = 1'b0;
+      end
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      now_q <= '0;
+      rd_busy_q <= 1'b0;
+      wr_busy_q <= 1'b0;
+      rd_id_q <= '0;
+      wr_id_q <= '0;
+      rd_line_q <= '0;
+      wr_line_q <= '0;
+      rd_left_q <= '0;
+      rq_valid_q <= '0;
+      wq_valid_q <= '0;
+      open_q <= '0;
+      for (int b = 0; b < NBANKS; b++) begin
+        act_ok_q[b] <= '0;
+        pre_ok_q[b] <= '0;
+        col_ok_q[b] <= '0;
+        open_row_q[b] <= '0;
+      end
+      for (int g = 0; g < NBG; g++) begin
+        rd_ok_q[g] <= '0;
+        wr_ok_q[g] <= '0;
+      end
+      for (int k = 0; k < 4; k++) faw_q[k] <= '0;
+      ref_ok_q <= '0;
+      write_mode_q <= 1'b0;
+      ref_pending_q <= 1'b0;
+      refi_cnt_q <= '0;
+    end else begin
+      now_q <= now_q + 1'b1;
+      // Burst splitters: one beat per cycle, INCR bursts of 64-byte beats.
+      if (ar_valid_i && ar_ready_o) begin
+        rd_busy_q <= 1'b1;
+        rd_id_q <= ar_id_i;
+        rd_line_q <= ar_addr_i[ADDR_W-1:6];
+        rd_left_q <= ar_len_i;
+      end else if (rd_push) begin
+        rd_line_q <= rd_line_q + 1'b1;
+        rd_left_q <= rd_left_q - 1'b1;
+        if (rd_left_q == '0) rd_busy_q <= 1'b0;
+      end
+      if (aw_valid_i && aw_ready_o) begin
+        wr_busy_q <= 1'b1;
+        wr_id_q <= aw_id_i;
+        wr_line_q <= aw_addr_i[ADDR_W-1:6];
+      end else if (wr_push) begin
+        wr_line_q <= wr_line_q + 1'b1;
+        if (w_last_i) wr_busy_q <= 1'b0;
+      end
+      rq_valid_q <= rq_valid_d;
+      rq_id_q <= rq_id_d;
+      rq_line_q <= rq_line_d;
+      rq_last_q <= rq_last_d;
+      rq_older_q <= rq_older_d;
+      wq_valid_q <= wq_valid_d;
+      wq_line_q <= wq_line_d;
+      wq_older_q <= wq_older_d;
+      open_q <= open_d;
+      open_row_q <= open_row_d;
+      act_ok_q <= act_ok_d;
+      pre_ok_q <= pre_ok_d;
+      col_ok_q <= col_ok_d;
+      rd_ok_q <= rd_ok_d;
+      wr_ok_q <= wr_ok_d;
+      faw_q <= faw_d;
+      ref_ok_q <= ref_ok_d;
+      write_mode_q <= write_mode_d;
+      ref_pending_q <= ref_pending_d;
+      refi_cnt_q <= (refi_cnt_q == REFI_W'(T_REFI - 1)) ? '0 : refi_cnt_q + 1'b1;
+    end
+  end
+
+  // Write data storage without reset (a datapath RAM).
+  always_ff @(posedge clk_i) begin
+    if (wr_push) begin
+      wq_data_q[wq_free] <= w_data_i;
+      wq_strb_q[wq_free] <= w_strb_i;
+    end
+  end
+
+  // ---------------- Read responses ----------------
+  logic r_pop;
+  assign r_pop     = r_valid_o && r_ready_i;
+  assign r_valid_o = rsp_ready_q != '0;
+  assign r_id_o    = rsp_id_q[rsp_head_q];
+  assign r_last_o  = rsp_last_q[rsp_head_q];
+  assign r_data_o  = rsp_data_q[rsp_head_q];
+  assign r_resp_o  = 2'b00;
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      rsp_head_q <= '0;
+      rsp_fill_q <= '0;
+      rsp_tail_q <= '0;
+      rsp_alloc_q <= '0;
+      rsp_ready_q <= '0;
+    end else begin
+      if (col_cmd == ColRd) rsp_tail_q <= rsp_tail_q + 1'b1;
+      if (dfi_rddata_valid_i) rsp_fill_q <= rsp_fill_q + 1'b1;
+      if (r_pop) rsp_head_q <= rsp_head_q + 1'b1;
+      rsp_alloc_q <= rsp_alloc_q + (RSP_PW+1)'(col_cmd == ColRd) - (RSP_PW+1)'(r_pop);
+      rsp_ready_q <= rsp_ready_q + (RSP_PW+1)'(dfi_rddata_valid_i) - (RSP_PW+1)'(r_pop);
+    end
+  end
+  always_ff @(posedge clk_i) begin
+    if (col_cmd == ColRd) begin
+      rsp_id_q[rsp_tail_q] <= rd_issue_id;
+      rsp_last_q[rsp_tail_q] <= rd_issue_last;
+    end
+    if (dfi_rddata_valid_i) rsp_data_q[rsp_fill_q] <= dfi_rddata_i;
+  end
+
+  // ---------------- Write responses: one per burst, once its last beat is queued ----------------
+  logic b_pop, b_push;
+  assign b_push    = wr_push && w_last_i;
+  assign b_pop     = b_valid_o && b_ready_i;
+  assign b_valid_o = bq_count_q != '0;
+  assign b_id_o    = bq_id_q[bq_head_q];
+  assign b_resp_o  = 2'b00;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      bq_head_q <= '0;
+      bq_tail_q <= '0;
+      bq_count_q <= '0;
+    end else begin
+      if (b_push) bq_tail_q <= bq_tail_q + 1'b1;
+      if (b_pop) bq_head_q <= bq_head_q + 1'b1;
+      bq_count_q <= bq_count_q + (BQ_PW+1)'(b_push) - (BQ_PW+1)'(b_pop);
+    end
+  end
+  always_ff @(posedge clk_i) begin
+    if (b_push) bq_id_q[bq_tail_q] <= wr_id_q;
+  end
+
+`ifndef SYNTHESIS
+  // Protocol checks: read data only for reads in flight; queue bookkeeping stays consistent.
+  always_ff @(posedge clk_i) begin
+    if (rst_ni) begin
+      assert (!dfi_rddata_valid_i || rsp_alloc_q > rsp_ready_q)
+        else $error("hbm_ctrl: read data with no read in flight");
+      assert (!(row_cmd == RowAct && open_q[row_bank])) else $error("hbm_ctrl: ACT to an open bank");
+      assert (!(col_cmd != ColNop && !open_q[col_bank])) else $error("hbm_ctrl: column command to a closed bank");
+    end
+  end
+`endif
+endmodule

@@ -1,0 +1,102 @@
+// HBM2 channel device model behind the DFI-like interface of rtl/hbm/hbm_ctrl.sv: sparse storage
+// (gigabytes addressable, 4 KiB pages allocated on first write) and a timing checker that validates
+// every command against every JEDEC constraint and the refresh deadline. Plain C++ (no SystemC);
+// sysc/dram_device_sc.h wraps it for the SystemC platform.
+#ifndef SYSC_DRAM_DEVICE_H_
+#define SYSC_DRAM_DEVICE_H_
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace tpu {
+
+// Geometry and timing of one channel; defaults are DRAMSim3's HBM2_8Gb_x128 (docs/hbm.md).
+struct DramConfig {
+  int pc_bits = 0, bg_bits = 2, ba_bits = 2, row_bits = 15, col_bits = 4;  // col = 64-byte burst
+  int burst_bytes = 64;
+  int tCL = 14, tCWL = 4, tBURST = 2, tRCD = 14, tRP = 14, tRAS = 34, tRC = 48, tWR = 16, tRTP = 6;
+  int tRRD_S = 4, tRRD_L = 6, tFAW = 30, tCCD_S = 1, tCCD_L = 2, tWTR_S = 6, tWTR_L = 8, tRTW = 13;
+  int tREFI = 3900, tRFC = 260;
+  int max_postponed_refreshes = 8;  // JEDEC allows up to 8 postponed REF commands
+
+  int banks() const { return 1 << (pc_bits + bg_bits + ba_bits); }
+  int group_of(int bank) const { return bank >> ba_bits; }
+  uint64_t bytes() const { return uint64_t(burst_bytes) << (col_bits + row_bits + pc_bits + bg_bits + ba_bits); }
+};
+
+// Command codes as driven on the DFI-like buses.
+enum class RowCmd : uint8_t { kNop = 0, kAct = 1, kPre = 2, kPrea = 3, kRef = 4 };
+enum class ColCmd : uint8_t { kNop = 0, kRd = 1, kWr = 2 };
+
+class DramDevice {
+ public:
+  explicit DramDevice(const DramConfig& config = DramConfig());
+
+  // Commands issued in `cycle` (cycles must not decrease). Row and column commands may share a cycle;
+  // the row command is applied first. `mask` has one bit per byte of `data` (burst_bytes bytes).
+  void Row(uint64_t cycle, RowCmd cmd, int bank, uint32_t row);
+  void Col(uint64_t cycle, ColCmd cmd, int bank, uint32_t col, const uint8_t* data = nullptr,
+           const uint8_t* mask = nullptr);
+  // Read data due in `cycle` (CL + burst after its RD), in RD order; false if none.
+  bool PopReadData(uint64_t cycle, uint8_t* out);
+  // Checks the refresh deadline up to `cycle`; call at the end of a run.
+  void CheckRefresh(uint64_t cycle);
+
+  // Direct access for loading and inspection (no timing).
+  void WriteBytes(uint64_t addr, const uint8_t* src, size_t n);
+  void ReadBytes(uint64_t addr, uint8_t* dst, size_t n) const;
+  uint64_t ByteAddress(int bank, uint32_t row, uint32_t col) const;
+
+  uint64_t violations() const { return violations_; }
+  const std::vector<std::string>& violation_messages() const { return messages_; }
+  uint64_t commands(RowCmd c) const { return row_counts_[int(c)]; }
+  uint64_t commands(ColCmd c) const { return col_counts_[int(c)]; }
+  // Column commands that were not the first one after their row's ACT.
+  uint64_t row_hits() const { return row_hits_; }
+  size_t pages_allocated() const { return pages_.size(); }
+  const DramConfig& config() const { return config_; }
+
+ private:
+  static constexpr int64_t kNever = INT64_MIN / 4;
+  static constexpr int kPageBytes = 4096;
+  struct Bank {
+    bool open = false;
+    uint32_t row = 0;
+    int64_t last_act = kNever, last_pre = kNever, last_rd = kNever, last_wr = kNever;
+    bool accessed = false;  // a column command since the ACT: later ones are row hits
+  };
+  // Records a violation when `cycle - since < need`.
+  void Require(uint64_t cycle, int64_t since, int need, const char* cmd, int bank, const char* rule);
+  void Fail(uint64_t cycle, const char* cmd, int bank, const std::string& what);
+  uint8_t* Page(uint64_t addr, bool allocate);
+
+  DramConfig config_;
+  std::vector<Bank> banks_;
+  std::vector<int64_t> group_last_act_, group_last_rd_, group_last_wr_;
+  std::deque<int64_t> recent_acts_;  // last four ACT cycles
+  int64_t last_act_any_ = kNever, last_rd_any_ = kNever, last_wr_any_ = kNever, last_ref_ = kNever;
+  int64_t last_pre_any_ = kNever;
+  int last_act_group_ = -1, last_rd_group_ = -1, last_wr_group_ = -1;  // group of the last_*_any_
+  uint64_t row_hits_ = 0;
+  uint64_t refreshes_ = 0;
+  uint64_t last_cycle_ = 0;
+  struct PendingRead {
+    uint64_t due;
+    std::vector<uint8_t> data;
+  };
+  std::deque<PendingRead> reads_;
+  std::unordered_map<uint64_t, std::unique_ptr<uint8_t[]>> pages_;
+  uint64_t violations_ = 0;
+  std::vector<std::string> messages_;
+  std::array<uint64_t, 5> row_counts_{};
+  std::array<uint64_t, 3> col_counts_{};
+};
+
+}  // namespace tpu
+
+#endif  // SYSC_DRAM_DEVICE_H_

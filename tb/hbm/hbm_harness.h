@@ -1,0 +1,51 @@
+// Verilated rtl/hbm/hbm_ctrl (default parameters) on the C++ HBM2 device model (sysc/dram_device),
+// driven by traffic generators and checked by a scoreboard against a shadow memory.
+#ifndef TB_HBM_HBM_HARNESS_H_
+#define TB_HBM_HBM_HARNESS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sysc/dram_device.h"
+
+class Vhbm_ctrl;
+
+namespace tpu::hbm_tb {
+
+enum class Pattern { kSeqRead, kSeqWrite, kMix, kRandomRead, kStrided, kManyIds };
+const char* PatternName(Pattern p);
+std::vector<Pattern> AllPatterns();
+
+struct RunOptions {
+  uint64_t transactions = 10000;  // AXI bursts
+  uint64_t seed = 1;
+  int backpressure_pct = 0;       // percent of cycles R/B are not accepted
+  uint64_t max_cycles = 0;        // 0: derived from transactions
+};
+
+struct RunResult {
+  uint64_t transactions = 0, beats = 0, cycles = 0;
+  uint64_t mismatches = 0, violations = 0, protocol_errors = 0;
+  double peak_pct = 0, bound_pct = 0, lat_mean = 0;
+  uint64_t lat_p99 = 0;
+  double row_hit_pct = 0, refresh_pct = 0;
+  std::vector<std::string> messages;  // first failures
+  std::string Line(Pattern p) const;  // the `hbm pattern=...` line
+};
+
+// Controller parameters the harness must agree with (hbm_ctrl defaults).
+struct CtrlParams {
+  int wq_depth = 32, wq_hi = 24, wq_lo = 8;
+  int col_lsb = 0, bg_lsb = 4, ba_lsb = 6, row_lsb = 8;
+};
+
+// Upper bound (percent of pin peak) that the timing parameters allow for a pattern (docs/hbm.md).
+double BoundPct(Pattern p, const DramConfig& c, const CtrlParams& k);
+
+RunResult Run(Pattern p, const RunOptions& options);
+
+}  // namespace tpu::hbm_tb
+
+#endif  // TB_HBM_HBM_HARNESS_H_
