@@ -1,6 +1,7 @@
 #include "compiler/codegen/codegen.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -79,9 +80,68 @@ std::optional<isa::Opcode> VpuOpcodeFor(HloOpcode op) {
   return std::nullopt;
 }
 
+std::optional<isa::Opcode> OpcodeNamed(const char* name) {
+  for (const isa::OpcodeInfo& info : isa::kOpcodes) {
+    if (std::strcmp(info.name, name) == 0) return info.opcode;
+  }
+  return std::nullopt;
+}
+bool HasOpcode(const char* name) { return OpcodeNamed(name).has_value(); }
+
+std::optional<float> ScalarConstantValue(const HloInstruction& value);
+
+// The raw bits of select's on-false operand when it can be VSEL's immediate: a scalar f32 constant or
+// its broadcast, zero unless the result has no padded lanes.
+std::optional<uint32_t> SelectImmediate(const HloInstruction& select, uint32_t lanes) {
+  const std::optional<float> value = ScalarConstantValue(*select.operand(2));
+  if (!value || select.shape().element_type != hlo::PrimitiveType::F32) return std::nullopt;
+  uint32_t bits;
+  std::memcpy(&bits, &*value, 4);
+  const int rank = select.shape().rank();
+  const int64_t cols = rank == 0 ? 1 : select.shape().dimensions.back();
+  if (bits != 0 && cols % lanes != 0) return std::nullopt;
+  return bits;
+}
+
+// The VCMP direction code (docs/isa.md).
+uint8_t VcmpDirection(hlo::ComparisonDirection direction) {
+  switch (direction) {
+    case hlo::ComparisonDirection::kEq: return 0;
+    case hlo::ComparisonDirection::kNe: return 1;
+    case hlo::ComparisonDirection::kLt: return 2;
+    case hlo::ComparisonDirection::kLe: return 3;
+    case hlo::ComparisonDirection::kGt: return 4;
+    case hlo::ComparisonDirection::kGe: return 5;
+  }
+  return 6;
+}
+
+// Whether `direction` holds for (+0, b) where b is the padded lane's second operand (0, or an f32
+// immediate): then padded lanes of a compare's result would be 1 and must be masked.
+bool CompareTrueOnPadding(hlo::ComparisonDirection direction, bool has_immediate, uint32_t immediate_bits) {
+  float b = 0.0f;
+  if (has_immediate) std::memcpy(&b, &immediate_bits, 4);
+  if (std::isnan(b)) return direction == hlo::ComparisonDirection::kNe;
+  switch (direction) {
+    case hlo::ComparisonDirection::kEq: return 0.0f == b;
+    case hlo::ComparisonDirection::kNe: return 0.0f != b;
+    case hlo::ComparisonDirection::kLt: return 0.0f < b;
+    case hlo::ComparisonDirection::kLe: return 0.0f <= b;
+    case hlo::ComparisonDirection::kGt: return 0.0f > b;
+    case hlo::ComparisonDirection::kGe: return 0.0f >= b;
+  }
+  return true;
+}
+
 bool IsCommutative(HloOpcode op) { return op != HloOpcode::kSubtract; }
 
 bool IsVpuBinary(HloOpcode op) { return VpuOpcodeFor(op).has_value(); }
+
+// Values the VPU computes on as s32 lanes (INT flag): s32, and s64 through its low 32 bits.
+bool IsIntegerValue(const hlo::Shape& shape) {
+  return shape.element_type == hlo::PrimitiveType::S32 || shape.element_type == hlo::PrimitiveType::S64 ||
+         shape.element_type == hlo::PrimitiveType::U32;
+}
 
 // The value of a scalar f32 constant, or of a broadcast of one.
 std::optional<float> ScalarConstantValue(const HloInstruction& value) {
@@ -139,6 +199,17 @@ class CodeGenerator {
   void LoadAddress(Reg reg, const HloInstruction* value, uint32_t extra_lines);
   Status EmitInstruction(const HloInstruction& instruction);
   Status EmitElementwise(const HloInstruction& instruction, HloOpcode op, const HloInstruction* a, Src2 b);
+  // One VPU instruction over `a` (and b), result stored as `instruction` (a may be `instruction` itself).
+  struct VpuOp {
+    isa::Opcode opcode = isa::Opcode::VADD;
+    uint8_t flags = 0;            // OR-ed into every emitted instruction (INT, VCMP direction)
+    bool then_add_zero = false;   // VADD imm +0 after it (negate)
+    bool unary = false;           // one source (VCVT): no second-operand flags
+  };
+  Status EmitVpu(const HloInstruction& instruction, const VpuOp& vpu, const HloInstruction* a, Src2 b);
+  Status EmitCompare(const HloInstruction& instruction);
+  Status EmitSelect(const HloInstruction& instruction);
+  Status EmitConvert(const HloInstruction& instruction);
   Status EmitBroadcast(const HloInstruction& instruction);
   Status EmitRowBroadcastInto(const HloInstruction& out, const Src2& row);
   Status EmitDot(const HloInstruction& instruction);
@@ -223,14 +294,20 @@ bool CodeGenerator::FoldableBroadcast(const HloInstruction& op, const HloInstruc
 }
 
 bool CodeGenerator::ReadsFromMemory(const HloInstruction& user, const HloInstruction& value) const {
-  if (IsVpuBinary(user.opcode()) && value.opcode() == HloOpcode::kBroadcast && FoldableBroadcast(user, value)) {
+  if ((IsVpuBinary(user.opcode()) || user.opcode() == HloOpcode::kCompare) &&
+      value.opcode() == HloOpcode::kBroadcast && FoldableBroadcast(user, value)) {
     // Folded unless both operands are foldable broadcasts: then operand 0 is materialized. Operand 0 of
-    // a subtraction is always materialized (the VPU takes the folded operand second).
-    if (!IsCommutative(user.opcode())) return user.operand(0) == &value;
+    // a subtraction or compare is always materialized (the VPU takes the folded operand second).
+    if (user.opcode() == HloOpcode::kCompare || !IsCommutative(user.opcode())) return user.operand(0) == &value;
     bool other_foldable = FoldableBroadcast(user, *user.operand(user.operand(0) == &value ? 1 : 0));
     return other_foldable && user.operand(0) == &value;
   }
   if (user.opcode() == HloOpcode::kBroadcast && IsScalarF32Constant(value)) return false;
+  // The on-false value of a select may be an immediate.
+  if (user.opcode() == HloOpcode::kSelect && user.operand(2) == &value && user.operand(1) != &value &&
+      user.operand(0) != &value && SelectImmediate(user, L()).has_value()) {
+    return false;
+  }
   // A divisor that is a constant becomes the immediate of a multiplication.
   if (user.opcode() == HloOpcode::kDivide && user.operand(1) == &value && user.operand(0) != &value &&
       ScalarConstantValue(value)) {
@@ -274,6 +351,15 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     case HloOpcode::kMinimum:
       if (!IsVpuBinary(instruction.opcode())) return UnsupportedOp(instruction);
       break;
+    case HloOpcode::kCompare:
+      if (!HasOpcode("VCMP") || !HasOpcode("VAND")) return UnsupportedOp(instruction);
+      break;
+    case HloOpcode::kSelect:
+      if (!HasOpcode("VSEL")) return UnsupportedOp(instruction);
+      break;
+    case HloOpcode::kConvert:
+      if (!HasOpcode("VCVT") || !HasOpcode("VCMP")) return UnsupportedOp(instruction);
+      break;
     case HloOpcode::kDivide:
       // x / c = x * (1/c) for a constant c: at most one rounding more than the division (docs/numerics.md
       // tolerance). Division by a computed value needs a reciprocal instruction.
@@ -309,8 +395,11 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     }
     return Unimplemented(instruction.name() + " produces a tuple outside the root");
   }
-  // Data movement works on any 32-bit device word; arithmetic is f32 only in this version.
-  bool moves_data = false;
+  // Data movement, select and convert work on any 32-bit device word; elementwise arithmetic and
+  // compares also on s32 lanes (s64 through its low word); the MXU paths on f32 only.
+  const hlo::PrimitiveType type = shape.element_type;
+  const bool f32 = type == hlo::PrimitiveType::F32;
+  bool type_ok = f32;
   switch (instruction.opcode()) {
     case HloOpcode::kParameter:
     case HloOpcode::kConstant:
@@ -319,15 +408,33 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     case HloOpcode::kReshape:
     case HloOpcode::kBitcast:
     case HloOpcode::kCustomCall:
-      moves_data = true;
+    case HloOpcode::kSelect:
+    case HloOpcode::kConvert:
+      type_ok = IsDeviceElementType(type);
       break;
+    case HloOpcode::kAdd:
+    case HloOpcode::kSubtract:
+    case HloOpcode::kMultiply:
+    case HloOpcode::kMaximum:
+    case HloOpcode::kMinimum:
+    case HloOpcode::kNegate:
+      type_ok = f32 || IsIntegerValue(shape);
+      break;
+    case HloOpcode::kCompare: {
+      const hlo::Shape& operand = instruction.operand(0)->shape();
+      type_ok = type == hlo::PrimitiveType::PRED &&
+                (operand.element_type == hlo::PrimitiveType::F32 || IsIntegerValue(operand) ||
+                 operand.element_type == hlo::PrimitiveType::PRED);
+      break;
+    }
     default:
       break;
   }
-  if (moves_data ? !IsDeviceElementType(shape.element_type) : shape.element_type != hlo::PrimitiveType::F32) {
-    return Unimplemented(instruction.name() + " has element type " + hlo::PrimitiveTypeName(shape.element_type) +
-                         (moves_data ? "; the device stores f32, s32, s64 (low word), u32 and pred values only"
-                                     : "; this code generator computes on f32 values only"));
+  if (!type_ok) {
+    return Unimplemented(instruction.name() + " has element type " + hlo::PrimitiveTypeName(type) +
+                         "; this code generator lowers " + instruction.opcode_name() + " for " +
+                         (instruction.opcode() == HloOpcode::kCompare ? "f32, s32, s64 and pred operands only"
+                                                                      : "f32 values only"));
   }
   if (instruction.opcode() == HloOpcode::kConstant && !instruction.has_literal()) {
     return FailedPrecondition("constant " + instruction.name() + " has no values (the dump elided them)");
@@ -447,14 +554,26 @@ Status CodeGenerator::EmitCopy(const HloInstruction* from, Location to) {
 
 Status CodeGenerator::EmitElementwise(const HloInstruction& instruction, HloOpcode op, const HloInstruction* a,
                                       Src2 b) {
-  const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
   const std::optional<isa::Opcode> opcode = VpuOpcodeFor(op);
   if (!opcode) return UnsupportedOp(instruction);
-  // Negate runs a second instruction on the same lines: + 0 after * -1.
-  const bool negate = instruction.opcode() == HloOpcode::kNegate;
+  VpuOp vpu;
+  vpu.opcode = *opcode;
+  if (IsIntegerValue(instruction.shape())) vpu.flags = isa::flag::VADD_INT;
+  // Negate runs a second instruction on the same lines: + 0 after * -1 turns -0 back into +0.
+  vpu.then_add_zero = instruction.opcode() == HloOpcode::kNegate && !IsIntegerValue(instruction.shape());
+  return EmitVpu(instruction, vpu, a, b);
+}
+
+Status CodeGenerator::EmitVpu(const HloInstruction& instruction, const VpuOp& vpu, const HloInstruction* a,
+                              Src2 b) {
+  const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
   auto vop = [&](Reg dst, Reg src1, Reg src2, Reg count, uint8_t flags, uint32_t imm) {
-    asm_.Emit(*opcode, {dst, src1, src2, count, flags, imm});
-    if (negate) asm_.Vadd(dst, dst, kZeroReg, count, isa::flag::VADD_SRC2_IMM, 0);
+    if (vpu.unary) {
+      asm_.Emit(vpu.opcode, {dst, src1, kZeroReg, count, vpu.flags, 0});
+    } else {
+      asm_.Emit(vpu.opcode, {dst, src1, src2, count, static_cast<uint8_t>(flags | vpu.flags), imm});
+    }
+    if (vpu.then_add_zero) asm_.Vadd(dst, dst, kZeroReg, count, isa::flag::VADD_SRC2_IMM, 0);
   };
   TPU_ASSIGN_OR_RETURN(ScopedReg a_hbm, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
@@ -612,6 +731,118 @@ Status CodeGenerator::EmitBroadcast(const HloInstruction& instruction) {
   }
   return Unimplemented("broadcast " + instruction.name() + " from " + source.shape().ToString() + " to " +
                        instruction.shape().ToString() + " with dimensions other than the minor one");
+}
+
+// compare: VCMP (INT for integer operands) with the direction in its flags; the second operand may be a
+// folded broadcast. Padded lanes compare +0 with +0 (or the immediate): when that is true they are
+// cleared afterwards with VAND against a row that is all ones in the logical lanes.
+Status CodeGenerator::EmitCompare(const HloInstruction& instruction) {
+  const HloInstruction* a = instruction.operand(0);
+  const HloInstruction* b_value = instruction.operand(1);
+  const hlo::ComparisonDirection direction = instruction.comparison_direction();
+  VpuOp vpu;
+  vpu.opcode = isa::Opcode::VCMP;
+  vpu.flags = static_cast<uint8_t>(VcmpDirection(direction) << isa::flag::VCMP_DIR_LSB);
+  if (a->shape().element_type != hlo::PrimitiveType::F32) vpu.flags |= isa::flag::VCMP_INT;
+  const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
+  Src2 b;
+  if (FoldableBroadcast(instruction, *b_value)) {
+    const HloInstruction& source = *b_value->operand(0);
+    if (IsScalarF32Constant(source)) {
+      b.kind = Src2::kImmediate;
+      b.imm = FloatBits(source.literal().Get<float>(0));
+    } else {
+      b.kind = Src2::kRow;
+      b.value = &source;
+    }
+  } else {
+    b.kind = Src2::kTensor;
+    b.value = b_value;
+  }
+  TPU_RETURN_IF_ERROR(EmitVpu(instruction, vpu, a, b));
+  const bool integer = a->shape().element_type != hlo::PrimitiveType::F32;
+  const bool padding_true = CompareTrueOnPadding(direction, b.kind == Src2::kImmediate && !integer, b.imm);
+  if (layout.cols % L() == 0 || !padding_true) return OkStatus();
+  asm_.Sync(kSyncAll);
+  VpuOp mask;
+  mask.opcode = isa::Opcode::VAND;
+  Src2 row;
+  row.kind = Src2::kRow;
+  TPU_ASSIGN_OR_RETURN(row.constant_row, ConstantRow(0xffffffffu, layout.cols));
+  return EmitVpu(instruction, mask, &instruction, row);
+}
+
+// select: the predicate is loaded into the result lines, VSEL overwrites them with on-true where the
+// predicate is non-zero and with on-false (a tensor or an immediate) elsewhere.
+Status CodeGenerator::EmitSelect(const HloInstruction& instruction) {
+  const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
+  const std::optional<uint32_t> immediate = SelectImmediate(instruction, L());
+  const uint32_t buffers = immediate ? 2 : 3;
+  const uint32_t chunk = options_.vmem_lines / buffers;
+  if (chunk == 0) return VmemOverflow(instruction, buffers);
+  TPU_ASSIGN_OR_RETURN(ScopedReg pred_hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg true_hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg false_hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg result_vmem, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg true_vmem, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg false_vmem, NewReg());
+  LoadAddress(pred_hbm, instruction.operand(0), 0);
+  LoadAddress(true_hbm, instruction.operand(1), 0);
+  if (!immediate) LoadAddress(false_hbm, instruction.operand(2), 0);
+  LoadAddress(out_hbm, &instruction, 0);
+  const uint32_t used = std::min(chunk, layout.lines);
+  asm_.Li(result_vmem, 0);
+  asm_.Li(true_vmem, used);
+  asm_.Li(false_vmem, 2 * used);
+  std::vector<std::pair<Reg, uint32_t>> pointers = {{pred_hbm, 1}, {true_hbm, 1}, {out_hbm, 1}};
+  if (!immediate) pointers.push_back({false_hbm, 1});
+  return ForChunks(layout.lines, chunk, pointers, [&](Reg count, uint32_t) {
+    asm_.DmaLoad(pred_hbm, result_vmem, count, 1);
+    asm_.DmaLoad(true_hbm, true_vmem, count, 1);
+    if (!immediate) asm_.DmaLoad(false_hbm, false_vmem, count, 1);
+    asm_.Sync(kSyncDma);
+    if (immediate) {
+      asm_.Emit(isa::Opcode::VSEL, {result_vmem, true_vmem, kZeroReg, count, isa::flag::VSEL_SRC2_IMM, *immediate});
+    } else {
+      asm_.Emit(isa::Opcode::VSEL, {result_vmem, true_vmem, false_vmem, count, 0, 0});
+    }
+    asm_.Sync(kSyncVpu);
+    asm_.DmaStore(out_hbm, result_vmem, count, 1);
+    return OkStatus();
+  });
+}
+
+// convert between f32 and integers with VCVT (f32 -> integer truncates toward zero, saturating);
+// f32 -> pred is x != 0; between integer types and pred (0/1 words) the words stay as they are.
+Status CodeGenerator::EmitConvert(const HloInstruction& instruction) {
+  const HloInstruction* operand = instruction.operand(0);
+  const hlo::PrimitiveType from = operand->shape().element_type, to = instruction.shape().element_type;
+  const bool from_f32 = from == hlo::PrimitiveType::F32, to_f32 = to == hlo::PrimitiveType::F32;
+  if (from_f32 == to_f32 && (from_f32 || to != hlo::PrimitiveType::PRED)) {
+    if (to != hlo::PrimitiveType::PRED || from == hlo::PrimitiveType::PRED) {
+      return EmitCopy(operand, locations_.at(&instruction));
+    }
+  }
+  if (to == hlo::PrimitiveType::PRED) {
+    // x != 0 (for integers with INT); padded lanes are 0 != 0 = 0.
+    VpuOp vpu;
+    vpu.opcode = isa::Opcode::VCMP;
+    vpu.flags = static_cast<uint8_t>(VcmpDirection(hlo::ComparisonDirection::kNe) << isa::flag::VCMP_DIR_LSB);
+    if (!from_f32) vpu.flags |= isa::flag::VCMP_INT;
+    Src2 zero;
+    zero.kind = Src2::kImmediate;
+    zero.imm = 0;
+    return EmitVpu(instruction, vpu, operand, zero);
+  }
+  // VCVT takes one source; the unused second operand of EmitVpu's immediate form is ignored.
+  VpuOp vpu;
+  vpu.opcode = isa::Opcode::VCVT;
+  vpu.flags = to_f32 ? 0 : isa::flag::VCVT_F32_TO_S32;
+  vpu.unary = true;
+  Src2 none;
+  none.kind = Src2::kImmediate;
+  return EmitVpu(instruction, vpu, operand, none);
 }
 
 // Reductions that keep only the minor dimension (or reduce everything when the minor dimension has one
@@ -1259,6 +1490,12 @@ Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
       return EmitBroadcast(instruction);
     case HloOpcode::kReduce:
       return EmitReduce(instruction);
+    case HloOpcode::kCompare:
+      return EmitCompare(instruction);
+    case HloOpcode::kSelect:
+      return EmitSelect(instruction);
+    case HloOpcode::kConvert:
+      return EmitConvert(instruction);
     case HloOpcode::kTranspose:
       return EmitTranspose(instruction);
     case HloOpcode::kFusion: {

@@ -94,8 +94,19 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
         unit = kVpu;
         fp.writes.push_back({s[in.rd], s[in.rd] + count});
         break;
+      case Opcode::VCVT:
+        unit = kVpu;
+        fp.reads.push_back({s[in.rs1], s[in.rs1] + count});
+        fp.writes.push_back({s[in.rd], s[in.rd] + count});
+        break;
+      case Opcode::VTRANS:
+        unit = kVpu;
+        fp.reads.push_back({s[in.rs1], s[in.rs1] + count * options.lanes});
+        fp.writes.push_back({s[in.rd], s[in.rd] + count * options.lanes});
+        break;
       default: {
-        // Other VPU instructions (VSUB, VMUL, ...) take the operands of VADD; treat them alike.
+        // The other VPU instructions (VSUB, VMUL, VCMP, VSEL, ...) take the operands of VADD; VSEL also
+        // reads its destination (the mask).
         const isa::OpcodeInfo* info = isa::FindOpcode(in.opcode);
         if (info == nullptr || info->unit != isa::Unit::kVpu) {
           return FailedPrecondition("illegal instruction at pc " + std::to_string(pc));
@@ -109,6 +120,7 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
           fp.reads.push_back({s[in.rs2], s[in.rs2] + count});
         }
         fp.writes.push_back({s[in.rd], s[in.rd] + count});
+        if (op == Opcode::VSEL) fp.reads.push_back({s[in.rd], s[in.rd] + count});
         break;
       }
     }
