@@ -1,5 +1,5 @@
 // One tpusim core: sequencer, IMEM, VMEM and the DMA, MXU and vector units (wiring only).
-// VMEM ports: read 0 DMA, 1 MXU A, 2 MXU B, 3 VPU A, 4 VPU B; write 0 DMA, 1 MXU, 2 VPU.
+// VMEM ports: read 0 DMA, 1 MXU A, 2 MXU B, 3 VPU A, 4 VPU B, 5 MXU W; write 0 DMA, 1 MXU, 2 VPU.
 module tpu_core
 #(
   parameter int unsigned ImemAw = $clog2(tpu_pkg::IMEM_WORDS),
@@ -45,14 +45,14 @@ module tpu_core
   input  logic [tpu_pkg::LINE_W-1:0] hbm_rsp_rdata_i
 );
 
-  localparam int unsigned NumRd = 5;
+  localparam int unsigned NumRd = 6;
   localparam int unsigned NumWr = 3;
 
   // Sequencer <-> units.
   logic              dma_cmd_valid, mxu_cmd_valid, vpu_cmd_valid;
   logic [7:0]        cmd_opcode, cmd_flags;
   logic [31:0]       cmd_rd, cmd_rs1, cmd_rs2, cmd_rs3, cmd_imm;
-  logic              dma_busy, mxu_busy, vpu_busy;
+  logic              dma_busy, mxu_busy, vpu_busy, mxu_lw_ready, mxu_mm_ready;
   logic              flush;
   logic              mxu_row, dma_line, vpu_line;
 
@@ -97,6 +97,8 @@ module tpu_core
     .cmd_imm_o        (cmd_imm),
     .dma_busy_i       (dma_busy),
     .mxu_busy_i       (mxu_busy),
+    .mxu_lw_ready_i   (mxu_lw_ready),
+    .mxu_mm_ready_i   (mxu_mm_ready),
     .vpu_busy_i       (vpu_busy),
     .flush_o          (flush),
     .mxu_row_i        (mxu_row),
@@ -183,7 +185,12 @@ module tpu_core
     .cmd_src_i      (cmd_rs1),
     .cmd_dst_i      (cmd_rs2),
     .cmd_count_i    (cmd_rs3),
+    .lw_ready_o     (mxu_lw_ready),
+    .mm_ready_o     (mxu_mm_ready),
     .busy_o         (mxu_busy),
+    .w_rd_en_o      (vm_rd_en[5]),
+    .w_rd_addr_o    (vm_rd_addr[5*VmemAw +: VmemAw]),
+    .w_rd_data_i    (vm_rd_data[5*tpu_pkg::LINE_W +: tpu_pkg::LINE_W]),
     .a_rd_en_o      (vm_rd_en[1]),
     .a_rd_addr_o    (vm_rd_addr[1*VmemAw +: VmemAw]),
     .a_rd_data_i    (vm_rd_data[1*tpu_pkg::LINE_W +: tpu_pkg::LINE_W]),

@@ -2,8 +2,9 @@
 // itself and hands DMA/MXU/VPU instructions to their unit with the operand values read at issue.
 //
 // Fetch: the IMEM read address is the next pc (pc_d), so the word for pc_q is available every cycle and
-// taken branches cost no bubble. A unit instruction issues when its unit is not busy; units raise busy
-// the cycle after cmd_valid, so a following SYNC or same-unit instruction always sees it.
+// taken branches cost no bubble. A DMA or VPU instruction issues when its unit is not busy; the MXU says
+// itself when it takes an MXU_LW or MXU_MM (it overlaps commands and keeps their order). Units raise
+// busy the cycle after cmd_valid, so a following SYNC always sees it.
 //
 // Errors are detected at issue. The offending instruction writes nothing; units already running finish
 // their earlier instructions (drain) so memory holds exactly the effect of every issued instruction,
@@ -48,6 +49,8 @@ module tpu_sequencer
   output logic [31:0]       cmd_imm_o,
   input  logic              dma_busy_i,
   input  logic              mxu_busy_i,
+  input  logic              mxu_lw_ready_i,   // the MXU accepts an MXU_LW / MXU_MM this cycle (it may
+  input  logic              mxu_mm_ready_i,   // take one while busy with earlier commands)
   input  logic              vpu_busy_i,
   output logic              flush_o,          // abort every unit
 
@@ -214,7 +217,7 @@ module tpu_sequencer
           tpu_pkg::OP_MXU_LW: begin
             if (vmem_range_bad(rs1_val, 32'(tpu_pkg::LANES))) begin
               raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_VMEM_ADDR;
-            end else if (mxu_busy_i) begin
+            end else if (!mxu_lw_ready_i) begin
               stall = 1'b1;
             end else begin
               issue = 1'b1; mxu_cmd_valid_o = 1'b1;
@@ -223,7 +226,7 @@ module tpu_sequencer
           tpu_pkg::OP_MXU_MM: begin
             if (vmem_range_bad(rs1_val, rs3_val) || vmem_range_bad(rs2_val, rs3_val)) begin
               raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_VMEM_ADDR;
-            end else if (mxu_busy_i) begin
+            end else if (!mxu_mm_ready_i) begin
               stall = 1'b1;
             end else begin
               issue = 1'b1; mxu_cmd_valid_o = 1'b1;
