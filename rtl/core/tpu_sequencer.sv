@@ -115,6 +115,12 @@ module tpu_sequencer
     vmem_range_bad = ((count != 32'd0) && (({1'b0, base} + {1'b0, count}) > 33'(tpu_pkg::VMEM_LINES)));
   endfunction
 
+  // VTRANS: count blocks of LANES lines, in 64 bits so a huge count cannot wrap.
+  function automatic logic vmem_blocks_bad(logic [31:0] base, logic [31:0] count);
+    vmem_blocks_bad = ((count != 32'd0) &&
+                       (({32'd0, base} + ({32'd0, count} * 64'(tpu_pkg::LANES))) > 64'(tpu_pkg::VMEM_LINES)));
+  endfunction
+
   // HBM lines base + i*stride for i < count, computed in 64 bits; the largest is the last one.
   function automatic logic hbm_range_bad(logic [31:0] base, logic [31:0] count, logic [31:0] stride);
     logic [63:0] last;
@@ -232,12 +238,23 @@ module tpu_sequencer
               issue = 1'b1; mxu_cmd_valid_o = 1'b1;
             end
           end
-          tpu_pkg::OP_VADD, tpu_pkg::OP_VMAX: begin
+          tpu_pkg::OP_VADD, tpu_pkg::OP_VMAX, tpu_pkg::OP_VSUB, tpu_pkg::OP_VMUL, tpu_pkg::OP_VMIN,
+          tpu_pkg::OP_VAND, tpu_pkg::OP_VOR, tpu_pkg::OP_VXOR, tpu_pkg::OP_VCMP, tpu_pkg::OP_VSEL: begin
             // The broadcast operand is one line, read only when there is work to do.
             if (vmem_range_bad(rd_val, rs3_val) || vmem_range_bad(rs1_val, rs3_val) ||
                 (!flags[tpu_pkg::FLAG_VADD_SRC2_IMM] &&
                  vmem_range_bad(rs2_val, flags[tpu_pkg::FLAG_VADD_SRC2_BCAST] ?
                                          ((rs3_val != 32'd0) ? 32'd1 : 32'd0) : rs3_val))) begin
+              raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_VMEM_ADDR;
+            end else if (vpu_busy_i) begin
+              stall = 1'b1;
+            end else begin
+              issue = 1'b1; vpu_cmd_valid_o = 1'b1;
+            end
+          end
+          tpu_pkg::OP_VCVT, tpu_pkg::OP_VTRANS: begin
+            if ((op == tpu_pkg::OP_VCVT) ? (vmem_range_bad(rd_val, rs3_val) || vmem_range_bad(rs1_val, rs3_val))
+                                             : (vmem_blocks_bad(rd_val, rs3_val) || vmem_blocks_bad(rs1_val, rs3_val))) begin
               raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_VMEM_ADDR;
             end else if (vpu_busy_i) begin
               stall = 1'b1;

@@ -1,7 +1,11 @@
-// Vector unit: VADD, VMAX (second operand from VMEM, broadcast from one line, or an immediate) and
-// VSPLAT. Three stages, one line per cycle: read request -> lane arithmetic on the returned lines ->
-// write. Lane arithmetic is tpu_fp_pkg's fp32_add / fp32_max (docs/numerics.md).
-// Busy from the cycle after cmd_valid_i until the last line is written; flush_i drops everything.
+// Vector unit: lane-wise binary ops (VADD VSUB VMUL VMAX VMIN VAND VOR VXOR VCMP, fp32 or s32 with INT;
+// second operand from VMEM, broadcast from one line, or an immediate), VSEL, VCVT, VSPLAT and the block
+// transpose VTRANS. Three stages: read request -> lane arithmetic on the returned lines -> write.
+// Streaming ops move one line per cycle. VSEL needs three source lines (mask = old destination, src1,
+// src2) over two read ports, so it takes two cycles per line: phase 0 reads the mask and src2, phase 1
+// reads src1. VTRANS reads the LANES rows of a block into a buffer, then writes its LANES columns.
+// Lane arithmetic is tpu_fp_pkg's (docs/numerics.md). Busy from the cycle after cmd_valid_i until the
+// last line is written; flush_i drops everything.
 module tpu_vpu
 #(
   parameter int unsigned VmemAw = $clog2(tpu_pkg::VMEM_LINES)
@@ -35,51 +39,103 @@ module tpu_vpu
   output logic [tpu_pkg::LINE_W-1:0] wr_data_o
 );
 
-  typedef enum logic [1:0] {
-    VopAdd   = 2'd0,
-    VopMax   = 2'd1,
-    VopSplat = 2'd2
+  typedef enum logic [3:0] {
+    VopAdd   = 4'd0,
+    VopSub   = 4'd1,
+    VopMul   = 4'd2,
+    VopMax   = 4'd3,
+    VopMin   = 4'd4,
+    VopAnd   = 4'd5,
+    VopOr    = 4'd6,
+    VopXor   = 4'd7,
+    VopCmp   = 4'd8,
+    VopSel   = 4'd9,
+    VopCvt   = 4'd10,
+    VopTrans = 4'd11,
+    VopSplat = 4'd12
   } vop_e;
 
   localparam int NumLanes = tpu_pkg::LANES;
+  localparam int LaneAw   = (NumLanes > 1) ? $clog2(NumLanes) : 1;
+  localparam logic [LaneAw-1:0] LastLane = LaneAw'(NumLanes - 1);
 
-  // Instruction state (stage 0: read requests).
+  // Instruction state (stage 0: read requests). left_q counts lines, or blocks for VTRANS.
   logic              active_q;
   vop_e              vop_q;
-  logic              b_imm_q, b_bcast_q;
+  logic              b_imm_q, b_bcast_q, int_q, to_s32_q;
+  logic [2:0]        dir_q;
   logic [31:0]       left_q;
   logic [VmemAw-1:0] a_addr_q, b_addr_q, d_addr_q;
   logic [31:0]       imm_q;
+  // VSEL: 0 = mask/src2 read, 1 = src1 read. VTRANS: 0 = row reads, 1 = column writes.
+  logic              phase_q;
+  logic [LaneAw-1:0] idx_q;   // VTRANS row or column within the block
 
   // Stage 1: read data arrives.
-  logic              s1_valid_q;
+  logic              s1_valid_q;   // a line to write
+  logic              s1_mask_q;    // VSEL mask and src2 arrive
+  logic              s1_row_q;     // a VTRANS row arrives
+  logic [LaneAw-1:0] s1_idx_q;
   logic [VmemAw-1:0] s1_addr_q;
+  // VSEL operands held from phase 0; the VTRANS block buffer (row r in trans_q[r]).
+  logic [tpu_pkg::LINE_W-1:0] mask_q, sel_b_q;
+  logic [tpu_pkg::LINE_W-1:0] trans_q [NumLanes];
   // Stage 2: result to write.
   logic              s2_valid_q;
   logic [VmemAw-1:0] s2_addr_q;
   logic [tpu_pkg::LINE_W-1:0] s2_data_q;
 
-  logic              step;
-  logic              reads;
+  logic              step, advance, block_end;
+  logic              is_sel, is_trans, streams;
   logic [tpu_pkg::LINE_W-1:0] result;
 
-  assign step  = active_q && (left_q != 32'd0);
-  assign reads = (vop_q != VopSplat);
+  assign is_sel    = (vop_q == VopSel);
+  assign is_trans  = (vop_q == VopTrans);
+  assign streams   = !is_sel && !is_trans;
+  assign step      = active_q && (left_q != 32'd0);
+  assign block_end = phase_q && (idx_q == LastLane);
+  // advance: this step finishes a line (or a VTRANS block), so left_q counts down.
+  assign advance   = step && (streams || (is_sel && phase_q) || (is_trans && block_end));
 
-  assign a_rd_en_o   = step && reads;
-  assign a_rd_addr_o = a_addr_q;
-  assign b_rd_en_o   = step && reads && !b_imm_q;
-  assign b_rd_addr_o = b_addr_q;
+  always_comb begin
+    a_rd_en_o   = 1'b0;
+    a_rd_addr_o = a_addr_q;
+    b_rd_en_o   = 1'b0;
+    b_rd_addr_o = b_addr_q;
+    if (step) begin
+      if (is_sel) begin
+        a_rd_en_o   = 1'b1;
+        a_rd_addr_o = phase_q ? a_addr_q : d_addr_q;
+        b_rd_en_o   = !phase_q && !b_imm_q;
+      end else if (is_trans) begin
+        a_rd_en_o = !phase_q;
+      end else begin
+        a_rd_en_o = (vop_q != VopSplat);
+        b_rd_en_o = (vop_q != VopSplat) && (vop_q != VopCvt) && !b_imm_q;
+      end
+    end
+  end
 
+  // Stage 1 lane arithmetic.
   always_comb begin
     for (int l = 0; l < NumLanes; l++) begin
       logic [31:0] a, b;
       a = a_rd_data_i[l*32 +: 32];
       b = b_imm_q ? imm_q : b_rd_data_i[l*32 +: 32];
       unique case (vop_q)
-        VopAdd:  result[l*32 +: 32] = tpu_fp_pkg::fp32_add(a, b);
-        VopMax:  result[l*32 +: 32] = tpu_fp_pkg::fp32_max(a, b);
-        default: result[l*32 +: 32] = imm_q;
+        VopAdd:   result[l*32 +: 32] = int_q ? (a + b) : tpu_fp_pkg::fp32_add(a, b);
+        VopSub:   result[l*32 +: 32] = int_q ? (a - b) : tpu_fp_pkg::fp32_add(a, {~b[31], b[30:0]});
+        VopMul:   result[l*32 +: 32] = int_q ? (a * b) : tpu_fp_pkg::fp32_mul(a, b);
+        VopMax:   result[l*32 +: 32] = int_q ? (($signed(a) >= $signed(b)) ? a : b) : tpu_fp_pkg::fp32_max(a, b);
+        VopMin:   result[l*32 +: 32] = int_q ? (($signed(a) <= $signed(b)) ? a : b) : tpu_fp_pkg::fp32_min(a, b);
+        VopAnd:   result[l*32 +: 32] = a & b;
+        VopOr:    result[l*32 +: 32] = a | b;
+        VopXor:   result[l*32 +: 32] = a ^ b;
+        VopCmp:   result[l*32 +: 32] = {31'd0, tpu_fp_pkg::cmp32(a, b, dir_q, int_q)};
+        VopSel:   result[l*32 +: 32] = (mask_q[l*32 +: 32] != 32'd0) ? a : sel_b_q[l*32 +: 32];
+        VopCvt:   result[l*32 +: 32] = to_s32_q ? tpu_fp_pkg::fp32_to_s32(a) : tpu_fp_pkg::s32_to_fp32(a);
+        VopTrans: result[l*32 +: 32] = trans_q[l][s1_idx_q*32 +: 32];
+        default:  result[l*32 +: 32] = imm_q;
       endcase
     end
   end
@@ -88,14 +144,18 @@ module tpu_vpu
     if (!rst_ni || flush_i) begin
       active_q   <= 1'b0;
       s1_valid_q <= 1'b0;
+      s1_mask_q  <= 1'b0;
+      s1_row_q   <= 1'b0;
       s2_valid_q <= 1'b0;
     end else begin
       if (cmd_valid_i && !busy_o) begin
         active_q <= 1'b1;
-      end else if (active_q && (left_q == 32'd0 || left_q == 32'd1)) begin
+      end else if (active_q && (left_q == 32'd0 || (left_q == 32'd1 && advance))) begin
         active_q <= 1'b0;
       end
-      s1_valid_q <= step;
+      s1_valid_q <= step && ((streams) || (is_sel && phase_q) || (is_trans && phase_q));
+      s1_mask_q  <= step && is_sel && !phase_q;
+      s1_row_q   <= step && is_trans && !phase_q;
       s2_valid_q <= s1_valid_q;
     end
   end
@@ -103,32 +163,66 @@ module tpu_vpu
   always_ff @(posedge clk_i) begin
     if (cmd_valid_i && !busy_o) begin
       unique case (cmd_opcode_i)
+        tpu_pkg::OP_VSUB:   vop_q <= VopSub;
+        tpu_pkg::OP_VMUL:   vop_q <= VopMul;
         tpu_pkg::OP_VMAX:   vop_q <= VopMax;
+        tpu_pkg::OP_VMIN:   vop_q <= VopMin;
+        tpu_pkg::OP_VAND:   vop_q <= VopAnd;
+        tpu_pkg::OP_VOR:    vop_q <= VopOr;
+        tpu_pkg::OP_VXOR:   vop_q <= VopXor;
+        tpu_pkg::OP_VCMP:   vop_q <= VopCmp;
+        tpu_pkg::OP_VSEL:   vop_q <= VopSel;
+        tpu_pkg::OP_VCVT:   vop_q <= VopCvt;
+        tpu_pkg::OP_VTRANS: vop_q <= VopTrans;
         tpu_pkg::OP_VSPLAT: vop_q <= VopSplat;
-        default:   vop_q <= VopAdd;
+        default:            vop_q <= VopAdd;
       endcase
-      b_imm_q   <= (cmd_opcode_i != tpu_pkg::OP_VSPLAT) && cmd_flags_i[tpu_pkg::FLAG_VADD_SRC2_IMM];
+      // Every binary op has SRC2_BCAST/SRC2_IMM/INT at VADD's positions; INT is ignored where undefined.
+      b_imm_q   <= (cmd_opcode_i != tpu_pkg::OP_VSPLAT) && (cmd_opcode_i != tpu_pkg::OP_VCVT) &&
+                   (cmd_opcode_i != tpu_pkg::OP_VTRANS) && cmd_flags_i[tpu_pkg::FLAG_VADD_SRC2_IMM];
       b_bcast_q <= cmd_flags_i[tpu_pkg::FLAG_VADD_SRC2_BCAST];
+      int_q     <= cmd_flags_i[tpu_pkg::FLAG_VADD_INT];
+      to_s32_q  <= cmd_flags_i[tpu_pkg::FLAG_VCVT_F32_TO_S32];
+      dir_q     <= cmd_flags_i[tpu_pkg::FLAG_VCMP_DIR_LSB +: 3];
       left_q    <= cmd_count_i;
       a_addr_q  <= cmd_src1_i[VmemAw-1:0];
       b_addr_q  <= cmd_src2_i[VmemAw-1:0];
       d_addr_q  <= cmd_dst_i[VmemAw-1:0];
       imm_q     <= cmd_imm_i;
+      phase_q   <= 1'b0;
+      idx_q     <= '0;
     end else if (step) begin
-      left_q   <= left_q - 32'd1;
-      a_addr_q <= a_addr_q + VmemAw'(1);
-      if (!b_bcast_q) b_addr_q <= b_addr_q + VmemAw'(1);
-      d_addr_q <= d_addr_q + VmemAw'(1);
+      if (is_trans) begin
+        // Rows: advance the source; columns: advance the destination; a block ends after both.
+        idx_q <= (idx_q == LastLane) ? '0 : idx_q + LaneAw'(1);
+        if (idx_q == LastLane) phase_q <= !phase_q;
+        if (!phase_q) a_addr_q <= a_addr_q + VmemAw'(1);
+        else          d_addr_q <= d_addr_q + VmemAw'(1);
+      end else if (is_sel && !phase_q) begin
+        phase_q <= 1'b1;
+      end else begin
+        phase_q  <= 1'b0;
+        a_addr_q <= a_addr_q + VmemAw'(1);
+        if (!b_bcast_q) b_addr_q <= b_addr_q + VmemAw'(1);
+        d_addr_q <= d_addr_q + VmemAw'(1);
+      end
+      if (advance) left_q <= left_q - 32'd1;
     end
     s1_addr_q <= d_addr_q;
+    s1_idx_q  <= idx_q;
     s2_addr_q <= s1_addr_q;
     s2_data_q <= result;
+    if (s1_mask_q) begin
+      mask_q <= a_rd_data_i;
+      for (int l = 0; l < NumLanes; l++) sel_b_q[l*32 +: 32] <= b_imm_q ? imm_q : b_rd_data_i[l*32 +: 32];
+    end
+    if (s1_row_q) trans_q[s1_idx_q] <= a_rd_data_i;
   end
 
   assign wr_en_o   = s2_valid_q;
   assign wr_addr_o = s2_addr_q;
   assign wr_data_o = s2_data_q;
   assign line_o    = s2_valid_q;
-  assign busy_o    = active_q || s1_valid_q || s2_valid_q;
+  assign busy_o    = active_q || s1_valid_q || s1_mask_q || s1_row_q || s2_valid_q;
 
 endmodule

@@ -134,6 +134,116 @@ package tpu_fp_pkg;
     fp32_max = result;
   endfunction
 
+  // min(a, b): DAZ; NaN if either is NaN; min(-0, +0) = -0.
+  function automatic logic [31:0] fp32_min(input logic [31:0] a, input logic [31:0] b);
+    logic [31:0] a_daz, b_daz;
+    logic        a_wins;
+    logic [31:0] result;
+    a_daz = (a[30:23] == 8'd0) ? {a[31], 31'd0} : a;
+    b_daz = (b[30:23] == 8'd0) ? {b[31], 31'd0} : b;
+    if (a_daz[31] != b_daz[31]) a_wins = a_daz[31];                    // the negative one
+    else if (a_daz[31])         a_wins = (a_daz[30:0] >= b_daz[30:0]); // both negative: larger magnitude
+    else                        a_wins = (a_daz[30:0] <= b_daz[30:0]); // both positive: smaller magnitude
+    if (((&a[30:23]) && (|a[22:0])) || ((&b[30:23]) && (|b[22:0]))) result = F32_CANONICAL_NAN;
+    else                                                              result = a_wins ? a_daz : b_daz;
+    fp32_min = result;
+  endfunction
+
+  // fp32 x fp32: DAZ; the exact 48-bit significand product rounded to nearest even at 24 bits with
+  // an unbounded exponent, then FTZ below 2^-126 and infinity at or above 2^128.
+  function automatic logic [31:0] fp32_mul(input logic [31:0] a, input logic [31:0] b);
+    logic [47:0] product;
+    logic [23:0] kept;
+    logic        round_up;
+    logic [9:0]  exponent;   // biased, two's complement: -125 .. 383
+    logic [33:0] magnitude;  // (exponent - 1) << 23 plus the rounded significand, two's complement
+    logic [31:0] result;
+    product = {24'd0, 1'b1, a[22:0]} * {24'd0, 1'b1, b[22:0]};  // in [2^46, 2^48)
+    if (product[47]) begin
+      kept     = product[47:24];
+      round_up = product[23] & ((|product[22:0]) | product[24]);
+    end else begin
+      kept     = product[46:23];
+      round_up = product[22] & ((|product[21:0]) | product[23]);
+    end
+    exponent  = {2'b00, a[30:23]} + {2'b00, b[30:23]} + {9'd0, product[47]} - 10'd127;
+    magnitude = {{1{exponent[9]}}, exponent - 10'd1, 23'd0} + {10'd0, kept} + {33'd0, round_up};
+    if ((&a[30:23]) || (&b[30:23])) begin
+      if (((&a[30:23]) && (|a[22:0])) || ((&b[30:23]) && (|b[22:0])) || (a[30:23] == 8'd0) || (b[30:23] == 8'd0))
+        result = F32_CANONICAL_NAN;  // NaN operand or inf * 0
+      else
+        result = {a[31] ^ b[31], 8'hFF, 23'd0};
+    end else if ((a[30:23] == 8'd0) || (b[30:23] == 8'd0) || magnitude[33] || (magnitude[32:23] == 10'd0)) begin
+      result = {a[31] ^ b[31], 31'd0};  // a zero operand (DAZ), or FTZ after rounding
+    end else if (magnitude[32:23] >= 10'd255) begin
+      result = {a[31] ^ b[31], 8'hFF, 23'd0};  // overflow
+    end else begin
+      result = {a[31] ^ b[31], magnitude[30:0]};
+    end
+    fp32_mul = result;
+  endfunction
+
+  // Order key of an fp32 value after DAZ and -0 -> +0: unsigned comparison of keys is numeric order.
+  function automatic logic [31:0] fp32_order_key(input logic [31:0] x);
+    logic [31:0] v;
+    v = ((x[30:23] == 8'd0) || (x[30:0] == 31'd0)) ? 32'd0 : x;
+    fp32_order_key = v[31] ? ~v : {1'b1, v[30:0]};
+  endfunction
+
+  // Comparison in direction dir (0 EQ, 1 NE, 2 LT, 3 LE, 4 GT, 5 GE; 6 and 7 false): fp32 with DAZ,
+  // -0 == +0 and NaN false except NE, or signed s32 when is_int.
+  function automatic logic cmp32(input logic [31:0] a, input logic [31:0] b, input logic [2:0] dir,
+                                 input logic is_int);
+    logic [31:0] key_a, key_b;
+    logic        is_nan, eq, lt, result;
+    key_a  = is_int ? {~a[31], a[30:0]} : fp32_order_key(a);
+    key_b  = is_int ? {~b[31], b[30:0]} : fp32_order_key(b);
+    is_nan = !is_int && (((&a[30:23]) && (|a[22:0])) || ((&b[30:23]) && (|b[22:0])));
+    eq     = (key_a == key_b);
+    lt     = (key_a < key_b);
+    unique case (dir)
+      3'd0:    result = !is_nan && eq;
+      3'd1:    result = is_nan || !eq;
+      3'd2:    result = !is_nan && lt;
+      3'd3:    result = !is_nan && (lt || eq);
+      3'd4:    result = !is_nan && !lt && !eq;
+      3'd5:    result = !is_nan && !lt;
+      default: result = 1'b0;
+    endcase
+    cmp32 = result;
+  endfunction
+
+  // fp32 -> s32: DAZ, truncate toward zero, saturate (infinities too), NaN -> 0.
+  function automatic logic [31:0] fp32_to_s32(input logic [31:0] x);
+    // Bits below the binary point (shifted[22:0]) are dropped by the truncation; bit 54 is never set.
+    // verilator lint_off UNUSEDSIGNAL
+    logic [54:0] shifted;
+    // verilator lint_on UNUSEDSIGNAL
+    logic [31:0] magnitude, result;
+    shifted   = {31'd0, 1'b1, x[22:0]} << (x[30:23] - 8'd127);  // used only for exponents 127 .. 157
+    magnitude = {1'b0, shifted[53:23]};
+    if ((&x[30:23]) && (|x[22:0]))  result = 32'd0;                          // NaN
+    else if (x[30:23] < 8'd127)     result = 32'd0;                          // |x| < 1, zeros
+    else if (x[30:23] >= 8'd158)    result = x[31] ? 32'h8000_0000 : 32'h7FFF_FFFF;
+    else                            result = x[31] ? (32'd0 - magnitude) : magnitude;
+    fp32_to_s32 = result;
+  endfunction
+
+  // s32 -> fp32, rounded to nearest even.
+  function automatic logic [31:0] s32_to_fp32(input logic [31:0] x);
+    logic [31:0] magnitude, shifted;
+    logic [4:0]  top;
+    logic        round_up;
+    logic [30:0] rounded;
+    magnitude = x[31] ? (32'd0 - x) : x;
+    top = 5'd0;
+    for (int i = 0; i < 32; i++) if (magnitude[i]) top = 5'(i);
+    shifted  = magnitude << (5'd31 - top);  // leading one at bit 31
+    round_up = shifted[7] & ((|shifted[6:0]) | shifted[8]);
+    rounded  = {(8'd126 + {3'd0, top}), 23'd0} + {7'd0, shifted[31:8]} + {30'd0, round_up};
+    s32_to_fp32 = (x == 32'd0) ? 32'd0 : {x[31], rounded};
+  endfunction
+
   // fp32 -> bf16: NaN -> 16'h7FC0; DAZ; round the lower 16 bits to nearest even (a carry out of
   // the largest finite value gives infinity).
   function automatic logic [15:0] fp32_to_bf16(input logic [31:0] x);
