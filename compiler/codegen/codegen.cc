@@ -221,6 +221,9 @@ class CodeGenerator {
   int32_t IdentityRegion(float diagonal = 1.0f);
   // Transpose that keeps every f32 bit (see the definition); false when it does not fit the VMEM.
   StatusOr<bool> EmitExactTranspose(const HloInstruction& instruction);
+  // VTRANS versions (exact, any 32-bit element type); false when they do not fit the VMEM.
+  StatusOr<bool> EmitTransposeVtrans(const HloInstruction& instruction);
+  StatusOr<bool> EmitLaneBroadcastVtrans(const HloInstruction& instruction);
   // Broadcast of a scalar or along the rows of a rank-2 result (dimensions={0}) on the MXU.
   Status EmitLaneBroadcast(const HloInstruction& instruction);
   int32_t ConstantRegion(const HloInstruction& constant);
@@ -411,6 +414,11 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     case HloOpcode::kSelect:
     case HloOpcode::kConvert:
       type_ok = IsDeviceElementType(type);
+      break;
+    case HloOpcode::kBroadcast:
+    case HloOpcode::kTranspose:
+      // Moved with DMA and VTRANS; the MXU fallbacks (no VTRANS) move f32 only.
+      type_ok = IsDeviceElementType(type) && (f32 || HasOpcode("VTRANS"));
       break;
     case HloOpcode::kAdd:
     case HloOpcode::kSubtract:
@@ -937,6 +945,14 @@ Status CodeGenerator::EmitReduce(const HloInstruction& instruction) {
 //  - dimensions={0} of a rank-2 result: block b of LANES output rows uses line b of the source and the
 //    identity, and the result lines are stored into every column tile.
 Status CodeGenerator::EmitLaneBroadcast(const HloInstruction& instruction) {
+  {
+    TPU_ASSIGN_OR_RETURN(bool done, EmitLaneBroadcastVtrans(instruction));
+    if (done) return OkStatus();
+  }
+  if (instruction.shape().element_type != hlo::PrimitiveType::F32) {
+    return Unimplemented("broadcast " + instruction.name() + " of " + instruction.shape().ToString() +
+                         " does not fit the VMEM for VTRANS");
+  }
   const HloInstruction& source = *instruction.operand(0);
   const bool scalar = source.shape().rank() == 0;
   const uint32_t lanes = L();
@@ -1037,6 +1053,180 @@ Status CodeGenerator::EmitLaneBroadcast(const HloInstruction& instruction) {
     asm_.Addi(source_hbm, source_hbm, 1);
   }
   return OkStatus();
+}
+
+// Rank-2 transpose with VTRANS: a block of LANES operand rows is gathered tile-major (tile t of row i
+// at line t*LANES + i, rows past the operand zero), VTRANS turns every tile around, and line c of the
+// result is output row c of the block's column tile: one strided store for the whole block.
+StatusOr<bool> CodeGenerator::EmitTransposeVtrans(const HloInstruction& instruction) {
+  if (!HasOpcode("VTRANS")) return false;
+  const HloInstruction& operand = *instruction.operand(0);
+  const uint32_t lanes = L();
+  const DeviceLayout in = MakeDeviceLayout(operand.shape(), lanes);
+  const uint32_t R = static_cast<uint32_t>(in.rows), C = static_cast<uint32_t>(in.cols);
+  const uint32_t in_tiles = static_cast<uint32_t>(in.column_tiles(lanes));
+  const uint32_t out_tiles = (R + lanes - 1) / lanes;
+  const uint32_t block_lines = lanes * in_tiles;
+  const uint32_t source = 0, target = block_lines;
+  if (uint64_t{2} * block_lines > options_.vmem_lines) return false;
+  TPU_ASSIGN_OR_RETURN(ScopedReg source_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg target_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg tiles_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg columns_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg in_hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
+  asm_.Li(source_reg, source);
+  asm_.Li(target_reg, target);
+  asm_.Li(tiles_reg, in_tiles);
+  asm_.Li(columns_reg, C);
+  LoadAddress(in_hbm, &operand, 0);
+  LoadAddress(out_hbm, &instruction, 0);
+  auto emit_block = [&](uint32_t rows) -> Status {
+    TPU_ASSIGN_OR_RETURN(ScopedReg from, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg to, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg rows_reg, NewReg());
+    if (rows < lanes) {
+      asm_.Li(rows_reg, block_lines);
+      asm_.Vsplat(source_reg, rows_reg, 0);  // rows past the operand become +0 padded lanes
+      asm_.Sync(kSyncVpu);
+    }
+    asm_.Li(rows_reg, rows);
+    asm_.Addi(from, in_hbm, 0);
+    asm_.Li(to, source);
+    asm_.Li(end, source + block_lines);
+    Assembler::Label gather = asm_.NewLabel();
+    asm_.Bind(gather);
+    asm_.DmaLoad(from, to, rows_reg, in_tiles);
+    asm_.Addi(from, from, 1);
+    asm_.Addi(to, to, lanes);
+    asm_.Bne(to, end, gather);
+    asm_.Sync(kSyncDma);  // also the previous block's store, which read the target lines
+    asm_.Emit(isa::Opcode::VTRANS, {target_reg, source_reg, {}, tiles_reg, 0, 0});
+    asm_.Sync(kSyncVpu);
+    asm_.DmaStore(out_hbm, target_reg, columns_reg, out_tiles);
+    asm_.Addi(in_hbm, in_hbm, lanes * in_tiles);
+    asm_.Addi(out_hbm, out_hbm, 1);
+    return OkStatus();
+  };
+  const uint32_t full_blocks = R / lanes, rest_rows = R % lanes;
+  if (full_blocks == 1) {
+    TPU_RETURN_IF_ERROR(emit_block(lanes));
+  } else if (full_blocks >= 2) {
+    TPU_ASSIGN_OR_RETURN(ScopedReg out_end, NewReg());
+    LoadAddress(out_end, &instruction, full_blocks);
+    Assembler::Label loop = asm_.NewLabel();
+    asm_.Bind(loop);
+    TPU_RETURN_IF_ERROR(emit_block(lanes));
+    asm_.Bne(out_hbm, out_end, loop);
+  }
+  if (rest_rows != 0) TPU_RETURN_IF_ERROR(emit_block(rest_rows));
+  return true;
+}
+
+// Lane broadcasts with VTRANS: `copies` copies of a source line (DMA stride 0) in the first lines of a
+// zeroed block turn, transposed, into lines that hold lane j of the source in their first `copies`
+// lanes and +0 in the rest.
+//  - dimensions={0} of a rank-2 result: block b of rows takes line b of the source; one transpose for
+//    the full column tiles, one for the partial last tile, each stored into its tiles (strided DMA);
+//  - scalar: line 0 of the transposed block is the output row's tile; it is copied into a chunk of
+//    lines with VOR (broadcast operand, zero lines) and stored into every row, tile by tile.
+StatusOr<bool> CodeGenerator::EmitLaneBroadcastVtrans(const HloInstruction& instruction) {
+  if (!HasOpcode("VTRANS") || !HasOpcode("VOR")) return false;
+  const HloInstruction& source = *instruction.operand(0);
+  const bool scalar = source.shape().rank() == 0;
+  const uint32_t lanes = L();
+  const DeviceLayout out = MakeDeviceLayout(instruction.shape(), lanes);
+  const uint32_t R = static_cast<uint32_t>(out.rows), C = static_cast<uint32_t>(out.cols);
+  if (R == 0 || C == 0) return true;
+  const uint32_t tiles = static_cast<uint32_t>(out.column_tiles(lanes));
+  const uint32_t full_tiles = C / lanes, rest = C % lanes;
+  // VMEM: block [0, LANES), transposed [LANES, 2*LANES), then (scalar) rows of copies.
+  const uint32_t block = 0, transposed = lanes, copies_base = 2 * lanes;
+  if (options_.vmem_lines <= copies_base) return false;
+  const uint32_t chunk = scalar ? std::min(R, options_.vmem_lines - copies_base) : 0;
+  TPU_ASSIGN_OR_RETURN(ScopedReg block_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg transposed_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg one, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg source_hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
+  asm_.Li(block_reg, block);
+  asm_.Li(transposed_reg, transposed);
+  asm_.Li(one, 1);
+  LoadAddress(source_hbm, &source, 0);
+  LoadAddress(out_hbm, &instruction, 0);
+  // The transposed block for tiles of `columns` logical columns.
+  auto transpose_copies = [&](uint32_t columns) {
+    asm_.Sync(kSyncDma);  // earlier stores read the transposed lines; the block is rewritten below
+    if (columns < lanes) {
+      asm_.Li(count, lanes);
+      asm_.Vsplat(block_reg, count, 0);
+      asm_.Sync(kSyncVpu);
+    }
+    asm_.Li(count, columns);
+    asm_.DmaLoad(source_hbm, block_reg, count, 0);
+    asm_.Sync(kSyncDma);
+    asm_.Emit(isa::Opcode::VTRANS, {transposed_reg, block_reg, {}, one, 0, 0});
+    asm_.Sync(kSyncVpu);
+  };
+  auto store_tiles = [&](Reg from_vmem, Reg rows, Reg row_hbm, uint32_t first_tile, uint32_t tile_count) -> Status {
+    TPU_ASSIGN_OR_RETURN(ScopedReg tile_hbm, NewReg());
+    asm_.Addi(tile_hbm, row_hbm, first_tile);
+    if (tile_count == 1) {
+      asm_.DmaStore(tile_hbm, from_vmem, rows, tiles);
+      return OkStatus();
+    }
+    TPU_ASSIGN_OR_RETURN(ScopedReg tile_end, NewReg());
+    asm_.Addi(tile_end, row_hbm, first_tile + tile_count);
+    Assembler::Label loop = asm_.NewLabel();
+    asm_.Bind(loop);
+    asm_.DmaStore(tile_hbm, from_vmem, rows, tiles);
+    asm_.Addi(tile_hbm, tile_hbm, 1);
+    asm_.Bne(tile_hbm, tile_end, loop);
+    return OkStatus();
+  };
+  if (!scalar) {
+    TPU_ASSIGN_OR_RETURN(ScopedReg rows_reg, NewReg());
+    for (uint32_t b = 0; b * lanes < R; ++b) {
+      asm_.Li(rows_reg, std::min(lanes, R - b * lanes));
+      if (full_tiles > 0) {
+        transpose_copies(lanes);
+        TPU_RETURN_IF_ERROR(store_tiles(transposed_reg, rows_reg, out_hbm, 0, full_tiles));
+      }
+      if (rest > 0) {
+        transpose_copies(rest);
+        TPU_RETURN_IF_ERROR(store_tiles(transposed_reg, rows_reg, out_hbm, full_tiles, 1));
+      }
+      asm_.Addi(out_hbm, out_hbm, lanes * tiles);
+      asm_.Addi(source_hbm, source_hbm, 1);
+    }
+    asm_.Sync(kSyncDma);
+    return true;
+  }
+  TPU_ASSIGN_OR_RETURN(ScopedReg copies_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg chunk_reg, NewReg());
+  asm_.Li(copies_reg, copies_base);
+  auto emit_kind = [&](uint32_t columns, uint32_t first_tile, uint32_t tile_count) -> Status {
+    transpose_copies(columns);
+    asm_.Li(chunk_reg, chunk);
+    asm_.Vsplat(copies_reg, chunk_reg, 0);
+    asm_.Emit(isa::Opcode::VOR, {copies_reg, copies_reg, transposed_reg, chunk_reg, isa::flag::VOR_SRC2_BCAST, 0});
+    asm_.Sync(kSyncVpu);
+    TPU_ASSIGN_OR_RETURN(ScopedReg row_hbm, NewReg());
+    asm_.Addi(row_hbm, out_hbm, 0);
+    for (uint32_t r0 = 0; r0 < R; r0 += chunk) {
+      const uint32_t rows = std::min(chunk, R - r0);
+      if (rows != chunk) asm_.Li(chunk_reg, rows);
+      TPU_RETURN_IF_ERROR(store_tiles(copies_reg, chunk_reg, row_hbm, first_tile, tile_count));
+      asm_.Addi(row_hbm, row_hbm, chunk * tiles);
+    }
+    return OkStatus();
+  };
+  if (full_tiles > 0) TPU_RETURN_IF_ERROR(emit_kind(lanes, 0, full_tiles));
+  if (rest > 0) TPU_RETURN_IF_ERROR(emit_kind(rest, full_tiles, 1));
+  asm_.Sync(kSyncDma);
+  return true;
 }
 
 // Rank-2 transpose on the MXU that keeps every f32 bit. The MXU moves values exactly only when they are
@@ -1190,6 +1380,14 @@ Status CodeGenerator::EmitTranspose(const HloInstruction& instruction) {
   if (R == 0 || C == 0) return OkStatus();
   const uint32_t in_tiles = static_cast<uint32_t>(in.column_tiles(lanes));  // column tiles of the operand
   const uint32_t out_tiles = (R + lanes - 1) / lanes;                        // column tiles of the result
+  {
+    TPU_ASSIGN_OR_RETURN(bool done, EmitTransposeVtrans(instruction));
+    if (done) return OkStatus();
+  }
+  if (instruction.shape().element_type != hlo::PrimitiveType::F32) {
+    return Unimplemented("transpose " + instruction.name() + " of " + operand.shape().ToString() +
+                         " does not fit the VMEM for VTRANS");
+  }
   // A transpose that only feeds dots may round to bf16: the dot rounds its inputs to bf16 anyway.
   bool only_dots = !instruction.users().empty();
   for (const HloInstruction* user : instruction.users()) only_dots = only_dots && user->opcode() == HloOpcode::kDot;
@@ -1524,7 +1722,7 @@ Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
     case HloOpcode::kNegate: {
       Src2 b;
       b.kind = Src2::kImmediate;
-      b.imm = FloatBits(-1.0f);
+      b.imm = IsIntegerValue(instruction.shape()) ? 0xffffffffu : FloatBits(-1.0f);
       return EmitElementwise(instruction, HloOpcode::kMultiply, instruction.operand(0), b);
     }
     case HloOpcode::kSubtract:

@@ -711,6 +711,124 @@ ENTRY %main (a: f32[200,1], b: f32[]) -> (f32[200,1], f32[]) {
   CompileRunAndCompare(text, {}, 23);
 }
 
+struct CompareCase {
+  const char* type;       // operand element type
+  const char* direction;
+  std::vector<int64_t> dims;
+  const char* second;     // "tensor", "scalar" (f32 constant broadcast), "row"
+  const char* constant;
+};
+
+class Compares : public ::testing::TestWithParam<CompareCase> {};
+
+// The compare feeds a select (f32 result) and is an output itself (pred, exact).
+TEST_P(Compares, MatchTheInterpreter) {
+  const CompareCase& c = GetParam();
+  std::string type = c.type;
+  const std::string shape = type + ShapeText(c.dims).substr(3);
+  const std::string fshape = ShapeText(c.dims);
+  const std::string pshape = "pred" + ShapeText(c.dims).substr(3);
+  std::string second_decl, second_param, second_name = "%b";
+  if (std::string(c.second) == "tensor") {
+    second_param = ", b: " + shape;
+    second_decl = "  %b = " + shape + " parameter(1)\n";
+  } else if (std::string(c.second) == "scalar") {
+    second_decl = std::string("  %c = f32[] constant(") + c.constant + ")\n  %b = " + shape +
+                  " broadcast(f32[] %c), dimensions={}\n";
+  } else {
+    const std::string row = type + "[" + std::to_string(c.dims.back()) + "]";
+    second_param = ", v: " + row;
+    second_decl = "  %v = " + row + " parameter(1)\n  %b = " + shape + " broadcast(" + row + " %v), dimensions={" +
+                  std::to_string(c.dims.size() - 1) + "}\n";
+  }
+  const std::string text = "HloModule compare\nENTRY %main (a: " + shape + second_param + ", x: " + fshape + ", y: " +
+                           fshape + ") -> (" + pshape + ", " + fshape + ") {\n  %a = " + shape + " parameter(0)\n" +
+                           second_decl + "  %x = " + fshape + " parameter(" + (second_param.empty() ? "1" : "2") +
+                           ")\n  %y = " + fshape + " parameter(" + (second_param.empty() ? "2" : "3") + ")\n  %p = " +
+                           pshape + " compare(" + shape + " %a, " + shape + " %b), direction=" + c.direction +
+                           "\n  %s = " + fshape + " select(" + pshape + " %p, " + fshape + " %x, " + fshape +
+                           " %y)\n  ROOT %t = (" + pshape + ", " + fshape + ") tuple(%p, %s)\n}\n";
+  std::vector<hlo::Literal> expected;
+  RunResult run = CompileRunAndCompare(text, {}, 24, nullptr, &expected);
+  ASSERT_EQ(run.outputs.size(), 2u) << text;
+  for (int64_t i = 0; i < expected[0].element_count(); ++i) {
+    ASSERT_EQ(run.outputs[0].Get<bool>(i), expected[0].Get<bool>(i)) << "element " << i << "\n" << text;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Directions, Compares,
+    ::testing::Values(CompareCase{"f32", "GT", {200, 32}, "scalar", "0"}, CompareCase{"f32", "EQ", {7, 13}, "tensor", ""},
+                      CompareCase{"f32", "GE", {5, 9}, "scalar", "0"}, CompareCase{"f32", "LT", {3, 20}, "row", ""},
+                      CompareCase{"f32", "NE", {4, 12}, "scalar", "1"}, CompareCase{"f32", "LE", {9}, "tensor", ""},
+                      CompareCase{"s32", "EQ", {32, 10}, "tensor", ""}, CompareCase{"s64", "NE", {32}, "tensor", ""},
+                      CompareCase{"s32", "LT", {6, 11}, "row", ""}, CompareCase{"s32", "GE", {6, 11}, "tensor", ""}),
+    [](const ::testing::TestParamInfo<CompareCase>& info) {
+      std::string name = std::string(info.param.type) + "_" + info.param.direction + "_" + info.param.second;
+      for (int64_t d : info.param.dims) name += "_" + std::to_string(d);
+      return name;
+    });
+
+TEST(CodegenTest, SelectWithImmediatesAndScalars) {
+  CompileRunAndCompare(R"(HloModule select
+ENTRY %main (a: f32[32,10], x: f32[32,10], s: f32[], c: f32[32,16], y: f32[32,16]) -> (f32[32,10], f32[32,16], f32[], f32[32,10]) {
+  %a = f32[32,10]{1,0} parameter(0)
+  %x = f32[32,10]{1,0} parameter(1)
+  %s = f32[] parameter(2)
+  %c = f32[32,16]{1,0} parameter(3)
+  %y = f32[32,16]{1,0} parameter(4)
+  %zero = f32[] constant(0)
+  %z = f32[32,10]{1,0} broadcast(f32[] %zero), dimensions={}
+  %p = pred[32,10]{1,0} compare(f32[32,10]{1,0} %a, f32[32,10]{1,0} %z), direction=GT
+  %r = f32[32,10]{1,0} select(pred[32,10]{1,0} %p, f32[32,10]{1,0} %x, f32[32,10]{1,0} %z)
+  %one = f32[] constant(1)
+  %o = f32[32,10]{1,0} broadcast(f32[] %one), dimensions={}
+  %r2 = f32[32,10]{1,0} select(pred[32,10]{1,0} %p, f32[32,10]{1,0} %x, f32[32,10]{1,0} %o)
+  %zw = f32[32,16]{1,0} broadcast(f32[] %zero), dimensions={}
+  %pw = pred[32,16]{1,0} compare(f32[32,16]{1,0} %c, f32[32,16]{1,0} %zw), direction=LT
+  %ow = f32[32,16]{1,0} broadcast(f32[] %one), dimensions={}
+  %w = f32[32,16]{1,0} select(pred[32,16]{1,0} %pw, f32[32,16]{1,0} %y, f32[32,16]{1,0} %ow)
+  %q = pred[] compare(f32[] %s, f32[] %zero), direction=NE
+  %r3 = f32[] select(pred[] %q, f32[] %s, f32[] %one)
+  ROOT %t = (f32[32,10]{1,0}, f32[32,16]{1,0}, f32[], f32[32,10]{1,0}) tuple(%r, %w, %r3, %r2)
+}
+)", {}, 25);
+}
+
+TEST(CodegenTest, IntegerArithmeticAndConversions) {
+  const char* text = R"(HloModule integers
+ENTRY %main (n: s32[], a: s32[6,11], b: s32[6,11], f: f32[6,11]) -> (s32[], s32[6,11], s32[6,11], f32[6,11], s32[6,11], pred[6,11], f32[6,11]) {
+  %n = s32[] parameter(0)
+  %a = s32[6,11]{1,0} parameter(1)
+  %b = s32[6,11]{1,0} parameter(2)
+  %f = f32[6,11]{1,0} parameter(3)
+  %one = s32[] constant(1)
+  %n1 = s32[] add(s32[] %n, s32[] %one)
+  %d = s32[6,11]{1,0} subtract(s32[6,11]{1,0} %a, s32[6,11]{1,0} %b)
+  %m = s32[6,11]{1,0} multiply(s32[6,11]{1,0} %d, s32[6,11]{1,0} %b)
+  %mx = s32[6,11]{1,0} maximum(s32[6,11]{1,0} %m, s32[6,11]{1,0} %a)
+  %ng = s32[6,11]{1,0} negate(s32[6,11]{1,0} %mx)
+  %af = f32[6,11]{1,0} convert(s32[6,11]{1,0} %ng)
+  %scale = f32[] constant(7.5)
+  %fs = f32[6,11]{1,0} broadcast(f32[] %scale), dimensions={}
+  %big = f32[6,11]{1,0} multiply(f32[6,11]{1,0} %f, f32[6,11]{1,0} %fs)
+  %fi = s32[6,11]{1,0} convert(f32[6,11]{1,0} %big)
+  %fp = pred[6,11]{1,0} convert(s32[6,11]{1,0} %fi)
+  %pf = f32[6,11]{1,0} convert(pred[6,11]{1,0} %fp)
+  ROOT %t = (s32[], s32[6,11]{1,0}, s32[6,11]{1,0}, f32[6,11]{1,0}, s32[6,11]{1,0}, pred[6,11]{1,0}, f32[6,11]{1,0}) tuple(%n1, %mx, %ng, %af, %fi, %fp, %pf)
+}
+)";
+  std::vector<hlo::Literal> expected;
+  RunResult run = CompileRunAndCompare(text, {}, 26, nullptr, &expected);
+  ASSERT_EQ(run.outputs.size(), expected.size());
+  // Integer and pred outputs are exact.
+  for (size_t o : {0u, 1u, 2u, 4u, 5u}) {
+    for (int64_t i = 0; i < expected[o].element_count(); ++i) {
+      EXPECT_EQ(run.outputs[o].GetAsDouble(i), expected[o].GetAsDouble(i)) << "output " << o << " element " << i;
+    }
+  }
+}
+
 TEST(CodegenTest, NegateMatchesTheInterpreter) {
   const char* text = R"(HloModule negate
 ENTRY %main (a: f32[200,1], b: f32[6,19]) -> (f32[200,1], f32[6,19]) {
