@@ -829,6 +829,40 @@ ENTRY %main (n: s32[], a: s32[6,11], b: s32[6,11], f: f32[6,11]) -> (s32[], s32[
   }
 }
 
+class MathShapes : public ::testing::TestWithParam<std::vector<int64_t>> {};
+
+// exp over a wide range, log of positive values from tiny to large, division by values of both signs.
+TEST_P(MathShapes, ExpLogAndDivisionMatchTheInterpreter) {
+  const std::string shape = ShapeText(GetParam());
+  CompileRunAndCompare(Format(R"(HloModule math
+ENTRY %main (a: $, b: $) -> ($, $, $, $, $) {
+  %a = $ parameter(0)
+  %b = $ parameter(1)
+  %c = f32[] constant(40)
+  %bc = $ broadcast(f32[] %c), dimensions={}
+  %wide = $ multiply($ %a, $ %bc)
+  %e = $ exponential($ %wide)
+  %ea = $ exponential($ %a)
+  %l = $ log($ %e)
+  %la = $ log($ %ea)
+  %d = $ divide($ %b, $ %a)
+  ROOT %t = ($, $, $, $, $) tuple(%e, %ea, %l, %la, %d)
+}
+)", {shape, shape, shape, shape, shape, shape, shape, shape, shape, shape, shape, shape, shape, shape, shape, shape,
+     shape, shape, shape, shape, shape, shape, shape, shape, shape, shape, shape, shape, shape, shape, shape, shape,
+     shape, shape, shape, shape, shape, shape, shape, shape}),
+                       {}, 27);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, MathShapes,
+                         ::testing::Values(std::vector<int64_t>{32, 10}, std::vector<int64_t>{16, 16},
+                                           std::vector<int64_t>{7}, std::vector<int64_t>{}),
+                         [](const ::testing::TestParamInfo<std::vector<int64_t>>& info) {
+                           std::string name = "s";
+                           for (int64_t d : info.param) name += "_" + std::to_string(d);
+                           return name;
+                         });
+
 TEST(CodegenTest, NegateMatchesTheInterpreter) {
   const char* text = R"(HloModule negate
 ENTRY %main (a: f32[200,1], b: f32[6,19]) -> (f32[200,1], f32[6,19]) {
