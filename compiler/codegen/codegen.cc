@@ -208,6 +208,7 @@ class CodeGenerator {
   };
   Status EmitVpu(const HloInstruction& instruction, const VpuOp& vpu, const HloInstruction* a, Src2 b);
   Status EmitCompare(const HloInstruction& instruction);
+  Status EmitRoundToBf16(const HloInstruction& instruction);
   enum class MathKind { kExp, kLog, kDivide };
   // exp, log and division by a tensor as sequences of VPU instructions (see the definition).
   Status EmitMath(const HloInstruction& instruction, MathKind kind);
@@ -371,6 +372,9 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
       // x / c = x * (1/c) for a constant c: at most one rounding more than the division (docs/numerics.md
       // tolerance); by a computed value, x * rcp(y) (EmitMath).
       if (!IsVpuBinary(HloOpcode::kMultiply)) return UnsupportedOp(instruction);
+      break;
+    case HloOpcode::kReducePrecision:
+      if (!IsBf16Rounding(instruction)) return UnsupportedOp(instruction);
       break;
     case HloOpcode::kExp:
     case HloOpcode::kLog:
@@ -885,6 +889,49 @@ Status CodeGenerator::EmitMathChunks(const HloInstruction& instruction, MathKind
     return OkStatus();
   }));
   return OkStatus();
+}
+
+// bf16(x) on the MXU: the lines streamed through identity weights come out rounded to bf16 (products
+// with 1.0 are exact, the column sum adds zeros).
+Status CodeGenerator::EmitRoundToBf16(const HloInstruction& instruction) {
+  const uint32_t lanes = L();
+  const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), lanes);
+  if (options_.vmem_lines < lanes + 2) return VmemOverflow(instruction, lanes + 2);
+  const uint32_t chunk = (options_.vmem_lines - lanes) / 2;
+  const uint32_t used = std::min(chunk, layout.lines);
+  TPU_ASSIGN_OR_RETURN(ScopedReg identity_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg in_vmem, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg out_vmem, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg in_hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
+  {
+    TPU_ASSIGN_OR_RETURN(ScopedReg address, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
+    asm_.LoadAddress(address, RegionKind::kConstant, static_cast<uint32_t>(IdentityRegion()), 0);
+    asm_.Li(identity_reg, 0);
+    asm_.Li(count, lanes);
+    asm_.DmaLoad(address, identity_reg, count, 1);
+    asm_.Sync(kSyncDma);
+    asm_.MxuLoadWeights(identity_reg, /*transpose=*/false);
+    // One line through the swapped-in identity (into a line the chunks overwrite): the identity is then
+    // the front buffer for every chunk.
+    asm_.Li(in_vmem, lanes);
+    asm_.Li(count, 1);
+    asm_.MxuMatmul(identity_reg, in_vmem, count, /*accumulate=*/false, /*swap=*/true);
+    asm_.Sync(kSyncMxu);
+  }
+  asm_.Li(in_vmem, lanes);
+  asm_.Li(out_vmem, lanes + used);
+  LoadAddress(in_hbm, instruction.operand(0), 0);
+  LoadAddress(out_hbm, &instruction, 0);
+  return ForChunks(layout.lines, chunk, {{in_hbm, 1}, {out_hbm, 1}}, [&](Reg count, uint32_t) {
+    asm_.DmaLoad(in_hbm, in_vmem, count, 1);
+    asm_.Sync(kSyncDma);
+    asm_.MxuMatmul(in_vmem, out_vmem, count, /*accumulate=*/false, /*swap=*/false);
+    asm_.Sync(kSyncMxu);
+    asm_.DmaStore(out_hbm, out_vmem, count, 1);
+    return OkStatus();
+  });
 }
 
 // compare: VCMP (INT for integer operands) with the direction in its flags; the second operand may be a
@@ -1852,6 +1899,8 @@ Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
       b.imm = FloatBits(zero->operand(0)->literal().Get<float>(0));
       return EmitElementwise(instruction, HloOpcode::kMaximum, instruction.operand(0), b);
     }
+    case HloOpcode::kReducePrecision:
+      return EmitRoundToBf16(instruction);
     case HloOpcode::kExp:
       return EmitMath(instruction, MathKind::kExp);
     case HloOpcode::kLog:
@@ -2049,7 +2098,9 @@ StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& op
   if (module.entry_computation() == nullptr || module.entry_computation()->root_instruction() == nullptr) {
     return InvalidArgument("module " + module.name() + " has no entry computation");
   }
-  TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> prepared, PrepareForCodegen(module));
+  PrepareOptions prepare_options;
+  prepare_options.dot_passes = options.dot_passes;
+  TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> prepared, PrepareForCodegen(module, nullptr, prepare_options));
   CodeGenerator generator(*prepared, options);
   return generator.Run(stats);
 }

@@ -32,6 +32,10 @@ struct CompileOptions {
   uint32_t lanes = 8;          // LANES of the target configuration (MXU size)
   uint32_t vmem_lines = 8192;  // VMEM lines codegen may use
   uint32_t imem_words = 0;     // instruction memory size; 0 = do not check
+  // MXU passes per f32 dot: 3 splits each operand into bf16 high and low parts, which keeps about 16
+  // significant bits; 1 rounds the operands to bf16 once (3x fewer MXU cycles); 0 (default) uses 3 for
+  // the dots whose values reach a compare (a ReLU mask the rounding could flip) and 1 elsewhere.
+  int dot_passes = 0;
 };
 
 // What the padding of one dot costs: the MXU computes whole LANES x LANES tiles.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "compiler/hlo/hlo_opcode.h"
@@ -209,6 +210,47 @@ StatusOr<HloInstruction*> ReshapeThroughTranspose(HloComputation* computation, H
   return computation->AddInstruction(HloInstruction::CreateReshape(result, transposed));
 }
 
+HloInstruction* RoundToBf16(HloComputation* computation, HloInstruction* value) {
+  hlo::Shape shape = value->shape();
+  HloInstruction* rounded =
+      computation->AddInstruction(HloInstruction::Create(HloOpcode::kReducePrecision, shape, {value}));
+  rounded->set_raw_attribute("exponent_bits", "8");
+  rounded->set_raw_attribute("mantissa_bits", "7");
+  return rounded;
+}
+
+// dot(a, b) = dot(a_hi, b_lo) + dot(a_lo, b_hi) + dot(a_hi, b_hi) with x_hi = bf16(x), x_lo = x - x_hi:
+// every pass multiplies bf16 values exactly; only lo*lo (below 2^-16 relative) is left out. The
+// small terms are added first. `parts` caches the split of each operand.
+StatusOr<HloInstruction*> SplitDot(HloComputation* computation, HloInstruction* dot,
+                                   std::map<HloInstruction*, std::pair<HloInstruction*, HloInstruction*>>* parts) {
+  if (dot->shape().element_type != hlo::PrimitiveType::F32 || dot->operand_count() != 2) return nullptr;
+  HloInstruction* split[2][2];
+  for (int side = 0; side < 2; ++side) {
+    HloInstruction* operand = dot->operand(side);
+    if (operand->shape().element_type != hlo::PrimitiveType::F32) return nullptr;
+    auto it = parts->find(operand);
+    if (it == parts->end()) {
+      HloInstruction* hi = RoundToBf16(computation, operand);
+      HloInstruction* lo = computation->AddInstruction(
+          HloInstruction::CreateBinary(operand->shape(), HloOpcode::kSubtract, operand, hi));
+      it = parts->emplace(operand, std::make_pair(hi, lo)).first;
+    }
+    split[side][0] = it->second.first;
+    split[side][1] = it->second.second;
+  }
+  auto pass = [&](HloInstruction* lhs, HloInstruction* rhs) {
+    return computation->AddInstruction(dot->CloneWithNewOperands(dot->shape(), {lhs, rhs}));
+  };
+  HloInstruction* hi_lo = pass(split[0][0], split[1][1]);
+  HloInstruction* lo_hi = pass(split[0][1], split[1][0]);
+  HloInstruction* hi_hi = pass(split[0][0], split[1][0]);
+  for (HloInstruction* part : {hi_lo, lo_hi, hi_hi}) part->set_name("");
+  HloInstruction* small = computation->AddInstruction(
+      HloInstruction::CreateBinary(dot->shape(), HloOpcode::kAdd, hi_lo, lo_hi));
+  return computation->AddInstruction(HloInstruction::CreateBinary(dot->shape(), HloOpcode::kAdd, small, hi_hi));
+}
+
 bool DependsOnlyOnConstants(const HloInstruction& instruction) {
   if (!instruction.called_computations().empty()) return false;
   for (const HloInstruction* operand : instruction.operands()) {
@@ -219,7 +261,15 @@ bool DependsOnlyOnConstants(const HloInstruction& instruction) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule& module, PrepareStats* stats) {
+bool IsBf16Rounding(const hlo::HloInstruction& instruction) {
+  const std::string* exponent = instruction.raw_attribute("exponent_bits");
+  const std::string* mantissa = instruction.raw_attribute("mantissa_bits");
+  return instruction.opcode() == HloOpcode::kReducePrecision && exponent != nullptr && mantissa != nullptr &&
+         *exponent == "8" && *mantissa == "7";
+}
+
+StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule& module, PrepareStats* stats,
+                                                            const PrepareOptions& options) {
   TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> copy, hlo::ParseHloModule(hlo::PrintHloModule(module)));
   HloComputation* entry = copy->entry_computation();
   if (entry == nullptr) return InvalidArgument("module " + module.name() + " has no entry computation");
@@ -270,6 +320,26 @@ StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule
     if (instruction == entry->root_instruction()) entry->set_root_instruction(constant);
     TPU_RETURN_IF_ERROR(entry->ReplaceInstruction(instruction, constant));
     ++local.folded_constants;
+  }
+  if (options.dot_passes == 3 || options.dot_passes == 0) {
+    // Instructions whose values reach a compare.
+    std::set<const HloInstruction*> feeds_compare;
+    const std::vector<HloInstruction*> order = entry->MakeInstructionPostOrder();
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      if ((*it)->opcode() != HloOpcode::kCompare && feeds_compare.count(*it) == 0) continue;
+      for (const HloInstruction* operand : (*it)->operands()) feeds_compare.insert(operand);
+    }
+    std::map<HloInstruction*, std::pair<HloInstruction*, HloInstruction*>> parts;
+    for (HloInstruction* instruction : order) {
+      if (instruction->opcode() != HloOpcode::kDot) continue;
+      if (options.dot_passes == 0 && feeds_compare.count(instruction) == 0) continue;
+      TPU_ASSIGN_OR_RETURN(HloInstruction * replacement, SplitDot(entry, instruction, &parts));
+      if (replacement == nullptr) continue;
+      TPU_RETURN_IF_ERROR(entry->ReplaceInstruction(instruction, replacement));
+      ++local.split_dots;
+    }
+  } else if (options.dot_passes != 1) {
+    return InvalidArgument("dot_passes must be 0, 1 or 3, not " + std::to_string(options.dot_passes));
   }
   entry->RemoveDeadInstructions();
   copy->RemoveUnusedComputations();

@@ -5,6 +5,7 @@
 //    contracts its dimension 0 is transposed explicitly;
 //  - reductions over the minor dimension go through a transpose (see ReduceOverMinorThroughTranspose);
 //  - reshapes between a column ([N,1]) and a row ([N]) layout go through a transpose;
+//  - f32 dots are split into three bf16 passes where it matters (PrepareOptions::dot_passes);
 //  - every value that does not depend on a parameter (iota, broadcasts and compares of constants, ...) is
 //    evaluated at compile time with the interpreter and becomes a constant, so that the device reads it
 //    from a kConstant region. Scalar f32 constants and their broadcasts stay as they are: codegen folds
@@ -18,15 +19,28 @@
 
 namespace tpu::compiler {
 
+struct PrepareOptions {
+  // MXU passes per f32 dot: 1 rounds both operands to bf16 (the MXU's own precision); 3 splits each
+  // operand into bf16 high and low parts and sums hi*hi + hi*lo + lo*hi (about 16 significant bits);
+  // 0 (auto) uses 3 passes for the dots whose values reach a compare, where the bf16 rounding could flip
+  // a decision (a ReLU mask), and 1 pass elsewhere.
+  int dot_passes = 0;
+};
+
 struct PrepareStats {
   int inlined_calls = 0;
   int folded_constants = 0;
   int canonicalized_dots = 0;
   int rewritten_reductions = 0;
   int rewritten_reshapes = 0;
+  int split_dots = 0;
 };
 
 StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule& module,
-                                                            PrepareStats* stats = nullptr);
+                                                            PrepareStats* stats = nullptr,
+                                                            const PrepareOptions& options = {});
+
+// reduce-precision to bf16 (exponent_bits=8, mantissa_bits=7), as the split dots use it.
+bool IsBf16Rounding(const hlo::HloInstruction& instruction);
 
 }  // namespace tpu::compiler
