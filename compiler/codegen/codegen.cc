@@ -2098,11 +2098,22 @@ StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& op
   if (module.entry_computation() == nullptr || module.entry_computation()->root_instruction() == nullptr) {
     return InvalidArgument("module " + module.name() + " has no entry computation");
   }
-  PrepareOptions prepare_options;
-  prepare_options.dot_passes = options.dot_passes;
-  TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> prepared, PrepareForCodegen(module, nullptr, prepare_options));
-  CodeGenerator generator(*prepared, options);
-  return generator.Run(stats);
+  auto compile = [&](int dot_passes) -> StatusOr<Program> {
+    PrepareOptions prepare_options;
+    prepare_options.dot_passes = dot_passes;
+    TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> prepared, PrepareForCodegen(module, nullptr, prepare_options));
+    CodeGenerator generator(*prepared, options);
+    return generator.Run(stats);
+  };
+  if (options.dot_passes != 0) return compile(options.dot_passes);
+  // Most precise first; fewer dot passes while the code does not fit the IMEM.
+  for (int dot_passes : {3, 0}) {
+    StatusOr<Program> program = compile(dot_passes);
+    const bool imem_full = !program.ok() && program.status().code() == StatusCode::kResourceExhausted &&
+                           program.status().message().find("imem") != std::string::npos;
+    if (!imem_full) return program;
+  }
+  return compile(1);
 }
 
 }  // namespace tpu::compiler

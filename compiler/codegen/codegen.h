@@ -33,8 +33,9 @@ struct CompileOptions {
   uint32_t vmem_lines = 8192;  // VMEM lines codegen may use
   uint32_t imem_words = 0;     // instruction memory size; 0 = do not check
   // MXU passes per f32 dot: 3 splits each operand into bf16 high and low parts, which keeps about 16
-  // significant bits; 1 rounds the operands to bf16 once (3x fewer MXU cycles); 0 (default) uses 3 for
-  // the dots whose values reach a compare (a ReLU mask the rounding could flip) and 1 elsewhere.
+  // significant bits; 1 rounds the operands to bf16 once (3x fewer MXU cycles); 0 (default): 3 for every
+  // dot if the program fits the IMEM, else 3 only for the dots whose values reach a compare (a ReLU mask
+  // the rounding could flip) or an exp or log (which amplify errors), else 1.
   int dot_passes = 0;
 };
 

@@ -208,7 +208,9 @@ TEST(CodegenTest, DenseLayerMatchesTheInterpreter) {
   std::string text = ReadTextFile(std::string(TPU_SOURCE_DIR) + "/sim/dense_layer.hlo");
   ASSERT_FALSE(text.empty());
   CompileStats stats;
-  RunResult run = CompileRunAndCompare(text, {}, 1, &stats);
+  CompileOptions one_pass;
+  one_pass.dot_passes = 1;
+  RunResult run = CompileRunAndCompare(text, one_pass, 1, &stats);
   ASSERT_EQ(stats.dots.size(), 1u);
   EXPECT_EQ(stats.dots[0].logical_macs, 64u * 256 * 128);
   std::printf("dense layer 64x256x128 + bias + ReLU: %zu instructions, %u issued, %llu cycles, MXU busy %llu\n",
@@ -220,6 +222,7 @@ TEST(CodegenTest, DenseLayerMatchesTheInterpreter) {
   ASSERT_TRUE(v2.ok()) << v2.status();
   CompileOptions v2_options;
   v2_options.vmem_lines = v2->vmem_lines;
+  v2_options.dot_passes = 1;
   RunResult v2_run = CompileRunAndCompare(text, v2_options, 1, nullptr, nullptr, *v2);
   std::printf("dense layer on v2: %zu instructions, %u issued, %llu cycles, MXU busy %llu\n", v2_run.instructions,
               v2_run.instret, (unsigned long long)v2_run.cycles, (unsigned long long)v2_run.mxu_busy);
@@ -236,7 +239,15 @@ class DotShapes : public ::testing::TestWithParam<DotCase> {};
 TEST_P(DotShapes, MatchesTheInterpreter) {
   const DotCase& c = GetParam();
   CompileStats stats;
-  CompileRunAndCompare(DotModule(c.m, c.k, c.n, c.transposed), {}, 7, &stats);
+  CompileOptions one_pass;
+  one_pass.dot_passes = 1;
+  CompileRunAndCompare(DotModule(c.m, c.k, c.n, c.transposed), one_pass, 7, &stats);
+  // Three passes: three dots of the same shape.
+  CompileStats split_stats;
+  CompileOptions three_passes;
+  three_passes.dot_passes = 3;
+  CompileRunAndCompare(DotModule(c.m, c.k, c.n, c.transposed), three_passes, 7, &split_stats);
+  EXPECT_EQ(split_stats.dots.size(), 3u);
   ASSERT_EQ(stats.dots.size(), 1u);
   EXPECT_EQ(stats.dots[0].logical_macs, uint64_t(c.m * c.k * c.n));
   EXPECT_GE(stats.dots[0].padded_macs, stats.dots[0].logical_macs);
@@ -335,7 +346,9 @@ ENTRY %main (x: f32[20,30], w1: f32[30,40], w2: f32[40,12], w3: f32[12,40]) -> f
 }
 )";
   CompileStats stats;
-  CompileRunAndCompare(text, {}, 17, &stats);
+  CompileOptions one_pass;  // the split dots of more passes keep more values alive
+  one_pass.dot_passes = 1;
+  CompileRunAndCompare(text, one_pass, 17, &stats);
   // h1 (100 lines) dies at r1, r1 (100) at h2, h2 (20) at h3: the peak is two live values, not three.
   EXPECT_EQ(stats.peak_temp_lines, 200u);
 }

@@ -322,11 +322,13 @@ StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule
     ++local.folded_constants;
   }
   if (options.dot_passes == 3 || options.dot_passes == 0) {
-    // Instructions whose values reach a compare.
+    // Instructions whose values reach a compare (a decision) or an exp or log (which amplify errors).
     std::set<const HloInstruction*> feeds_compare;
     const std::vector<HloInstruction*> order = entry->MakeInstructionPostOrder();
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      if ((*it)->opcode() != HloOpcode::kCompare && feeds_compare.count(*it) == 0) continue;
+      const HloOpcode opcode = (*it)->opcode();
+      const bool sensitive = opcode == HloOpcode::kCompare || opcode == HloOpcode::kExp || opcode == HloOpcode::kLog;
+      if (!sensitive && feeds_compare.count(*it) == 0) continue;
       for (const HloInstruction* operand : (*it)->operands()) feeds_compare.insert(operand);
     }
     std::map<HloInstruction*, std::pair<HloInstruction*, HloInstruction*>> parts;

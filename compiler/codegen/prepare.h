@@ -22,8 +22,8 @@ namespace tpu::compiler {
 struct PrepareOptions {
   // MXU passes per f32 dot: 1 rounds both operands to bf16 (the MXU's own precision); 3 splits each
   // operand into bf16 high and low parts and sums hi*hi + hi*lo + lo*hi (about 16 significant bits);
-  // 0 (auto) uses 3 passes for the dots whose values reach a compare, where the bf16 rounding could flip
-  // a decision (a ReLU mask), and 1 pass elsewhere.
+  // 0 uses 3 passes for the dots whose values reach a compare, where the bf16 rounding could flip a
+  // decision (a ReLU mask), or an exp or log, which amplify it, and 1 pass elsewhere.
   int dot_passes = 0;
 };
 
