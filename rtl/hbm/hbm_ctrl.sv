@@ -117,14 +117,23 @@ module hbm_ctrl #(
   localparam int CCD_S = T_CCD_S > T_BURST ? T_CCD_S : T_BURST;
   localparam int CCD_L = T_CCD_L > T_BURST ? T_CCD_L : T_BURST;
 
+  // Element types of the packed state arrays (Yosys 0.23 takes packed arrays of a named type).
   typedef logic [31:0] time_t;
+  typedef logic [ID_W-1:0] id_t;
+  typedef logic [LINE_W-1:0] line_t;
+  typedef logic [ROW_BITS-1:0] row_t;
+  // Functions assign their result to their name: Yosys 0.23 does not accept `return`.
 
   // True when time t has been reached at now (wrap-safe while differences stay below 2^31).
   function automatic logic reached(time_t t, time_t now);
-    return $signed(now - t) >= 0;
+    logic signed [31:0] diff;
+    diff = now - t;
+    reached = diff >= 0;
   endfunction
   function automatic time_t later(time_t a, time_t b);
-    return ($signed(a - b) < 0) ? b : a;
+    logic signed [31:0] diff;
+    diff = a - b;
+    later = (diff < 0) ? b : a;
   endfunction
 
   function automatic logic [NB_W-1:0] bank_of(logic [LINE_W-1:0] line);
@@ -133,17 +142,17 @@ module hbm_ctrl #(
     bg = (wide >> BG_LSB) & ((64'd1 << BG_BITS) - 64'd1);
     ba = (wide >> BA_LSB) & ((64'd1 << BA_BITS) - 64'd1);
     pc = (wide >> PC_LSB) & ((64'd1 << PC_BITS) - 64'd1);
-    return NB_W'((pc << (BG_BITS + BA_BITS)) | (bg << BA_BITS) | ba);
+    bank_of = NB_W'((pc << (BG_BITS + BA_BITS)) | (bg << BA_BITS) | ba);
   endfunction
   function automatic logic [ROW_BITS-1:0] row_of(logic [LINE_W-1:0] line);
-    return ROW_BITS'(line >> ROW_LSB);
+    row_of = ROW_BITS'(line >> ROW_LSB);
   endfunction
   function automatic logic [COL_BITS-1:0] col_of(logic [LINE_W-1:0] line);
-    return COL_BITS'(line >> COL_LSB);
+    col_of = COL_BITS'(line >> COL_LSB);
   endfunction
   // Bank group index (pseudo channel included) of a flat bank index.
   function automatic int unsigned group_of(logic [NB_W-1:0] bank);
-    return 32'(bank) >> BA_BITS;
+    group_of = 32'(bank) >> BA_BITS;
   endfunction
 
   time_t now_q;
@@ -156,27 +165,27 @@ module hbm_ctrl #(
 
   // ---------------- Queues ----------------
   logic [RQ_DEPTH-1:0]             rq_valid_q, rq_valid_d;
-  logic [ID_W-1:0]                 rq_id_q   [RQ_DEPTH], rq_id_d [RQ_DEPTH];
-  logic [LINE_W-1:0]               rq_line_q [RQ_DEPTH], rq_line_d [RQ_DEPTH];
-  logic                            rq_last_q [RQ_DEPTH], rq_last_d [RQ_DEPTH];
-  logic [RQ_DEPTH-1:0]             rq_older_q [RQ_DEPTH], rq_older_d [RQ_DEPTH];  // [i][j]: i older than j
+  id_t [RQ_DEPTH-1:0] rq_id_q, rq_id_d;
+  line_t [RQ_DEPTH-1:0] rq_line_q, rq_line_d;
+  logic [RQ_DEPTH-1:0] rq_last_q, rq_last_d;
+  logic [RQ_DEPTH*RQ_DEPTH-1:0] rq_older_q, rq_older_d;  // bit i*RQ_DEPTH+j: entry i older than j
   logic [WQ_DEPTH-1:0]             wq_valid_q, wq_valid_d;
-  logic [LINE_W-1:0]               wq_line_q [WQ_DEPTH], wq_line_d [WQ_DEPTH];
+  line_t [WQ_DEPTH-1:0] wq_line_q, wq_line_d;
   logic [DATA_W-1:0]               wq_data_q [WQ_DEPTH];
   logic [STRB_W-1:0]               wq_strb_q [WQ_DEPTH];
-  logic [WQ_DEPTH-1:0]             wq_older_q [WQ_DEPTH], wq_older_d [WQ_DEPTH];
+  logic [WQ_DEPTH*WQ_DEPTH-1:0] wq_older_q, wq_older_d;
   logic [RQ_W-1:0]                 rq_count;
   logic [WQ_W-1:0]                 wq_count;
 
   // ---------------- Bank and timing state ----------------
   logic [NBANKS-1:0]   open_q, open_d;
-  logic [ROW_BITS-1:0] open_row_q [NBANKS], open_row_d [NBANKS];
-  time_t act_ok_q [NBANKS], act_ok_d [NBANKS];
-  time_t pre_ok_q [NBANKS], pre_ok_d [NBANKS];
-  time_t col_ok_q [NBANKS], col_ok_d [NBANKS];          // tRCD after ACT
-  time_t rd_ok_q  [NBG],    rd_ok_d  [NBG];             // column spacing per bank group
-  time_t wr_ok_q  [NBG],    wr_ok_d  [NBG];
-  time_t faw_q    [4],      faw_d    [4];               // last four ACT times, [0] oldest
+  row_t [NBANKS-1:0] open_row_q, open_row_d;
+  time_t [NBANKS-1:0] act_ok_q, act_ok_d;
+  time_t [NBANKS-1:0] pre_ok_q, pre_ok_d;
+  time_t [NBANKS-1:0] col_ok_q, col_ok_d;          // tRCD after ACT
+  time_t [NBG-1:0] rd_ok_q, rd_ok_d;             // column spacing per bank group
+  time_t [NBG-1:0] wr_ok_q, wr_ok_d;
+  time_t [4-1:0] faw_q, faw_d;               // last four ACT times, [0] oldest
   time_t ref_ok_q, ref_ok_d;
   logic               write_mode_q, write_mode_d;
   logic               ref_pending_q, ref_pending_d;
@@ -251,18 +260,18 @@ module hbm_ctrl #(
   logic [ID_W-1:0]     rd_issue_id;
   logic                rd_issue_last;
   logic                all_closed, prea_ok;
-  logic [RQ_DEPTH-1:0] rq_older_col [RQ_DEPTH];
-  logic [WQ_DEPTH-1:0] wq_older_col [WQ_DEPTH];
+  logic [RQ_DEPTH*RQ_DEPTH-1:0] rq_older_col;
+  logic [WQ_DEPTH*WQ_DEPTH-1:0] wq_older_col;
 
   always_comb begin
-    faw_ok = reached(faw_q[0] + time_t'(T_FAW), now_q);
+    faw_ok = reached(faw_q[0] + 32'(T_FAW), now_q);
     rsp_credit = rsp_alloc_q < (RSP_PW+1)'(RSP_DEPTH);
     rq_any_unblocked = 1'b0;
     bank_hit_pending = '0;
     for (int i = 0; i < RQ_DEPTH; i++) begin
       rq_blocked[i] = 1'b0;
       for (int j = 0; j < RQ_DEPTH; j++) begin
-        if (rq_valid_q[j] && rq_older_q[j][i] && rq_id_q[j] == rq_id_q[i]) rq_blocked[i] = 1'b1;
+        if (rq_valid_q[j] && rq_older_q[(j)*RQ_DEPTH + (i)] && rq_id_q[j] == rq_id_q[i]) rq_blocked[i] = 1'b1;
       end
       for (int j = 0; j < WQ_DEPTH; j++) begin
         if (wq_valid_q[j] && wq_line_q[j] == rq_line_q[i]) rq_blocked[i] = 1'b1;
@@ -274,7 +283,7 @@ module hbm_ctrl #(
     for (int i = 0; i < WQ_DEPTH; i++) begin
       wq_blocked[i] = 1'b0;
       for (int j = 0; j < WQ_DEPTH; j++) begin
-        if (wq_valid_q[j] && wq_older_q[j][i] && wq_line_q[j] == wq_line_q[i]) wq_blocked[i] = 1'b1;
+        if (wq_valid_q[j] && wq_older_q[(j)*WQ_DEPTH + (i)] && wq_line_q[j] == wq_line_q[i]) wq_blocked[i] = 1'b1;
       end
       wq_hit[i] = open_q[bank_of(wq_line_q[i])] && open_row_q[bank_of(wq_line_q[i])] == row_of(wq_line_q[i]);
       if (wq_valid_q[i] && wq_hit[i] && write_mode_q) bank_hit_pending[bank_of(wq_line_q[i])] = 1'b1;
@@ -304,12 +313,12 @@ module hbm_ctrl #(
                           : (faw_ok && reached(act_ok_q[bank_of(wq_line_q[i])], now_q)));
     end
 
-    // Transposed age matrices: [i][j] set when entry j is older than entry i.
+    // Transposed age matrices: bit i*DEPTH+j set when entry j is older than entry i.
     for (int i = 0; i < RQ_DEPTH; i++) begin
-      for (int j = 0; j < RQ_DEPTH; j++) rq_older_col[i][j] = rq_older_q[j][i];
+      for (int j = 0; j < RQ_DEPTH; j++) rq_older_col[(i)*RQ_DEPTH + (j)] = rq_older_q[(j)*RQ_DEPTH + (i)];
     end
     for (int i = 0; i < WQ_DEPTH; i++) begin
-      for (int j = 0; j < WQ_DEPTH; j++) wq_older_col[i][j] = wq_older_q[j][i];
+      for (int j = 0; j < WQ_DEPTH; j++) wq_older_col[(i)*WQ_DEPTH + (j)] = wq_older_q[(j)*WQ_DEPTH + (i)];
     end
     // Oldest ready first (FR-FCFS: hits are served on the column bus, misses on the row bus).
     col_cmd = ColNop;
@@ -325,7 +334,7 @@ module hbm_ctrl #(
     row_bank = '0;
     row_addr = '0;
     for (int i = 0; i < RQ_DEPTH; i++) begin
-      if (rq_col_ready[i] && (rq_col_ready & rq_older_col[i]) == '0) begin
+      if (rq_col_ready[i] && (rq_col_ready & rq_older_col[i*RQ_DEPTH +: RQ_DEPTH]) == '0) begin
         col_cmd = ColRd;
         col_bank = bank_of(rq_line_q[i]);
         col_addr = col_of(rq_line_q[i]);
@@ -333,14 +342,14 @@ module hbm_ctrl #(
         rd_issue_id = rq_id_q[i];
         rd_issue_last = rq_last_q[i];
       end
-      if (rq_row_cand[i] && (rq_row_cand & rq_older_col[i]) == '0) begin
+      if (rq_row_cand[i] && (rq_row_cand & rq_older_col[i*RQ_DEPTH +: RQ_DEPTH]) == '0) begin
         row_bank = bank_of(rq_line_q[i]);
         row_addr = row_of(rq_line_q[i]);
         row_cmd = open_q[row_bank] ? RowPre : RowAct;
       end
     end
     for (int i = 0; i < WQ_DEPTH; i++) begin
-      if (wq_col_ready[i] && (wq_col_ready & wq_older_col[i]) == '0) begin
+      if (wq_col_ready[i] && (wq_col_ready & wq_older_col[i*WQ_DEPTH +: WQ_DEPTH]) == '0) begin
         col_cmd = ColWr;
         col_bank = bank_of(wq_line_q[i]);
         col_addr = col_of(wq_line_q[i]);
@@ -348,7 +357,7 @@ module hbm_ctrl #(
         wr_data = wq_data_q[i];
         wr_strb = wq_strb_q[i];
       end
-      if (wq_row_cand[i] && (wq_row_cand & wq_older_col[i]) == '0) begin
+      if (wq_row_cand[i] && (wq_row_cand & wq_older_col[i*WQ_DEPTH +: WQ_DEPTH]) == '0) begin
         row_bank = bank_of(wq_line_q[i]);
         row_addr = row_of(wq_line_q[i]);
         row_cmd = open_q[row_bank] ? RowPre : RowAct;
@@ -393,17 +402,17 @@ module hbm_ctrl #(
       RowAct: begin
         for (int b = 0; b < NBANKS; b++) begin
           if (b == 32'(row_bank)) begin
-            act_ok_d[b] = later(act_ok_q[b], now_q + time_t'(T_RC));
+            act_ok_d[b] = later(act_ok_q[b], now_q + 32'(T_RC));
           end else if (group_of(NB_W'(b)) == group_of(row_bank)) begin
-            act_ok_d[b] = later(act_ok_q[b], now_q + time_t'(T_RRD_L));
+            act_ok_d[b] = later(act_ok_q[b], now_q + 32'(T_RRD_L));
           end else begin
-            act_ok_d[b] = later(act_ok_q[b], now_q + time_t'(T_RRD_S));
+            act_ok_d[b] = later(act_ok_q[b], now_q + 32'(T_RRD_S));
           end
         end
         open_d[row_bank] = 1'b1;
         open_row_d[row_bank] = row_addr;
-        col_ok_d[row_bank] = now_q + time_t'(T_RCD);
-        pre_ok_d[row_bank] = now_q + time_t'(T_RAS);
+        col_ok_d[row_bank] = now_q + 32'(T_RCD);
+        pre_ok_d[row_bank] = now_q + 32'(T_RAS);
         faw_d[0] = faw_q[1];
         faw_d[1] = faw_q[2];
         faw_d[2] = faw_q[3];
@@ -411,21 +420,21 @@ module hbm_ctrl #(
       end
       RowPre: begin
         open_d[row_bank] = 1'b0;
-        act_ok_d[row_bank] = later(act_ok_q[row_bank], now_q + time_t'(T_RP));
-        ref_ok_d = later(ref_ok_q, now_q + time_t'(T_RP));
+        act_ok_d[row_bank] = later(act_ok_q[row_bank], now_q + 32'(T_RP));
+        ref_ok_d = later(ref_ok_q, now_q + 32'(T_RP));
       end
       RowPrea: begin
         for (int b = 0; b < NBANKS; b++) begin
-          act_ok_d[b] = later(act_ok_q[b], now_q + time_t'(T_RP));
+          act_ok_d[b] = later(act_ok_q[b], now_q + 32'(T_RP));
         end
         open_d = '0;
-        ref_ok_d = later(ref_ok_q, now_q + time_t'(T_RP));
+        ref_ok_d = later(ref_ok_q, now_q + 32'(T_RP));
       end
       RowRef: begin
         for (int b = 0; b < NBANKS; b++) begin
-          act_ok_d[b] = later(act_ok_q[b], now_q + time_t'(T_RFC));
+          act_ok_d[b] = later(act_ok_q[b], now_q + 32'(T_RFC));
         end
-        ref_ok_d = now_q + time_t'(T_RFC);
+        ref_ok_d = now_q + 32'(T_RFC);
       end
       default: ;
     endcase
@@ -433,19 +442,19 @@ module hbm_ctrl #(
       ColRd: begin
         for (int g = 0; g < NBG; g++) begin
           rd_ok_d[g] = later(rd_ok_q[g],
-                             now_q + time_t'((g == 32'(group_of(col_bank))) ? CCD_L : CCD_S));
-          wr_ok_d[g] = later(wr_ok_q[g], now_q + time_t'(T_RTW));
+                             now_q + 32'((g == 32'(group_of(col_bank))) ? CCD_L : CCD_S));
+          wr_ok_d[g] = later(wr_ok_q[g], now_q + 32'(T_RTW));
         end
-        pre_ok_d[col_bank] = later(pre_ok_q[col_bank], now_q + time_t'(T_RTP));
+        pre_ok_d[col_bank] = later(pre_ok_q[col_bank], now_q + 32'(T_RTP));
       end
       ColWr: begin
         for (int g = 0; g < NBG; g++) begin
           wr_ok_d[g] = later(wr_ok_q[g],
-                             now_q + time_t'((g == 32'(group_of(col_bank))) ? CCD_L : CCD_S));
+                             now_q + 32'((g == 32'(group_of(col_bank))) ? CCD_L : CCD_S));
           rd_ok_d[g] = later(rd_ok_q[g],
-                             now_q + time_t'((g == 32'(group_of(col_bank))) ? WR_TO_RD_L : WR_TO_RD_S));
+                             now_q + 32'((g == 32'(group_of(col_bank))) ? WR_TO_RD_L : WR_TO_RD_S));
         end
-        pre_ok_d[col_bank] = later(pre_ok_q[col_bank], now_q + time_t'(WR_TO_PRE));
+        pre_ok_d[col_bank] = later(pre_ok_q[col_bank], now_q + 32'(WR_TO_PRE));
       end
       default: ;
     endcase
@@ -476,8 +485,8 @@ module hbm_ctrl #(
       rq_last_d[rq_free] = (rd_left_q == '0);
       // Every entry still queued is older than the new one; the new one is older than nothing.
       for (int j = 0; j < RQ_DEPTH; j++) begin
-        rq_older_d[j][rq_free] = rq_valid_d[j] && (j != 32'(rq_free));
-        rq_older_d[rq_free][j] = 1'b0;
+        rq_older_d[(j)*RQ_DEPTH + 32'(rq_free)] = rq_valid_d[j] && (j != 32'(rq_free));
+        rq_older_d[(rq_free)*RQ_DEPTH + (j)] = 1'b0;
       end
     end
     wq_valid_d = wq_valid_q & ~wq_issue;
@@ -487,8 +496,8 @@ module hbm_ctrl #(
       wq_valid_d[wq_free] = 1'b1;
       wq_line_d[wq_free] = wr_line_q;
       for (int j = 0; j < WQ_DEPTH; j++) begin
-        wq_older_d[j][wq_free] = wq_valid_d[j] && (j != 32'(wq_free));
-        wq_older_d[wq_free][j] = 1'b0;
+        wq_older_d[(j)*WQ_DEPTH + 32'(wq_free)] = wq_valid_d[j] && (j != 32'(wq_free));
+        wq_older_d[(wq_free)*WQ_DEPTH + (j)] = 1'b0;
       end
     end
   end
