@@ -244,6 +244,107 @@ package tpu_fp_pkg;
     s32_to_fp32 = (x == 32'd0) ? 32'd0 : {x[31], rounded};
   endfunction
 
+  // ---- Unary transcendentals (VEXP, VLOG, VRSQRT, VRCP): the fixed operation sequences of
+  // sim/numerics/transcendental.h, step for step, so the results are the same bits.
+  localparam logic [31:0] F32_ONE = 32'h3F80_0000, F32_TWO = 32'h4000_0000, F32_HALF = 32'h3F00_0000;
+  localparam logic [31:0] F32_LOG2E = 32'h3FB8_AA3B, F32_LN2_HI = 32'h3F31_7200, F32_LN2_LO = 32'h35BF_BE8E;
+  localparam logic [31:0] F32_ROUND_MAGIC = 32'h4B40_0000;
+  localparam logic [31:0] F32_EXP_MAX = 32'h42B2_0000, F32_EXP_MIN = 32'hC2D0_0000;
+  localparam logic [22:0] SQRT2_FRACTION = 23'h3504F3;
+  localparam logic [8*32-1:0]  RCP_SEED = {32'h3F04_2108, 32'h3F0D_3DCB, 32'h3F17_B426, 32'h3F23_D70A,
+                                           32'h3F32_1643, 32'h3F43_0C31, 32'h3F57_9436, 32'h3F70_F0F1};
+  localparam logic [16*32-1:0] RSQRT_SEED = {32'h3F02_0C52, 32'h3F06_7532, 32'h3F0B_5948, 32'h3F10_D0C3,
+                                             32'h3F16_FB06, 32'h3F1E_01B3, 32'h3F26_1D5F, 32'h3F2F_9D53,
+                                             32'h3F37_EA74, 32'h3F3E_26EB, 32'h3F45_11A3, 32'h3F4C_CCCD,
+                                             32'h3F55_84CD, 32'h3F5F_7483, 32'h3F6A_EBF5, 32'h3F78_5B42};
+  // Horner coefficients, first used first: 1/7! .. 1/2! and 1/11, 1/9, .., 1/3, 1.
+  localparam logic [6*32-1:0] EXP_COEFF = {32'h3F00_0000, 32'h3E2A_AAAB, 32'h3D2A_AAAB,
+                                           32'h3C08_8889, 32'h3AB6_0B61, 32'h3950_0D01};
+  localparam logic [6*32-1:0] LOG_COEFF = {32'h3F80_0000, 32'h3EAA_AAAB, 32'h3E4C_CCCD,
+                                           32'h3E12_4925, 32'h3DE3_8E39, 32'h3DBA_2E8C};
+
+  function automatic logic [31:0] fp32_sub(input logic [31:0] a, input logic [31:0] b);
+    fp32_sub = fp32_add(a, {~b[31], b[30:0]});
+  endfunction
+
+  // value * 2^shift for a positive normal value (exact), FTZ below 2^-126, infinity at the top.
+  function automatic logic [31:0] fp32_scale(input logic [30:0] value, input logic [9:0] shift, input logic sign);
+    logic [9:0]  biased;
+    logic [31:0] result;
+    biased = {2'b00, value[30:23]} + shift;
+    if (biased[9] || biased == 10'd0)  result = {sign, 31'd0};
+    else if (biased >= 10'd255)         result = {sign, 8'hFF, 23'd0};
+    else                                result = {sign, biased[7:0], value[22:0]};
+    fp32_scale = result;
+  endfunction
+
+  function automatic logic [31:0] fp32_rcp(input logic [31:0] x);
+    logic [31:0] m, r, result;
+    m = {9'h07F, x[22:0]};
+    r = RCP_SEED[x[22:20]*32 +: 32];
+    for (int step = 0; step < 3; step++) r = fp32_add(r, fp32_mul(r, fp32_sub(F32_ONE, fp32_mul(m, r))));
+    if ((&x[30:23]) && (|x[22:0]))  result = F32_CANONICAL_NAN;
+    else if (x[30:23] == 8'd0)      result = {x[31], 8'hFF, 23'd0};
+    else if (&x[30:23])             result = {x[31], 31'd0};
+    else                            result = fp32_scale(r[30:0], 10'd127 - {2'b00, x[30:23]}, x[31]);
+    fp32_rcp = result;
+  endfunction
+
+  function automatic logic [31:0] fp32_rsqrt(input logic [31:0] x);
+    logic [9:0]  unbiased, half;
+    logic [31:0] m, half_m, r, result;
+    unbiased = {2'b00, x[30:23]} - 10'd127;
+    half     = $signed(unbiased - {9'd0, unbiased[0]}) >>> 1;
+    m        = {1'b0, unbiased[0] ? 8'h80 : 8'h7F, x[22:0]};
+    half_m   = fp32_mul(m, F32_HALF);
+    r        = RSQRT_SEED[{unbiased[0], x[22:20]}*32 +: 32];
+    for (int step = 0; step < 3; step++) r = fp32_add(r, fp32_mul(r, fp32_sub(F32_HALF, fp32_mul(fp32_mul(r, r), half_m))));
+    if ((&x[30:23]) && (|x[22:0]))  result = F32_CANONICAL_NAN;
+    else if (x[30:23] == 8'd0)      result = {x[31], 8'hFF, 23'd0};
+    else if (x[31])                 result = F32_CANONICAL_NAN;
+    else if (&x[30:23])             result = 32'd0;
+    else                            result = fp32_scale(r[30:0], 10'd0 - half, 1'b0);
+    fp32_rsqrt = result;
+  endfunction
+
+  function automatic logic [31:0] fp32_exp(input logic [31:0] x);
+    logic [31:0] clamped, shifted, k_float, r, p, result;
+    logic [9:0]  k;  // -150 .. 129
+    clamped = fp32_min(fp32_max(x, F32_EXP_MIN), F32_EXP_MAX);
+    shifted = fp32_add(fp32_mul(clamped, F32_LOG2E), F32_ROUND_MAGIC);
+    k       = shifted[9:0];  // shifted - magic = k, and the magic's low bits are 0
+    k_float = fp32_sub(shifted, F32_ROUND_MAGIC);
+    r       = fp32_sub(fp32_sub(clamped, fp32_mul(k_float, F32_LN2_HI)), fp32_mul(k_float, F32_LN2_LO));
+    p       = EXP_COEFF[31:0];
+    for (int i = 1; i < 6; i++) p = fp32_add(fp32_mul(p, r), EXP_COEFF[i*32 +: 32]);
+    p = fp32_add(fp32_mul(p, r), F32_ONE);
+    p = fp32_add(fp32_mul(p, r), F32_ONE);
+    if ((&x[30:23]) && (|x[22:0])) result = F32_CANONICAL_NAN;
+    else                           result = fp32_scale(p[30:0], k, 1'b0);
+    fp32_exp = result;
+  endfunction
+
+  function automatic logic [31:0] fp32_log(input logic [31:0] x);
+    logic        above_sqrt2;
+    logic [31:0] e, m, f, s, z, q, log_m, e_float, result;
+    above_sqrt2 = (x[22:0] > SQRT2_FRACTION);
+    e       = {24'd0, x[30:23]} - 32'd127 + {31'd0, above_sqrt2};
+    m       = {1'b0, above_sqrt2 ? 8'h7E : 8'h7F, x[22:0]};
+    f       = fp32_sub(m, F32_ONE);
+    s       = fp32_mul(f, fp32_rcp(fp32_add(f, F32_TWO)));
+    z       = fp32_mul(s, s);
+    q       = LOG_COEFF[31:0];
+    for (int i = 1; i < 6; i++) q = fp32_add(fp32_mul(q, z), LOG_COEFF[i*32 +: 32]);
+    log_m   = fp32_mul(fp32_add(s, s), q);
+    e_float = s32_to_fp32(e);
+    if ((&x[30:23]) && (|x[22:0]))  result = F32_CANONICAL_NAN;
+    else if (x[30:23] == 8'd0)      result = 32'hFF80_0000;
+    else if (x[31])                 result = F32_CANONICAL_NAN;
+    else if (&x[30:23])             result = 32'h7F80_0000;
+    else result = fp32_add(fp32_mul(e_float, F32_LN2_HI), fp32_add(fp32_mul(e_float, F32_LN2_LO), log_m));
+    fp32_log = result;
+  endfunction
+
   // fp32 -> bf16: NaN -> 16'h7FC0; DAZ; round the lower 16 bits to nearest even (a carry out of
   // the largest finite value gives infinity).
   function automatic logic [15:0] fp32_to_bf16(input logic [31:0] x);
