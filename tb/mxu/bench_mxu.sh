@@ -12,6 +12,7 @@ vmem_lines=${MXU_BENCH_VMEM_LINES:-32768}
 vmem_aw=$(awk -v n="$vmem_lines" 'BEGIN { a = 0; while (2 ^ a < n) a++; print a }')
 jobs=$(nproc); [ "$jobs" -gt 2 ] && jobs=2
 status=0
+mkdir -p "$out"
 for n in $sizes; do
   dir=$out/n$n
   rm -rf "$dir"; mkdir -p "$dir"
