@@ -7,15 +7,25 @@
 //
 // Padding invariant: the padded lanes of every stored tensor are +0. Parameters and constants are
 // stored padded with zeros by the loader (ToDeviceBytes). Ops preserve it as follows:
-//  - add / maximum of two tensors or with a broadcast row: op(+0, +0) = +0.
-//  - add / maximum with a scalar constant c: uses the immediate form only when op(+0, c) = +0 or the
+//  - add, subtract, multiply, maximum, minimum (f32, or s32 lanes with INT) of two tensors or with a
+//    broadcast row: op(+0, +0) = +0.
+//  - the same with a scalar constant c: uses the immediate form only when op(+0, c) = +0 or the
 //    minor dimension fills whole lines; otherwise c is broadcast from a constant row whose padded lanes
-//    are zero.
+//    are zero. Negate is x * -1 + 0; division by a constant is a multiplication by its reciprocal.
+//  - compare: padded lanes compare +0 with +0 (or the immediate); where that is true they are cleared
+//    with VAND against a row of ones. select takes on-false from a tensor or a zero immediate.
+//  - exp, log, division by a tensor (VPU sequences): padded lanes cleared the same way.
 //  - broadcast: rows are copied from the zero-padded operand; a scalar constant is splatted only into
-//    full lines, otherwise written from a zero-padded constant row.
+//    full lines, otherwise written from a zero-padded constant row; scalars and dimension-0 broadcasts
+//    go through VTRANS with zero lines past the logical columns.
+//  - transpose (VTRANS): rows past the operand are zeroed before the transpose.
+//  - reduce: rows are combined line by line; padded lanes add or max +0s.
 //  - dot: padded output lanes are sums of products with zero weights, +0 for finite lhs values (an inf
 //    or NaN in the lhs makes them NaN, as 0 * inf = NaN; the logical values are unaffected).
 //  - copy, reshape, get-tuple-element move whole lines.
+// Before code generation the module is rewritten on a copy (prepare.h): calls inlined, constants
+// folded, transposed dot operands absorbed, minor-dimension reductions and column/row reshapes through
+// transposes, f32 dots split into bf16 passes for precision.
 #pragma once
 
 #include <cstdint>
