@@ -1,10 +1,11 @@
 // tpuc: compiles an HLO text module for a tpusim configuration.
 //
-//   tpuc FILE.hlo --config=tiny|v2|PATH.cfg [--dump-dir=DIR] [-o PROGRAM]
+//   tpuc FILE.hlo --config=tiny|v2|PATH.cfg [--dump-dir=DIR] [--dot-passes=0|1|3] [-o PROGRAM]
 //
 // Parses and verifies the module, runs the pass pipeline (with --dump-dir, the module after each pass
 // is written as DIR/NN-passname.hlo), generates code, writes DIR/program.asm, and with -o the program
-// file the runtime loads. Prints compile_ms and a padding report per dot.
+// file the runtime loads. Prints compile_ms and a padding report per dot. --dot-passes sets
+// CompileOptions::dot_passes (MXU passes per f32 dot; 0 chooses).
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -30,9 +31,11 @@ struct Flags {
   std::string config = "tiny";
   std::string dump_dir;
   std::string output;
+  int dot_passes = 0;  // CompileOptions::dot_passes
 };
 
-constexpr const char* kUsage = "usage: tpuc FILE.hlo --config=tiny|v2|PATH.cfg [--dump-dir=DIR] [-o PROGRAM]";
+constexpr const char* kUsage =
+    "usage: tpuc FILE.hlo --config=tiny|v2|PATH.cfg [--dump-dir=DIR] [--dot-passes=0|1|3] [-o PROGRAM]";
 
 StatusOr<Flags> ParseFlags(int argc, char** argv) {
   Flags flags;
@@ -40,6 +43,10 @@ StatusOr<Flags> ParseFlags(int argc, char** argv) {
     std::string arg = argv[i];
     if (arg.rfind("--config=", 0) == 0) {
       flags.config = arg.substr(9);
+    } else if (arg.rfind("--dot-passes=", 0) == 0) {
+      const std::string value = arg.substr(13);
+      if (value != "0" && value != "1" && value != "3") return InvalidArgument("--dot-passes must be 0, 1 or 3");
+      flags.dot_passes = std::stoi(value);
     } else if (arg.rfind("--dump-dir=", 0) == 0) {
       flags.dump_dir = arg.substr(11);
     } else if (arg == "-o") {
@@ -112,6 +119,7 @@ std::string Disassembly(const Program& program) {
 Status Main(int argc, char** argv) {
   TPU_ASSIGN_OR_RETURN(Flags flags, ParseFlags(argc, argv));
   TPU_ASSIGN_OR_RETURN(CompileOptions options, ReadConfig(flags.config));
+  options.dot_passes = flags.dot_passes;
   TPU_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.input));
   auto start = std::chrono::steady_clock::now();
   TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> module, hlo::ParseHloModule(text));
