@@ -17,6 +17,7 @@
 #include "compiler/hlo/parser.h"
 #include "compiler/interpreter/interpreter.h"
 #include "compiler/passes/pass.h"
+#include "compiler/passes/pipeline.h"
 #include "sim/model/chip_model.h"
 #include "tpu_csr.h"
 #include "tpu_isa.h"
@@ -1035,6 +1036,58 @@ TEST_P(TrainingSteps, MatchTheInterpreterOnTheModel) {
   std::printf("%s: %zu instruction words, %u issued, %llu cycles, MXU busy %llu cycles, %llu logical MACs\n",
               GetParam(), run->instructions, run->instret, (unsigned long long)run->cycles,
               (unsigned long long)run->mxu_busy, (unsigned long long)macs);
+}
+
+// The same after the default pass pipeline (inlining, folding, simplification, CSE, ReLU and elementwise
+// loop fusion): codegen inlines fusions and lowers their instructions one by one.
+TEST_P(TrainingSteps, MatchTheInterpreterAfterTheDefaultPipeline) {
+  const std::string text = ReadTextFile(std::string(TPU_SOURCE_DIR) + "/../shared/hlo/" + GetParam() + ".hlo");
+  if (text.empty()) GTEST_SKIP() << "shared/hlo/" << GetParam() << ".hlo is not there";
+  StatusOr<std::unique_ptr<hlo::HloModule>> reference = hlo::ParseHloModule(text);
+  StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
+  ASSERT_TRUE(reference.ok() && module.ok());
+  StatusOr<bool> changed = RunDefaultPipeline(module->get(), PipelineOptions{});
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  const model::ChipConfig config = model::ChipConfig::Build();
+  CompileOptions options;
+  options.lanes = config.lanes;
+  options.vmem_lines = config.vmem_lines;
+  options.imem_words = config.imem_words;
+  StatusOr<Program> program = Compile(**module, options);
+  ASSERT_TRUE(program.ok()) << program.status();
+  std::mt19937 rng(42);
+  std::vector<hlo::Literal> arguments;
+  const hlo::HloComputation* entry = (*reference)->entry_computation();
+  for (int64_t i = 0; i < entry->num_parameters(); ++i) {
+    arguments.push_back(hlo::Literal::Random(entry->parameter_instruction(i)->shape(), rng));
+  }
+  StatusOr<RunResult> run = RunOnModel(*program, arguments, config);
+  ASSERT_TRUE(run.ok()) << run.status();
+  StatusOr<std::vector<hlo::Literal>> expected = hlo::Interpret(**reference, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  ASSERT_EQ(run->outputs.size(), expected->size());
+  for (size_t o = 0; o < expected->size(); ++o) {
+    std::string mismatch = CompareWithTolerance(run->outputs[o], (*expected)[o]);
+    EXPECT_TRUE(mismatch.empty()) << "output " << o << ": " << mismatch;
+  }
+}
+
+TEST(CodegenTest, LoopFusionsAreInlined) {
+  CompileRunAndCompare(R"(HloModule fusion
+%fused (p0: f32[13,20], p1: f32[13,20]) -> f32[13,20] {
+  %p0 = f32[13,20]{1,0} parameter(0)
+  %p1 = f32[13,20]{1,0} parameter(1)
+  %m = f32[13,20]{1,0} multiply(f32[13,20]{1,0} %p0, f32[13,20]{1,0} %p1)
+  %c = f32[] constant(0.5)
+  %b = f32[13,20]{1,0} broadcast(f32[] %c), dimensions={}
+  ROOT %s = f32[13,20]{1,0} subtract(f32[13,20]{1,0} %m, f32[13,20]{1,0} %b)
+}
+ENTRY %main (a: f32[13,20], b: f32[13,20]) -> f32[13,20] {
+  %a = f32[13,20]{1,0} parameter(0)
+  %b = f32[13,20]{1,0} parameter(1)
+  ROOT %f = f32[13,20]{1,0} fusion(f32[13,20]{1,0} %a, f32[13,20]{1,0} %b), kind=kLoop, calls=%fused
+}
+)", {}, 43);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, TrainingSteps,

@@ -20,7 +20,11 @@ using hlo::HloOpcode;
 
 // Replaces `call` by a copy of the body of its computation.
 Status InlineCall(HloComputation* caller, HloInstruction* call) {
+  // call: to_apply=; fusion: calls= (the only called computation).
   const HloComputation* callee = call->to_apply();
+  if (callee == nullptr && call->opcode() == HloOpcode::kFusion && call->called_computations().size() == 1) {
+    callee = call->called_computations()[0];
+  }
   if (callee == nullptr || callee->root_instruction() == nullptr) {
     return InvalidArgument("call " + call->name() + " has no computation to inline");
   }
@@ -279,7 +283,10 @@ StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule
   for (int round = 0;; ++round) {
     std::vector<HloInstruction*> calls;
     for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {
-      if (instruction->opcode() == HloOpcode::kCall) calls.push_back(instruction);
+      // Fusions are inlined too: codegen lowers their instructions one by one.
+      if (instruction->opcode() == HloOpcode::kCall || instruction->opcode() == HloOpcode::kFusion) {
+        calls.push_back(instruction);
+      }
     }
     if (calls.empty()) break;
     if (round >= 64) return InvalidArgument("module " + module.name() + ": calls nested deeper than 64 levels");

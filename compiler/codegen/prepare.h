@@ -1,6 +1,6 @@
 // Rewrites a copy of a module into the form the code generator lowers, without touching the caller's
 // module (the IR passes own the real simplifications; this is what codegen cannot do without):
-//  - call instructions are inlined into the entry computation (nested calls too);
+//  - call and fusion instructions are inlined into the entry computation (nested ones too);
 //  - rank-2 dots read transposed operands directly (the contracting dimension flips) and a lhs that
 //    contracts its dimension 0 is transposed explicitly;
 //  - reductions over the minor dimension go through a transpose (see ReduceOverMinorThroughTranspose);
