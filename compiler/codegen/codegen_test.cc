@@ -1072,6 +1072,20 @@ TEST_P(TrainingSteps, MatchTheInterpreterAfterTheDefaultPipeline) {
   }
 }
 
+// The same on the v2 configuration (128 lanes).
+TEST_P(TrainingSteps, MatchTheInterpreterOnTheV2Model) {
+  const std::string text = ReadTextFile(std::string(TPU_SOURCE_DIR) + "/../shared/hlo/" + GetParam() + ".hlo");
+  if (text.empty()) GTEST_SKIP() << "shared/hlo/" << GetParam() << ".hlo is not there";
+  StatusOr<model::ChipConfig> v2 = model::ChipConfig::Named("v2");
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  CompileOptions options;
+  options.vmem_lines = v2->vmem_lines;
+  RunResult run = CompileRunAndCompare(text, options, 44, nullptr, nullptr, *v2);
+  EXPECT_GT(run.cycles, 0u);
+  std::printf("%s on v2: %zu instruction words, %llu cycles, MXU busy %llu cycles\n", GetParam(), run.instructions,
+              (unsigned long long)run.cycles, (unsigned long long)run.mxu_busy);
+}
+
 TEST(CodegenTest, LoopFusionsAreInlined) {
   CompileRunAndCompare(R"(HloModule fusion
 %fused (p0: f32[13,20], p1: f32[13,20]) -> f32[13,20] {
