@@ -117,11 +117,8 @@ module hbm_ctrl #(
   localparam int CCD_S = T_CCD_S > T_BURST ? T_CCD_S : T_BURST;
   localparam int CCD_L = T_CCD_L > T_BURST ? T_CCD_L : T_BURST;
 
-  // Element types of the packed state arrays (Yosys 0.23 takes packed arrays of a named type).
+  // State arrays are flat vectors sliced with +: (what Yosys 0.23 handles).
   typedef logic [31:0] time_t;
-  typedef logic [ID_W-1:0] id_t;
-  typedef logic [LINE_W-1:0] line_t;
-  typedef logic [ROW_BITS-1:0] row_t;
   // Functions assign their result to their name: Yosys 0.23 does not accept `return`.
 
   // True when time t has been reached at now (wrap-safe while differences stay below 2^31).
@@ -165,12 +162,12 @@ module hbm_ctrl #(
 
   // ---------------- Queues ----------------
   logic [RQ_DEPTH-1:0]             rq_valid_q, rq_valid_d;
-  id_t [RQ_DEPTH-1:0] rq_id_q, rq_id_d;
-  line_t [RQ_DEPTH-1:0] rq_line_q, rq_line_d;
+  logic [RQ_DEPTH*ID_W-1:0] rq_id_q, rq_id_d;
+  logic [RQ_DEPTH*LINE_W-1:0] rq_line_q, rq_line_d;
   logic [RQ_DEPTH-1:0] rq_last_q, rq_last_d;
   logic [RQ_DEPTH*RQ_DEPTH-1:0] rq_older_q, rq_older_d;  // bit i*RQ_DEPTH+j: entry i older than j
   logic [WQ_DEPTH-1:0]             wq_valid_q, wq_valid_d;
-  line_t [WQ_DEPTH-1:0] wq_line_q, wq_line_d;
+  logic [WQ_DEPTH*LINE_W-1:0] wq_line_q, wq_line_d;
   logic [DATA_W-1:0]               wq_data_q [WQ_DEPTH];
   logic [STRB_W-1:0]               wq_strb_q [WQ_DEPTH];
   logic [WQ_DEPTH*WQ_DEPTH-1:0] wq_older_q, wq_older_d;
@@ -179,13 +176,13 @@ module hbm_ctrl #(
 
   // ---------------- Bank and timing state ----------------
   logic [NBANKS-1:0]   open_q, open_d;
-  row_t [NBANKS-1:0] open_row_q, open_row_d;
-  time_t [NBANKS-1:0] act_ok_q, act_ok_d;
-  time_t [NBANKS-1:0] pre_ok_q, pre_ok_d;
-  time_t [NBANKS-1:0] col_ok_q, col_ok_d;          // tRCD after ACT
-  time_t [NBG-1:0] rd_ok_q, rd_ok_d;             // column spacing per bank group
-  time_t [NBG-1:0] wr_ok_q, wr_ok_d;
-  time_t [4-1:0] faw_q, faw_d;               // last four ACT times, [0] oldest
+  logic [NBANKS*ROW_BITS-1:0] open_row_q, open_row_d;
+  logic [NBANKS*32-1:0] act_ok_q, act_ok_d;
+  logic [NBANKS*32-1:0] pre_ok_q, pre_ok_d;
+  logic [NBANKS*32-1:0] col_ok_q, col_ok_d;          // tRCD after ACT
+  logic [NBG*32-1:0] rd_ok_q, rd_ok_d;             // column spacing per bank group
+  logic [NBG*32-1:0] wr_ok_q, wr_ok_d;
+  logic [4*32-1:0] faw_q, faw_d;               // last four ACT times, [0] oldest
   time_t ref_ok_q, ref_ok_d;
   logic               write_mode_q, write_mode_d;
   logic               ref_pending_q, ref_pending_d;
@@ -264,53 +261,53 @@ module hbm_ctrl #(
   logic [WQ_DEPTH*WQ_DEPTH-1:0] wq_older_col;
 
   always_comb begin
-    faw_ok = reached(faw_q[0] + 32'(T_FAW), now_q);
+    faw_ok = reached(faw_q[(0)*32 +: 32] + 32'(T_FAW), now_q);
     rsp_credit = rsp_alloc_q < (RSP_PW+1)'(RSP_DEPTH);
     rq_any_unblocked = 1'b0;
     bank_hit_pending = '0;
     for (int i = 0; i < RQ_DEPTH; i++) begin
       rq_blocked[i] = 1'b0;
       for (int j = 0; j < RQ_DEPTH; j++) begin
-        if (rq_valid_q[j] && rq_older_q[(j)*RQ_DEPTH + (i)] && rq_id_q[j] == rq_id_q[i]) rq_blocked[i] = 1'b1;
+        if (rq_valid_q[j] && rq_older_q[(j)*RQ_DEPTH + (i)] && rq_id_q[(j)*ID_W +: ID_W] == rq_id_q[(i)*ID_W +: ID_W]) rq_blocked[i] = 1'b1;
       end
       for (int j = 0; j < WQ_DEPTH; j++) begin
-        if (wq_valid_q[j] && wq_line_q[j] == rq_line_q[i]) rq_blocked[i] = 1'b1;
+        if (wq_valid_q[j] && wq_line_q[(j)*LINE_W +: LINE_W] == rq_line_q[(i)*LINE_W +: LINE_W]) rq_blocked[i] = 1'b1;
       end
-      rq_hit[i] = open_q[bank_of(rq_line_q[i])] && open_row_q[bank_of(rq_line_q[i])] == row_of(rq_line_q[i]);
+      rq_hit[i] = open_q[bank_of(rq_line_q[(i)*LINE_W +: LINE_W])] && open_row_q[(bank_of(rq_line_q[(i)*LINE_W +: LINE_W]))*ROW_BITS +: ROW_BITS] == row_of(rq_line_q[(i)*LINE_W +: LINE_W]);
       if (rq_valid_q[i] && !rq_blocked[i]) rq_any_unblocked = 1'b1;
-      if (rq_valid_q[i] && rq_hit[i] && !write_mode_q) bank_hit_pending[bank_of(rq_line_q[i])] = 1'b1;
+      if (rq_valid_q[i] && rq_hit[i] && !write_mode_q) bank_hit_pending[bank_of(rq_line_q[(i)*LINE_W +: LINE_W])] = 1'b1;
     end
     for (int i = 0; i < WQ_DEPTH; i++) begin
       wq_blocked[i] = 1'b0;
       for (int j = 0; j < WQ_DEPTH; j++) begin
-        if (wq_valid_q[j] && wq_older_q[(j)*WQ_DEPTH + (i)] && wq_line_q[j] == wq_line_q[i]) wq_blocked[i] = 1'b1;
+        if (wq_valid_q[j] && wq_older_q[(j)*WQ_DEPTH + (i)] && wq_line_q[(j)*LINE_W +: LINE_W] == wq_line_q[(i)*LINE_W +: LINE_W]) wq_blocked[i] = 1'b1;
       end
-      wq_hit[i] = open_q[bank_of(wq_line_q[i])] && open_row_q[bank_of(wq_line_q[i])] == row_of(wq_line_q[i]);
-      if (wq_valid_q[i] && wq_hit[i] && write_mode_q) bank_hit_pending[bank_of(wq_line_q[i])] = 1'b1;
+      wq_hit[i] = open_q[bank_of(wq_line_q[(i)*LINE_W +: LINE_W])] && open_row_q[(bank_of(wq_line_q[(i)*LINE_W +: LINE_W]))*ROW_BITS +: ROW_BITS] == row_of(wq_line_q[(i)*LINE_W +: LINE_W]);
+      if (wq_valid_q[i] && wq_hit[i] && write_mode_q) bank_hit_pending[bank_of(wq_line_q[(i)*LINE_W +: LINE_W])] = 1'b1;
     end
 
     // Column candidates: row hits whose bank and bank group timing allow the access.
     for (int i = 0; i < RQ_DEPTH; i++) begin
       rq_col_ready[i] = rq_valid_q[i] && !rq_blocked[i] && rq_hit[i] && !write_mode_q && !ref_pending_q &&
-                        rsp_credit && reached(col_ok_q[bank_of(rq_line_q[i])], now_q) &&
-                        reached(rd_ok_q[group_of(bank_of(rq_line_q[i]))], now_q);
+                        rsp_credit && reached(col_ok_q[(bank_of(rq_line_q[(i)*LINE_W +: LINE_W]))*32 +: 32], now_q) &&
+                        reached(rd_ok_q[(group_of(bank_of(rq_line_q[(i)*LINE_W +: LINE_W])))*32 +: 32], now_q);
       // Row candidates: a closed bank to open, or an open bank on another row with no hit waiting.
       // Blocked entries may prepare their row (opening early hides tRCD behind older accesses).
       rq_row_cand[i] = rq_valid_q[i] && !write_mode_q && !ref_pending_q && !rq_hit[i] &&
-                       (open_q[bank_of(rq_line_q[i])]
-                          ? (!bank_hit_pending[bank_of(rq_line_q[i])] &&
-                             reached(pre_ok_q[bank_of(rq_line_q[i])], now_q))
-                          : (faw_ok && reached(act_ok_q[bank_of(rq_line_q[i])], now_q)));
+                       (open_q[bank_of(rq_line_q[(i)*LINE_W +: LINE_W])]
+                          ? (!bank_hit_pending[bank_of(rq_line_q[(i)*LINE_W +: LINE_W])] &&
+                             reached(pre_ok_q[(bank_of(rq_line_q[(i)*LINE_W +: LINE_W]))*32 +: 32], now_q))
+                          : (faw_ok && reached(act_ok_q[(bank_of(rq_line_q[(i)*LINE_W +: LINE_W]))*32 +: 32], now_q)));
     end
     for (int i = 0; i < WQ_DEPTH; i++) begin
       wq_col_ready[i] = wq_valid_q[i] && !wq_blocked[i] && wq_hit[i] && write_mode_q && !ref_pending_q &&
-                        reached(col_ok_q[bank_of(wq_line_q[i])], now_q) &&
-                        reached(wr_ok_q[group_of(bank_of(wq_line_q[i]))], now_q);
+                        reached(col_ok_q[(bank_of(wq_line_q[(i)*LINE_W +: LINE_W]))*32 +: 32], now_q) &&
+                        reached(wr_ok_q[(group_of(bank_of(wq_line_q[(i)*LINE_W +: LINE_W])))*32 +: 32], now_q);
       wq_row_cand[i] = wq_valid_q[i] && write_mode_q && !ref_pending_q && !wq_hit[i] &&
-                       (open_q[bank_of(wq_line_q[i])]
-                          ? (!bank_hit_pending[bank_of(wq_line_q[i])] &&
-                             reached(pre_ok_q[bank_of(wq_line_q[i])], now_q))
-                          : (faw_ok && reached(act_ok_q[bank_of(wq_line_q[i])], now_q)));
+                       (open_q[bank_of(wq_line_q[(i)*LINE_W +: LINE_W])]
+                          ? (!bank_hit_pending[bank_of(wq_line_q[(i)*LINE_W +: LINE_W])] &&
+                             reached(pre_ok_q[(bank_of(wq_line_q[(i)*LINE_W +: LINE_W]))*32 +: 32], now_q))
+                          : (faw_ok && reached(act_ok_q[(bank_of(wq_line_q[(i)*LINE_W +: LINE_W]))*32 +: 32], now_q)));
     end
 
     // Transposed age matrices: bit i*DEPTH+j set when entry j is older than entry i.
@@ -336,30 +333,30 @@ module hbm_ctrl #(
     for (int i = 0; i < RQ_DEPTH; i++) begin
       if (rq_col_ready[i] && (rq_col_ready & rq_older_col[i*RQ_DEPTH +: RQ_DEPTH]) == '0) begin
         col_cmd = ColRd;
-        col_bank = bank_of(rq_line_q[i]);
-        col_addr = col_of(rq_line_q[i]);
+        col_bank = bank_of(rq_line_q[(i)*LINE_W +: LINE_W]);
+        col_addr = col_of(rq_line_q[(i)*LINE_W +: LINE_W]);
         rq_issue[i] = 1'b1;
-        rd_issue_id = rq_id_q[i];
+        rd_issue_id = rq_id_q[(i)*ID_W +: ID_W];
         rd_issue_last = rq_last_q[i];
       end
       if (rq_row_cand[i] && (rq_row_cand & rq_older_col[i*RQ_DEPTH +: RQ_DEPTH]) == '0) begin
-        row_bank = bank_of(rq_line_q[i]);
-        row_addr = row_of(rq_line_q[i]);
+        row_bank = bank_of(rq_line_q[(i)*LINE_W +: LINE_W]);
+        row_addr = row_of(rq_line_q[(i)*LINE_W +: LINE_W]);
         row_cmd = open_q[row_bank] ? RowPre : RowAct;
       end
     end
     for (int i = 0; i < WQ_DEPTH; i++) begin
       if (wq_col_ready[i] && (wq_col_ready & wq_older_col[i*WQ_DEPTH +: WQ_DEPTH]) == '0) begin
         col_cmd = ColWr;
-        col_bank = bank_of(wq_line_q[i]);
-        col_addr = col_of(wq_line_q[i]);
+        col_bank = bank_of(wq_line_q[(i)*LINE_W +: LINE_W]);
+        col_addr = col_of(wq_line_q[(i)*LINE_W +: LINE_W]);
         wq_issue[i] = 1'b1;
         wr_data = wq_data_q[i];
         wr_strb = wq_strb_q[i];
       end
       if (wq_row_cand[i] && (wq_row_cand & wq_older_col[i*WQ_DEPTH +: WQ_DEPTH]) == '0) begin
-        row_bank = bank_of(wq_line_q[i]);
-        row_addr = row_of(wq_line_q[i]);
+        row_bank = bank_of(wq_line_q[(i)*LINE_W +: LINE_W]);
+        row_addr = row_of(wq_line_q[(i)*LINE_W +: LINE_W]);
         row_cmd = open_q[row_bank] ? RowPre : RowAct;
       end
     end
@@ -368,7 +365,7 @@ module hbm_ctrl #(
     all_closed = (open_q == '0);
     prea_ok = 1'b1;
     for (int b = 0; b < NBANKS; b++) begin
-      if (open_q[b] && !reached(pre_ok_q[b], now_q)) prea_ok = 1'b0;
+      if (open_q[b] && !reached(pre_ok_q[(b)*32 +: 32], now_q)) prea_ok = 1'b0;
     end
     if (ref_pending_q) begin
       row_addr = '0;
@@ -402,37 +399,37 @@ module hbm_ctrl #(
       RowAct: begin
         for (int b = 0; b < NBANKS; b++) begin
           if (b == 32'(row_bank)) begin
-            act_ok_d[b] = later(act_ok_q[b], now_q + 32'(T_RC));
+            act_ok_d[(b)*32 +: 32] = later(act_ok_q[(b)*32 +: 32], now_q + 32'(T_RC));
           end else if (group_of(NB_W'(b)) == group_of(row_bank)) begin
-            act_ok_d[b] = later(act_ok_q[b], now_q + 32'(T_RRD_L));
+            act_ok_d[(b)*32 +: 32] = later(act_ok_q[(b)*32 +: 32], now_q + 32'(T_RRD_L));
           end else begin
-            act_ok_d[b] = later(act_ok_q[b], now_q + 32'(T_RRD_S));
+            act_ok_d[(b)*32 +: 32] = later(act_ok_q[(b)*32 +: 32], now_q + 32'(T_RRD_S));
           end
         end
         open_d[row_bank] = 1'b1;
-        open_row_d[row_bank] = row_addr;
-        col_ok_d[row_bank] = now_q + 32'(T_RCD);
-        pre_ok_d[row_bank] = now_q + 32'(T_RAS);
-        faw_d[0] = faw_q[1];
-        faw_d[1] = faw_q[2];
-        faw_d[2] = faw_q[3];
-        faw_d[3] = now_q;
+        open_row_d[(row_bank)*ROW_BITS +: ROW_BITS] = row_addr;
+        col_ok_d[(row_bank)*32 +: 32] = now_q + 32'(T_RCD);
+        pre_ok_d[(row_bank)*32 +: 32] = now_q + 32'(T_RAS);
+        faw_d[(0)*32 +: 32] = faw_q[(1)*32 +: 32];
+        faw_d[(1)*32 +: 32] = faw_q[(2)*32 +: 32];
+        faw_d[(2)*32 +: 32] = faw_q[(3)*32 +: 32];
+        faw_d[(3)*32 +: 32] = now_q;
       end
       RowPre: begin
         open_d[row_bank] = 1'b0;
-        act_ok_d[row_bank] = later(act_ok_q[row_bank], now_q + 32'(T_RP));
+        act_ok_d[(row_bank)*32 +: 32] = later(act_ok_q[(row_bank)*32 +: 32], now_q + 32'(T_RP));
         ref_ok_d = later(ref_ok_q, now_q + 32'(T_RP));
       end
       RowPrea: begin
         for (int b = 0; b < NBANKS; b++) begin
-          act_ok_d[b] = later(act_ok_q[b], now_q + 32'(T_RP));
+          act_ok_d[(b)*32 +: 32] = later(act_ok_q[(b)*32 +: 32], now_q + 32'(T_RP));
         end
         open_d = '0;
         ref_ok_d = later(ref_ok_q, now_q + 32'(T_RP));
       end
       RowRef: begin
         for (int b = 0; b < NBANKS; b++) begin
-          act_ok_d[b] = later(act_ok_q[b], now_q + 32'(T_RFC));
+          act_ok_d[(b)*32 +: 32] = later(act_ok_q[(b)*32 +: 32], now_q + 32'(T_RFC));
         end
         ref_ok_d = now_q + 32'(T_RFC);
       end
@@ -441,20 +438,20 @@ module hbm_ctrl #(
     unique case (col_cmd)
       ColRd: begin
         for (int g = 0; g < NBG; g++) begin
-          rd_ok_d[g] = later(rd_ok_q[g],
+          rd_ok_d[(g)*32 +: 32] = later(rd_ok_q[(g)*32 +: 32],
                              now_q + 32'((g == 32'(group_of(col_bank))) ? CCD_L : CCD_S));
-          wr_ok_d[g] = later(wr_ok_q[g], now_q + 32'(T_RTW));
+          wr_ok_d[(g)*32 +: 32] = later(wr_ok_q[(g)*32 +: 32], now_q + 32'(T_RTW));
         end
-        pre_ok_d[col_bank] = later(pre_ok_q[col_bank], now_q + 32'(T_RTP));
+        pre_ok_d[(col_bank)*32 +: 32] = later(pre_ok_q[(col_bank)*32 +: 32], now_q + 32'(T_RTP));
       end
       ColWr: begin
         for (int g = 0; g < NBG; g++) begin
-          wr_ok_d[g] = later(wr_ok_q[g],
+          wr_ok_d[(g)*32 +: 32] = later(wr_ok_q[(g)*32 +: 32],
                              now_q + 32'((g == 32'(group_of(col_bank))) ? CCD_L : CCD_S));
-          rd_ok_d[g] = later(rd_ok_q[g],
+          rd_ok_d[(g)*32 +: 32] = later(rd_ok_q[(g)*32 +: 32],
                              now_q + 32'((g == 32'(group_of(col_bank))) ? WR_TO_RD_L : WR_TO_RD_S));
         end
-        pre_ok_d[col_bank] = later(pre_ok_q[col_bank], now_q + 32'(WR_TO_PRE));
+        pre_ok_d[(col_bank)*32 +: 32] = later(pre_ok_q[(col_bank)*32 +: 32], now_q + 32'(WR_TO_PRE));
       end
       default: ;
     endcase
@@ -480,8 +477,8 @@ module hbm_ctrl #(
     rq_older_d = rq_older_q;
     if (rd_push) begin
       rq_valid_d[rq_free] = 1'b1;
-      rq_id_d[rq_free] = rd_id_q;
-      rq_line_d[rq_free] = rd_line_q;
+      rq_id_d[(rq_free)*ID_W +: ID_W] = rd_id_q;
+      rq_line_d[(rq_free)*LINE_W +: LINE_W] = rd_line_q;
       rq_last_d[rq_free] = (rd_left_q == '0);
       // Every entry still queued is older than the new one; the new one is older than nothing.
       for (int j = 0; j < RQ_DEPTH; j++) begin
@@ -494,7 +491,7 @@ module hbm_ctrl #(
     wq_older_d = wq_older_q;
     if (wr_push) begin
       wq_valid_d[wq_free] = 1'b1;
-      wq_line_d[wq_free] = wr_line_q;
+      wq_line_d[(wq_free)*LINE_W +: LINE_W] = wr_line_q;
       for (int j = 0; j < WQ_DEPTH; j++) begin
         wq_older_d[(j)*WQ_DEPTH + 32'(wq_free)] = wq_valid_d[j] && (j != 32'(wq_free));
         wq_older_d[(wq_free)*WQ_DEPTH + (j)] = 1'b0;
@@ -516,16 +513,16 @@ module hbm_ctrl #(
       wq_valid_q <= '0;
       open_q <= '0;
       for (int b = 0; b < NBANKS; b++) begin
-        act_ok_q[b] <= '0;
-        pre_ok_q[b] <= '0;
-        col_ok_q[b] <= '0;
-        open_row_q[b] <= '0;
+        act_ok_q[(b)*32 +: 32] <= '0;
+        pre_ok_q[(b)*32 +: 32] <= '0;
+        col_ok_q[(b)*32 +: 32] <= '0;
+        open_row_q[(b)*ROW_BITS +: ROW_BITS] <= '0;
       end
       for (int g = 0; g < NBG; g++) begin
-        rd_ok_q[g] <= '0;
-        wr_ok_q[g] <= '0;
+        rd_ok_q[(g)*32 +: 32] <= '0;
+        wr_ok_q[(g)*32 +: 32] <= '0;
       end
-      for (int k = 0; k < 4; k++) faw_q[k] <= '0;
+      for (int k = 0; k < 4; k++) faw_q[(k)*32 +: 32] <= '0;
       ref_ok_q <= '0;
       write_mode_q <= 1'b0;
       ref_pending_q <= 1'b0;
