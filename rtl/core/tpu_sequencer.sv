@@ -252,9 +252,10 @@ module tpu_sequencer
               issue = 1'b1; vpu_cmd_valid_o = 1'b1;
             end
           end
-          tpu_pkg::OP_VCVT, tpu_pkg::OP_VTRANS: begin
-            if ((op == tpu_pkg::OP_VCVT) ? (vmem_range_bad(rd_val, rs3_val) || vmem_range_bad(rs1_val, rs3_val))
-                                             : (vmem_blocks_bad(rd_val, rs3_val) || vmem_blocks_bad(rs1_val, rs3_val))) begin
+          tpu_pkg::OP_VCVT, tpu_pkg::OP_VTRANS, tpu_pkg::OP_VEXP, tpu_pkg::OP_VLOG, tpu_pkg::OP_VRSQRT,
+          tpu_pkg::OP_VRCP: begin
+            if ((op != tpu_pkg::OP_VTRANS) ? (vmem_range_bad(rd_val, rs3_val) || vmem_range_bad(rs1_val, rs3_val))
+                                           : (vmem_blocks_bad(rd_val, rs3_val) || vmem_blocks_bad(rs1_val, rs3_val))) begin
               raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_VMEM_ADDR;
             end else if (vpu_busy_i) begin
               stall = 1'b1;

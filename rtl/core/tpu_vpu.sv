@@ -1,6 +1,6 @@
 // Vector unit: lane-wise binary ops (VADD VSUB VMUL VMAX VMIN VAND VOR VXOR VCMP, fp32 or s32 with INT;
-// second operand from VMEM, broadcast from one line, or an immediate), VSEL, VCVT, VSPLAT and the block
-// transpose VTRANS. Three stages: read request -> lane arithmetic on the returned lines -> write.
+// second operand from VMEM, broadcast from one line, or an immediate), VSEL, the unary VCVT, VEXP, VLOG,
+// VRSQRT and VRCP, VSPLAT and the block transpose VTRANS. Three stages: read request -> lane arithmetic on the returned lines -> write.
 // Streaming ops move one line per cycle. VSEL needs three source lines (mask = old destination, src1,
 // src2) over two read ports, so it takes two cycles per line: phase 0 reads the mask and src2, phase 1
 // reads src1. VTRANS reads the LANES rows of a block into a buffer, then writes its LANES columns.
@@ -39,20 +39,24 @@ module tpu_vpu
   output logic [tpu_pkg::LINE_W-1:0] wr_data_o
 );
 
-  typedef enum logic [3:0] {
-    VopAdd   = 4'd0,
-    VopSub   = 4'd1,
-    VopMul   = 4'd2,
-    VopMax   = 4'd3,
-    VopMin   = 4'd4,
-    VopAnd   = 4'd5,
-    VopOr    = 4'd6,
-    VopXor   = 4'd7,
-    VopCmp   = 4'd8,
-    VopSel   = 4'd9,
-    VopCvt   = 4'd10,
-    VopTrans = 4'd11,
-    VopSplat = 4'd12
+  typedef enum logic [4:0] {
+    VopAdd   = 5'd0,
+    VopSub   = 5'd1,
+    VopMul   = 5'd2,
+    VopMax   = 5'd3,
+    VopMin   = 5'd4,
+    VopAnd   = 5'd5,
+    VopOr    = 5'd6,
+    VopXor   = 5'd7,
+    VopCmp   = 5'd8,
+    VopSel   = 5'd9,
+    VopCvt   = 5'd10,
+    VopTrans = 5'd11,
+    VopSplat = 5'd12,
+    VopExp   = 5'd13,
+    VopLog   = 5'd14,
+    VopRsqrt = 5'd15,
+    VopRcp   = 5'd16
   } vop_e;
 
   localparam int NumLanes = tpu_pkg::LANES;
@@ -86,12 +90,14 @@ module tpu_vpu
   logic [tpu_pkg::LINE_W-1:0] s2_data_q;
 
   logic              step, advance, block_end;
-  logic              is_sel, is_trans, streams;
+  logic              is_sel, is_trans, streams, unary;
   logic [tpu_pkg::LINE_W-1:0] result;
 
   assign is_sel    = (vop_q == VopSel);
   assign is_trans  = (vop_q == VopTrans);
   assign streams   = !is_sel && !is_trans;
+  assign unary     = (vop_q == VopCvt) || (vop_q == VopExp) || (vop_q == VopLog) || (vop_q == VopRsqrt) ||
+                     (vop_q == VopRcp);
   assign step      = active_q && (left_q != 32'd0);
   assign block_end = phase_q && (idx_q == LastLane);
   // advance: this step finishes a line (or a VTRANS block), so left_q counts down.
@@ -111,7 +117,7 @@ module tpu_vpu
         a_rd_en_o = !phase_q;
       end else begin
         a_rd_en_o = (vop_q != VopSplat);
-        b_rd_en_o = (vop_q != VopSplat) && (vop_q != VopCvt) && !b_imm_q;
+        b_rd_en_o = !unary && (vop_q != VopSplat) && !b_imm_q;
       end
     end
   end
@@ -135,6 +141,11 @@ module tpu_vpu
         VopSel:   result[l*32 +: 32] = (mask_q[l*32 +: 32] != 32'd0) ? a : sel_b_q[l*32 +: 32];
         VopCvt:   result[l*32 +: 32] = to_s32_q ? tpu_fp_pkg::fp32_to_s32(a) : tpu_fp_pkg::s32_to_fp32(a);
         VopTrans: result[l*32 +: 32] = trans_q[l][s1_idx_q*32 +: 32];
+        // Transcendentals: one combinational lane each (the library's operation sequences).
+        VopExp:   result[l*32 +: 32] = tpu_fp_pkg::fp32_exp(a);
+        VopLog:   result[l*32 +: 32] = tpu_fp_pkg::fp32_log(a);
+        VopRsqrt: result[l*32 +: 32] = tpu_fp_pkg::fp32_rsqrt(a);
+        VopRcp:   result[l*32 +: 32] = tpu_fp_pkg::fp32_rcp(a);
         default:  result[l*32 +: 32] = imm_q;
       endcase
     end
@@ -175,11 +186,16 @@ module tpu_vpu
         tpu_pkg::OP_VCVT:   vop_q <= VopCvt;
         tpu_pkg::OP_VTRANS: vop_q <= VopTrans;
         tpu_pkg::OP_VSPLAT: vop_q <= VopSplat;
+        tpu_pkg::OP_VEXP:   vop_q <= VopExp;
+        tpu_pkg::OP_VLOG:   vop_q <= VopLog;
+        tpu_pkg::OP_VRSQRT: vop_q <= VopRsqrt;
+        tpu_pkg::OP_VRCP:   vop_q <= VopRcp;
         default:            vop_q <= VopAdd;
       endcase
       // Every binary op has SRC2_BCAST/SRC2_IMM/INT at VADD's positions; INT is ignored where undefined.
-      b_imm_q   <= (cmd_opcode_i != tpu_pkg::OP_VSPLAT) && (cmd_opcode_i != tpu_pkg::OP_VCVT) &&
-                   (cmd_opcode_i != tpu_pkg::OP_VTRANS) && cmd_flags_i[tpu_pkg::FLAG_VADD_SRC2_IMM];
+      // Only the binary ops (below VSPLAT's opcode, and VCMP/VSEL) have an immediate operand.
+      b_imm_q   <= ((cmd_opcode_i < tpu_pkg::OP_VSPLAT) || (cmd_opcode_i == tpu_pkg::OP_VCMP) ||
+                    (cmd_opcode_i == tpu_pkg::OP_VSEL)) && cmd_flags_i[tpu_pkg::FLAG_VADD_SRC2_IMM];
       b_bcast_q <= cmd_flags_i[tpu_pkg::FLAG_VADD_SRC2_BCAST];
       int_q     <= cmd_flags_i[tpu_pkg::FLAG_VADD_INT];
       to_s32_q  <= cmd_flags_i[tpu_pkg::FLAG_VCVT_F32_TO_S32];

@@ -7,6 +7,7 @@
 
 #include "sim/model/mxu_kernel.h"
 #include "sim/numerics/numerics.h"
+#include "sim/numerics/transcendental.h"
 #include "tpu_csr.h"
 #include "tpu_isa.h"
 
@@ -519,6 +520,10 @@ void ChipModel::Issue(uint64_t word) {
     case Opcode::VSEL:
     case Opcode::VCVT:
     case Opcode::VTRANS:
+    case Opcode::VEXP:
+    case Opcode::VLOG:
+    case Opcode::VRSQRT:
+    case Opcode::VRCP:
     case Opcode::VSPLAT: {
       const uint32_t count = reg(in.rs3);
       // Every binary vector op has SRC2_BCAST/SRC2_IMM at the positions of VADD's (checked below).
@@ -527,7 +532,8 @@ void ChipModel::Issue(uint64_t word) {
                         flag::VADD_SRC2_IMM == flag::VCMP_SRC2_IMM && flag::VADD_SRC2_BCAST == flag::VXOR_SRC2_BCAST,
                     "binary vector op flags must agree");
       const bool binary = info->opcode != Opcode::VSPLAT && info->opcode != Opcode::VCVT &&
-                          info->opcode != Opcode::VTRANS;
+                          info->opcode != Opcode::VTRANS && info->opcode != Opcode::VEXP &&
+                          info->opcode != Opcode::VLOG && info->opcode != Opcode::VRSQRT && info->opcode != Opcode::VRCP;
       const bool src2_imm = binary && (in.flags & flag::VADD_SRC2_IMM) != 0;
       const bool src2_bcast = (in.flags & flag::VADD_SRC2_BCAST) != 0;
       // VTRANS moves blocks of LANES lines.
@@ -638,12 +644,16 @@ void ChipModel::ExecuteVector(uint8_t opcode, uint8_t flags, uint32_t dst, uint3
     }
     return;
   }
-  if (op == Opcode::VCVT) {
-    const bool to_s32 = (flags & flag::VCVT_F32_TO_S32) != 0;
+  if (op == Opcode::VCVT || op == Opcode::VEXP || op == Opcode::VLOG || op == Opcode::VRSQRT || op == Opcode::VRCP) {
+    uint32_t (*unary)(uint32_t) = (flags & flag::VCVT_F32_TO_S32) ? num::F32ToS32 : num::S32ToF32;
+    if (op == Opcode::VEXP) unary = num::F32Exp;
+    if (op == Opcode::VLOG) unary = num::F32Log;
+    if (op == Opcode::VRSQRT) unary = num::F32Rsqrt;
+    if (op == Opcode::VRCP) unary = num::F32Rcp;
     for (uint32_t i = 0; i < count; ++i) {
       const uint32_t* a = VmemLine(src1 + i);
       uint32_t* out = VmemLine(dst + i);
-      for (uint32_t n = 0; n < lanes; ++n) out[n] = to_s32 ? num::F32ToS32(a[n]) : num::S32ToF32(a[n]);
+      for (uint32_t n = 0; n < lanes; ++n) out[n] = unary(a[n]);
     }
     return;
   }

@@ -136,6 +136,10 @@ std::string Disassemble(uint64_t word) {
       return text + flags;
     }
     case Opcode::VCVT:
+    case Opcode::VEXP:
+    case Opcode::VLOG:
+    case Opcode::VRSQRT:
+    case Opcode::VRCP:
     case Opcode::VTRANS: return name + " " + Reg(in.rd) + ", " + Reg(in.rs1) + ", " + Reg(in.rs3) + flags;
     case Opcode::VSPLAT: return name + " " + Reg(in.rd) + ", " + Reg(in.rs3) + ", " + Hex(in.imm) + flags;
   }

@@ -8,6 +8,7 @@
 #include "sim/model/chip_model.h"
 #include "sim/model/model_test_util.h"
 #include "sim/numerics/numerics.h"
+#include "sim/numerics/transcendental.h"
 
 namespace tpu::model {
 namespace {
@@ -133,6 +134,29 @@ TEST_F(VectorOpsTest, Conversions) {
     EXPECT_EQ(to_s32[i], num::F32ToS32(f[i])) << i;
     EXPECT_EQ(to_f32[i], num::S32ToF32(s[i])) << i;
   }
+}
+
+TEST_F(VectorOpsTest, Transcendentals) {
+  std::mt19937 rng(8);
+  const uint32_t count = 3;
+  std::vector<uint32_t> x(count * lanes());
+  for (uint32_t& v : x) v = MixedFloat(rng, 0.3);
+  WriteVmemWords(model_, 0, x);
+  ASSERT_EQ(RunProgram(model_, {Li(1, 0), Li(3, count), Li(4, 100), Li(5, 200), Li(6, 300), Li(7, 400),
+                                V(Opcode::VEXP, 4, 1, 0, 3), V(Opcode::VLOG, 5, 1, 0, 3), V(Opcode::VRSQRT, 6, 1, 0, 3),
+                                V(Opcode::VRCP, 7, 1, 0, 3), Halt()}),
+            csr::STATUS_HALTED);
+  const auto exp = ReadVmemWords(model_, 100, count);
+  const auto log = ReadVmemWords(model_, 200, count);
+  const auto rsqrt = ReadVmemWords(model_, 300, count);
+  const auto rcp = ReadVmemWords(model_, 400, count);
+  for (uint32_t i = 0; i < count * lanes(); ++i) {
+    EXPECT_EQ(exp[i], num::F32Exp(x[i])) << i;
+    EXPECT_EQ(log[i], num::F32Log(x[i])) << i;
+    EXPECT_EQ(rsqrt[i], num::F32Rsqrt(x[i])) << i;
+    EXPECT_EQ(rcp[i], num::F32Rcp(x[i])) << i;
+  }
+  EXPECT_EQ(model_.MmioRead(csr::VPU_BUSY), 4 * count);
 }
 
 TEST_F(VectorOpsTest, TransposeBlocks) {

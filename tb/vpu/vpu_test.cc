@@ -1,5 +1,5 @@
 // The vector unit in RTL against the reference model: random programs of vector instructions (every
-// opcode, operand mode, INT/DIR/F32_TO_S32 flag and VTRANS block counts) on the verilated chip and on
+// opcode, operand mode, INT/DIR/F32_TO_S32 flag, the transcendentals and VTRANS block counts) on the verilated chip and on
 // the model from the same VMEM contents, compared byte for byte with the status CSRs; and the VMEM range
 // errors of the new instructions.
 #include <gtest/gtest.h>
@@ -33,11 +33,12 @@ uint32_t RandomWord(std::mt19937& rng) {
   static const uint32_t kSpecial[] = {0x00000000u, 0x80000000u, 0x00000001u, 0x807FFFFFu, 0x7F800000u,
                                       0xFF800000u, 0x7FC00000u, 0xFFFFFFFFu, 0x7F7FFFFFu, 0x00800000u,
                                       0x4F000000u, 0xCF000000u, 0x7FFFFFFFu, 0x00000002u, 0x3F800000u};
-  switch (rng() % 6) {
+  switch (rng() % 7) {
     case 0: return kSpecial[rng() % (sizeof kSpecial / sizeof kSpecial[0])];
     case 1: return static_cast<uint32_t>(static_cast<int32_t>(rng() % 2001) - 1000);  // small s32
     case 2: return rng() % 2;
     case 3: return (rng() & 0x807FFFFFu) | ((100u + rng() % 56) << 23);               // moderate fp32
+    case 4: return (rng() & 0x807FFFFFu) | ((120u + rng() % 14) << 23);               // |x| < 128: exp, log
     default: return rng();
   }
 }
@@ -50,7 +51,8 @@ std::vector<uint32_t> RandomLine(std::mt19937& rng) {
 
 const Opcode kOps[] = {Opcode::VADD, Opcode::VSUB, Opcode::VMUL, Opcode::VMAX,  Opcode::VMIN,
                        Opcode::VAND, Opcode::VOR,  Opcode::VXOR, Opcode::VCMP,  Opcode::VSEL,
-                       Opcode::VCVT, Opcode::VTRANS, Opcode::VSPLAT};
+                       Opcode::VCVT, Opcode::VTRANS, Opcode::VSPLAT, Opcode::VEXP, Opcode::VLOG,
+                       Opcode::VRSQRT, Opcode::VRCP};
 
 // `count` random vector instructions (with the LIs that set their operands); only the first `keep` are
 // emitted, so a failing program can be shortened to its first differing instruction.
@@ -68,6 +70,8 @@ Program RandomProgram(std::mt19937& rng, int count, int keep) {
       while (src1_slot == dst_slot) src1_slot = rng() % kSlots;
     } else if (op == Opcode::VCVT) {
       flags = rng() % 2;
+    } else if (op == Opcode::VEXP || op == Opcode::VLOG || op == Opcode::VRSQRT || op == Opcode::VRCP) {
+      flags = 0;
     } else if (op != Opcode::VSPLAT) {
       flags = static_cast<uint8_t>(rng() % 3 == 0 ? flag::VADD_SRC2_IMM : rng() % 3 == 0 ? flag::VADD_SRC2_BCAST : 0);
       if (rng() % 2) flags |= flag::VADD_INT;  // ignored by the ops without INT
@@ -100,7 +104,8 @@ std::string LineText(const std::vector<uint32_t>& line) {
 
 // Runs `program` on both from the same VMEM window (drawn from `data_seed`); compares status CSRs and
 // the window. With `report` false it only says whether they agree.
-bool RunBoth(const Program& program, uint32_t data_seed, bool report = true) {
+// `vpu_lines` (optional) receives the RTL's VPU_BUSY count, to check that the program really ran.
+bool RunBoth(const Program& program, uint32_t data_seed, bool report = true, uint32_t* vpu_lines = nullptr) {
   std::mt19937 rng(data_seed);
   ChipHarness chip;
   model::ChipModel reference(model::ChipConfig::Build());
@@ -117,6 +122,7 @@ bool RunBoth(const Program& program, uint32_t data_seed, bool report = true) {
   reference.Run(50000000);
   const bool finished = chip.RunProgram(program, 2000000);
   if (report) EXPECT_TRUE(finished);
+  if (vpu_lines) *vpu_lines = chip.MmioRead(csr::VPU_BUSY);
   int mismatches = finished ? 0 : 1;
   for (uint32_t reg : {csr::STATUS, csr::ERROR_CODE, csr::ERROR_PC, csr::INSTRET, csr::VPU_BUSY}) {
     if (chip.MmioRead(reg) == reference.MmioRead(reg)) continue;
@@ -174,7 +180,10 @@ TEST(VpuDiff, EveryOpLongRuns) {
     program.Emit(op, 1, 2, 3, 4, flag::VADD_SRC2_BCAST, 0);
   }
   program.Halt();
-  RunBoth(program, 99);
+  uint32_t vpu_lines = 0;
+  RunBoth(program, 99, true, &vpu_lines);
+  // Every op twice over a slot (VTRANS: two blocks each time) ran to completion.
+  EXPECT_EQ(vpu_lines, 2u * (sizeof kOps / sizeof kOps[0]) * kSlotLines);
 }
 
 TEST(VpuDiff, RangeErrors) {
