@@ -209,8 +209,8 @@ class CodeGenerator {
   Status EmitVpu(const HloInstruction& instruction, const VpuOp& vpu, const HloInstruction* a, Src2 b);
   Status EmitCompare(const HloInstruction& instruction);
   Status EmitRoundToBf16(const HloInstruction& instruction);
-  enum class MathKind { kExp, kLog, kDivide };
-  // exp, log and division by a tensor as sequences of VPU instructions (see the definition).
+  enum class MathKind { kExp, kLog, kDivide, kRsqrt, kSqrt };
+  // exp, log, rsqrt, sqrt and division by a tensor with VEXP, VLOG, VRSQRT, VRCP (see the definition).
   Status EmitMath(const HloInstruction& instruction, MathKind kind);
   Status EmitMathChunks(const HloInstruction& instruction, MathKind kind, uint32_t chunk, uint32_t used);
   Status EmitSelect(const HloInstruction& instruction);
@@ -377,8 +377,18 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
       if (!IsBf16Rounding(instruction)) return UnsupportedOp(instruction);
       break;
     case HloOpcode::kExp:
+      if (!HasOpcode("VEXP")) return UnsupportedOp(instruction);
+      break;
     case HloOpcode::kLog:
-      if (!HasOpcode("VCVT") || !HasOpcode("VSEL")) return UnsupportedOp(instruction);
+      if (!HasOpcode("VLOG")) return UnsupportedOp(instruction);
+      break;
+    case HloOpcode::kRsqrt:
+      if (!HasOpcode("VRSQRT")) return UnsupportedOp(instruction);
+      break;
+    case HloOpcode::kSqrt:
+      if (!HasOpcode("VRSQRT") || !HasOpcode("VMUL") || !HasOpcode("VCMP") || !HasOpcode("VSEL")) {
+        return UnsupportedOp(instruction);
+      }
       break;
     case HloOpcode::kNegate:
       // -x = (x * -1) + 0: the add turns the -0 of the padded lanes back into +0.
@@ -751,26 +761,24 @@ Status CodeGenerator::EmitBroadcast(const HloInstruction& instruction) {
                        instruction.shape().ToString() + " with dimensions other than the minor one");
 }
 
-// exp, log and x / y in software on the VPU, chunk by chunk in VMEM, until the instruction set has
-// VEXP, VLOG and VRCP (reserved opcodes):
-//  - exp(x): x clamped to [-87.3, 88.7]; n = trunc(x * log2 e); r = x - n*ln2 (two-part ln2); degree-8
-//    Taylor polynomial of e^r (|r| < ln2: relative error about 1e-7); times 2^n built as the bits
-//    (n + 127) << 23 with integer VADD/VMUL;
-//  - log(x), x > 0 normal: exponent and mantissa from the bits (VAND/VOR), mantissa in [sqrt(1/2), sqrt(2))
-//    (VCMP/VSEL), e*ln2 + log1p(m - 1) with a degree-12 Taylor polynomial (relative error below 3e-6);
-//    0, negative, inf and NaN inputs are not handled (finite garbage);
-//  - x / y = x * rcp(y): rcp from the bit-trick estimate 0x7EF311C7 - |y| bits and four Newton steps
-//    y' = y - y*(a*y - 1), sign restored with VXOR.
-// Padded lanes would hold exp(0) = 1, log(0) or 0 * rcp(0): when the minor dimension has padding, a
-// second pass clears them (VAND with a row of ones in the logical lanes).
+// exp, log, rsqrt, sqrt and x / y with the transcendental VPU instructions (docs/numerics.md),
+// chunk by chunk in VMEM:
+//  - exp, log, rsqrt: VEXP, VLOG, VRSQRT in place;
+//  - x / y = x * VRCP(y) (the rcp is ~1 ulp, the product one more rounding);
+//  - sqrt(x) = x * VRSQRT(x), and 0 where x == 0 (the product would be 0 * inf = NaN); +inf is not
+//    handled (inf * 0 = NaN).
+// Padded lanes would hold exp(0) = 1, log(0), rsqrt(0) or 0 * rcp(0): when the minor dimension has
+// padding, a second pass clears them (VAND with a row of ones in the logical lanes). sqrt gives 0 there.
 Status CodeGenerator::EmitMath(const HloInstruction& instruction, MathKind kind) {
+  static const char* const kOpcodeNames[] = {"VEXP", "VLOG", "VRCP", "VRSQRT", "VRSQRT"};
+  if (!HasOpcode(kOpcodeNames[static_cast<int>(kind)]) || !HasOpcode("VMUL")) return UnsupportedOp(instruction);
   const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
-  constexpr uint32_t kBuffers = 5;
+  constexpr uint32_t kBuffers = 2;
   const uint32_t chunk = options_.vmem_lines / kBuffers;
   if (chunk == 0) return VmemOverflow(instruction, kBuffers);
   const uint32_t used = std::min(chunk, layout.lines);
   TPU_RETURN_IF_ERROR(EmitMathChunks(instruction, kind, chunk, used));
-  if (layout.cols % L() == 0) return OkStatus();
+  if (layout.cols % L() == 0 || kind == MathKind::kSqrt) return OkStatus();
   asm_.Sync(kSyncAll);
   VpuOp mask;
   mask.opcode = isa::Opcode::VAND;
@@ -783,14 +791,10 @@ Status CodeGenerator::EmitMath(const HloInstruction& instruction, MathKind kind)
 Status CodeGenerator::EmitMathChunks(const HloInstruction& instruction, MathKind kind, uint32_t chunk,
                                      uint32_t used) {
   const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
-  constexpr uint32_t kBuffers = 5;
-  std::vector<ScopedReg> buffers;
-  for (uint32_t i = 0; i < kBuffers; ++i) {
-    TPU_ASSIGN_OR_RETURN(ScopedReg reg, NewReg());
-    asm_.Li(reg, i * used);
-    buffers.push_back(std::move(reg));
-  }
-  const Reg X = buffers[0], A = buffers[1], B = buffers[2], C = buffers[3], D = buffers[4];
+  TPU_ASSIGN_OR_RETURN(ScopedReg X, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg A, NewReg());
+  asm_.Li(X, 0);
+  asm_.Li(A, used);
   TPU_ASSIGN_OR_RETURN(ScopedReg x_hbm, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg y_hbm, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
@@ -800,95 +804,41 @@ Status CodeGenerator::EmitMathChunks(const HloInstruction& instruction, MathKind
   std::vector<std::pair<Reg, uint32_t>> pointers = {{x_hbm, 1}, {out_hbm, 1}};
   if (kind == MathKind::kDivide) pointers.push_back({y_hbm, 1});
 
-  TPU_RETURN_IF_ERROR(ForChunks(layout.lines, chunk, pointers, [&](Reg count, uint32_t) -> Status {
-    // d = a op b / d = a op imm, on `count` lines.
-    auto op = [&](isa::Opcode opcode, Reg d, Reg a, Reg b, uint8_t flags = 0) {
-      asm_.Emit(opcode, {d, a, b, count, flags, 0});
-    };
-    auto op_imm = [&](isa::Opcode opcode, Reg d, Reg a, uint32_t imm, uint8_t flags = 0) {
-      asm_.Emit(opcode, {d, a, kZeroReg, count, static_cast<uint8_t>(flags | isa::flag::VADD_SRC2_IMM), imm});
-    };
-    auto op_f = [&](isa::Opcode opcode, Reg d, Reg a, float imm) { op_imm(opcode, d, a, FloatBits(imm)); };
+  return ForChunks(layout.lines, chunk, pointers, [&](Reg count, uint32_t) -> Status {
     using isa::Opcode;
-    // exp of the lines at `in` into `out`, with scratch s1 and s2 (all distinct from each other).
-    auto emit_exp = [&](Reg in, Reg out, Reg s1, Reg s2) {
-      op_f(Opcode::VMAX, in, in, -87.3f);
-      op_f(Opcode::VMIN, in, in, 88.7f);
-      op_f(Opcode::VMUL, s1, in, 1.44269504f);                       // x * log2(e)
-      asm_.Emit(Opcode::VCVT, {s1, s1, kZeroReg, count, isa::flag::VCVT_F32_TO_S32, 0});  // n (s32)
-      asm_.Emit(Opcode::VCVT, {s2, s1, kZeroReg, count, 0, 0});     // n as f32
-      op_f(Opcode::VMUL, out, s2, 0.693145751953125f);              // n * ln2_hi (exact)
-      op(Opcode::VSUB, in, in, out);
-      op_f(Opcode::VMUL, out, s2, 1.42860682030941723e-6f);         // n * ln2_lo
-      op(Opcode::VSUB, in, in, out);                                 // r
-      static const float kInverseFactorials[] = {1.0f, 1.0f, 0.5f, 1.66666667e-1f, 4.16666667e-2f,
-                                                 8.33333333e-3f, 1.38888889e-3f, 1.98412698e-4f, 2.48015873e-5f};
-      op_f(Opcode::VMUL, out, in, kInverseFactorials[8]);
-      for (int k = 7; k >= 1; --k) {
-        op_f(Opcode::VADD, out, out, kInverseFactorials[k]);
-        op(Opcode::VMUL, out, out, in);
-      }
-      op_f(Opcode::VADD, out, out, 1.0f);                            // e^r
-      op_imm(Opcode::VADD, s1, s1, 127u, isa::flag::VADD_INT);       // n + 127
-      op_imm(Opcode::VMUL, s1, s1, 1u << 23, isa::flag::VMUL_INT);   // << 23: the bits of 2^n
-      op(Opcode::VMUL, out, out, s1);
-    };
+    auto unary = [&](Opcode opcode, Reg d, Reg a) { asm_.Emit(opcode, {d, a, kZeroReg, count, 0, 0}); };
     asm_.DmaLoad(x_hbm, X, count, 1);
     if (kind == MathKind::kDivide) asm_.DmaLoad(y_hbm, A, count, 1);
     asm_.Sync(kSyncDma);
-    Reg result = X;
     switch (kind) {
       case MathKind::kExp:
-        emit_exp(X, A, B, C);
-        result = A;
+        unary(Opcode::VEXP, X, X);
         break;
-      case MathKind::kLog: {
-        op_imm(Opcode::VAND, A, X, 0x7f800000u);                     // exponent field
-        asm_.Emit(Opcode::VCVT, {A, A, kZeroReg, count, 0, 0});      // (e + 127) * 2^23, exact
-        op_f(Opcode::VMUL, A, A, 1.0f / 8388608.0f);
-        op_f(Opcode::VADD, A, A, -127.0f);                           // e
-        op_imm(Opcode::VAND, B, X, 0x007fffffu);
-        op_imm(Opcode::VOR, B, B, 0x3f800000u);                      // m in [1, 2)
-        op_imm(Opcode::VCMP, C, B, FloatBits(1.41421356f),
-               static_cast<uint8_t>(VcmpDirection(hlo::ComparisonDirection::kGt) << isa::flag::VCMP_DIR_LSB));
-        asm_.Emit(Opcode::VCVT, {D, C, kZeroReg, count, 0, 0});      // 1.0 where m > sqrt(2)
-        op(Opcode::VADD, A, A, D);
-        op_f(Opcode::VMUL, D, B, 0.5f);
-        op(Opcode::VSEL, C, D, B);                                   // m in [sqrt(1/2), sqrt(2))
-        op_f(Opcode::VADD, C, C, -1.0f);                             // f
-        constexpr int kDegree = 12;
-        op_f(Opcode::VMUL, D, C, ((kDegree % 2) ? 1.0f : -1.0f) / kDegree);
-        for (int k = kDegree - 1; k >= 1; --k) {
-          op_f(Opcode::VADD, D, D, ((k % 2) ? 1.0f : -1.0f) / static_cast<float>(k));
-          op(Opcode::VMUL, D, D, C);
-        }
-        op_f(Opcode::VMUL, A, A, 0.693147181f);
-        op(Opcode::VADD, X, A, D);
-        result = X;
+      case MathKind::kLog:
+        unary(Opcode::VLOG, X, X);
         break;
-      }
-      case MathKind::kDivide: {
-        op_imm(Opcode::VAND, B, A, 0x80000000u);                     // sign of y
-        op_imm(Opcode::VAND, A, A, 0x7fffffffu);                     // |y|
-        asm_.Emit(Opcode::VSPLAT, {C, {}, {}, count, 0, 0x7EF311C7u});
-        op(Opcode::VSUB, C, C, A, isa::flag::VSUB_INT);              // estimate of 1/|y|
-        for (int step = 0; step < 4; ++step) {
-          op(Opcode::VMUL, D, A, C);
-          op_f(Opcode::VSUB, D, D, 1.0f);
-          op(Opcode::VMUL, D, D, C);
-          op(Opcode::VSUB, C, C, D);
-        }
-        op(Opcode::VXOR, C, C, B);
-        op(Opcode::VMUL, X, X, C);
-        result = X;
+      case MathKind::kRsqrt:
+        unary(Opcode::VRSQRT, X, X);
         break;
-      }
+      case MathKind::kDivide:
+        unary(Opcode::VRCP, A, A);
+        asm_.Emit(Opcode::VMUL, {X, X, A, count, 0, 0});
+        break;
+      case MathKind::kSqrt:
+        unary(Opcode::VRSQRT, A, X);
+        asm_.Emit(Opcode::VMUL, {A, X, A, count, 0, 0});
+        asm_.Emit(Opcode::VCMP, {X, X, kZeroReg, count,
+                                 static_cast<uint8_t>(isa::flag::VCMP_SRC2_IMM |
+                                                      (VcmpDirection(hlo::ComparisonDirection::kNe)
+                                                       << isa::flag::VCMP_DIR_LSB)),
+                                 0});                                   // 1 where x != 0
+        asm_.Emit(Opcode::VSEL, {X, A, kZeroReg, count, isa::flag::VSEL_SRC2_IMM, 0});
+        break;
     }
     asm_.Sync(kSyncVpu);
-    asm_.DmaStore(out_hbm, result, count, 1);
+    asm_.DmaStore(out_hbm, X, count, 1);
     return OkStatus();
-  }));
-  return OkStatus();
+  });
 }
 
 // bf16(x) on the MXU: the lines streamed through identity weights come out rounded to bf16 (products
@@ -1905,6 +1855,10 @@ Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
       return EmitMath(instruction, MathKind::kExp);
     case HloOpcode::kLog:
       return EmitMath(instruction, MathKind::kLog);
+    case HloOpcode::kRsqrt:
+      return EmitMath(instruction, MathKind::kRsqrt);
+    case HloOpcode::kSqrt:
+      return EmitMath(instruction, MathKind::kSqrt);
     case HloOpcode::kDivide: {
       if (!ScalarConstantValue(*instruction.operand(1))) return EmitMath(instruction, MathKind::kDivide);
       const uint32_t bits = FloatBits(1.0f / *ScalarConstantValue(*instruction.operand(1)));

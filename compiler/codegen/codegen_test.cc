@@ -868,6 +868,26 @@ ENTRY %main (a: $, b: $) -> ($, $, $, $, $) {
                        {}, 27);
 }
 
+// rsqrt and sqrt of positive values, sqrt of values that are zero in about half the elements.
+TEST_P(MathShapes, RsqrtAndSqrtMatchTheInterpreter) {
+  const std::string shape = ShapeText(GetParam());
+  CompileRunAndCompare(Format(R"(HloModule roots
+ENTRY %main (a: $) -> ($, $, $) {
+  %a = $ parameter(0)
+  %ea = $ exponential($ %a)
+  %r = $ rsqrt($ %ea)
+  %s = $ sqrt($ %ea)
+  %z = f32[] constant(0)
+  %bz = $ broadcast(f32[] %z), dimensions={}
+  %m = $ maximum($ %a, $ %bz)
+  %sm = $ sqrt($ %m)
+  ROOT %t = ($, $, $) tuple(%r, %s, %sm)
+}
+)", {shape, shape, shape, shape, shape, shape, shape, shape, shape, shape, shape, shape, shape, shape, shape,
+     shape, shape, shape, shape, shape}),
+                       {}, 28);
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, MathShapes,
                          ::testing::Values(std::vector<int64_t>{32, 10}, std::vector<int64_t>{16, 16},
                                            std::vector<int64_t>{7}, std::vector<int64_t>{}),
