@@ -305,6 +305,15 @@ int Run(const Flags& flags) {
                   100.0 * double(counters.mxu_busy_cycles) / double(counters.cycles));
     std::cout << utilization;
   }
+  {
+    // MAC slots used over MAC slots available while the program ran: every busy MXU cycle streams one
+    // row through all LANES x LANES cells, so the LANES^2 factors cancel to busy cycles / cycles.
+    const double pct =
+        counters.cycles > 0 ? 100.0 * double(counters.mxu_busy_cycles) / double(counters.cycles) : 0.0;
+    char utilization[64];
+    std::snprintf(utilization, sizeof(utilization), "mxu_utilization_pct: %.2f\n", pct);
+    std::cout << utilization;
+  }
 
   if (StopRequested()) return kExitInterrupted;
   StatusOr<std::vector<hlo::Literal>> reference = hlo::Interpret(module, arguments);

@@ -17,3 +17,13 @@ if(TARGET tpusim_interpreter)
 else()
   message(STATUS "sim/tpusim: tpusim_interpreter not available yet, skipping the tpusim CLI")
 endif()
+
+# The output lines of `tpusim run` that scripts parse.
+if(TARGET tpusim AND TARGET GTest::gtest_main)
+  add_executable(tpusim_output_test ${tpusim_cli_dir}/tpusim_output_test.cc)
+  target_link_libraries(tpusim_output_test PRIVATE GTest::gtest_main)
+  add_dependencies(tpusim_output_test tpusim)
+  target_compile_definitions(tpusim_output_test PRIVATE TPUSIM_BINARY="$<TARGET_FILE:tpusim>"
+                                                        TPU_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+  gtest_discover_tests(tpusim_output_test DISCOVERY_MODE PRE_TEST)
+endif()
