@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -160,37 +161,106 @@ class ProgramGenerator {
     p.MxuMm(rs, rd, rc, flags);
   }
 
+  // Vector instructions with every opcode and flag; operand regions follow docs/isa.md: a source is
+  // the identical lines of the destination or disjoint from it, a SRC2_BCAST line lies outside the
+  // destination, VTRANS source and destination never overlap.
   void EmitVector(Program& p) {
+    const uint32_t kind = Below(20);
+    if (kind == 0) return EmitSplat(p);
+    if (kind == 1) return EmitTranspose(p);
+    if (kind < 7) return EmitUnary(p);
+    EmitBinary(p);
+  }
+
+  void EmitSplat(Program& p) {
     const uint32_t count = Count(64);
-    const uint32_t kind = Below(7);
-    const Opcode op = kind == 6 ? Opcode::VSPLAT : (kind % 2 ? Opcode::VMAX : Opcode::VADD);
-    const uint8_t form = static_cast<uint8_t>(Below(3));  // 0: vector, 1: broadcast, 2: immediate
-    const uint8_t flags = form == 1 ? flag::VADD_SRC2_BCAST : form == 2 ? flag::VADD_SRC2_IMM : 0;
-    const uint32_t imm = static_cast<uint32_t>(rng_());
     const uint32_t dst = VmemBase(count);
-    uint32_t a = Below(4) == 0 ? dst : VmemBase(count);  // sometimes in place
-    uint32_t b = VmemBase(form == 1 ? 1 : count);
-    const Range d{dst, dst + count};
-    const Range ra{a, a + count};
+    Order(p, kVpu, {}, {{dst, dst + count}});
+    const uint8_t rd = Operand(p, dst);
+    const uint8_t rc = Operand(p, count);
+    Record(Opcode::VSPLAT);
+    p.Vsplat(rd, rc, static_cast<uint32_t>(rng_()));
+  }
+
+  void EmitTranspose(Program& p) {
+    const uint32_t max_blocks = std::max<uint32_t>(1, std::min<uint32_t>(4, kVmemWindow / (2 * kLanes)));
+    const uint32_t blocks = Below(max_blocks + 1);
+    const uint32_t lines = blocks * kLanes;
+    const uint32_t src = VmemBase(lines), dst = VmemBase(lines);
+    const Range rs{src, src + lines}, d{dst, dst + lines};
+    if (rs.Overlaps(d)) return;
+    Order(p, kVpu, {rs}, {d});
+    const uint8_t rd = Operand(p, dst), r1 = Operand(p, src), rc = Operand(p, blocks);
+    Record(Opcode::VTRANS);
+    p.Emit(Opcode::VTRANS, rd, r1, 0, rc);
+  }
+
+  // VCVT (both directions) and the transcendental instructions.
+  void EmitUnary(Program& p) {
+    static const Opcode kOps[] = {Opcode::VCVT, Opcode::VEXP, Opcode::VLOG, Opcode::VRSQRT, Opcode::VRCP};
+    const Opcode op = kOps[Below(5)];
+    const uint8_t flags = op == Opcode::VCVT && Below(2) ? flag::VCVT_F32_TO_S32 : 0;
+    const uint32_t count = Count(64);
+    const uint32_t dst = VmemBase(count);
+    const uint32_t a = Below(3) == 0 ? dst : VmemBase(count);
+    const Range d{dst, dst + count}, ra{a, a + count};
+    if (a != dst && ra.Overlaps(d)) return;
+    Order(p, kVpu, {ra}, {d});
+    const uint8_t rd = Operand(p, dst), r1 = Operand(p, a), rc = Operand(p, count);
+    Record(op);
+    p.Emit(op, rd, r1, 0, rc, flags);
+  }
+
+  void EmitBinary(Program& p) {
+    static const Opcode kOps[] = {Opcode::VADD, Opcode::VMAX, Opcode::VSUB, Opcode::VMUL, Opcode::VMIN,
+                                  Opcode::VAND, Opcode::VOR,  Opcode::VXOR, Opcode::VCMP, Opcode::VSEL};
+    const Opcode op = kOps[Below(10)];
+    const bool takes_int = op == Opcode::VADD || op == Opcode::VSUB || op == Opcode::VMUL || op == Opcode::VMAX ||
+                           op == Opcode::VMIN || op == Opcode::VCMP;
+    const uint32_t count = Count(64);
+    const uint8_t form = static_cast<uint8_t>(Below(3));  // 0: vector, 1: broadcast, 2: immediate
+    uint8_t flags = form == 1 ? flag::VADD_SRC2_BCAST : form == 2 ? flag::VADD_SRC2_IMM : 0;
+    if (takes_int && Below(2)) flags |= flag::VADD_INT;
+    if (op == Opcode::VCMP) flags |= static_cast<uint8_t>(Below(8) << flag::VCMP_DIR_LSB);  // 6, 7: always 0
+    const uint32_t dst = VmemBase(count);
+    const uint32_t a = Below(4) == 0 ? dst : VmemBase(count);
+    const uint32_t b = form == 0 && Below(5) == 0 ? dst : VmemBase(form == 1 ? 1 : count);
+    const Range d{dst, dst + count}, ra{a, a + count};
     const Range rb{b, b + (form == 1 ? std::min<uint32_t>(count, 1) : count)};
-    if (op == Opcode::VSPLAT) {
-      Order(p, kVpu, {}, {d});
-      const uint8_t rd = Operand(p, dst);
-      const uint8_t rc = Operand(p, count);
-      p.Vsplat(rd, rc, imm);
-      return;
-    }
-    if ((a != dst && ra.Overlaps(d)) || (form != 2 && rb.Overlaps(d))) return;  // undefined overlap
+    if (a != dst && ra.Overlaps(d)) return;
+    if (form == 0 && b != dst && rb.Overlaps(d)) return;
+    if (form == 1 && rb.Overlaps(d)) return;
     std::vector<Range> reads = {ra};
     if (form != 2) reads.push_back(rb);
+    if (op == Opcode::VSEL) reads.push_back(d);  // the mask is the destination's old contents
     Order(p, kVpu, reads, {d});
+    if (op == Opcode::VSEL && Below(2)) {
+      // A compare fills the mask first (as compiled code does), so both select inputs are taken.
+      const uint32_t c = VmemBase(count);
+      if (!Range{c, c + count}.Overlaps(d)) {
+        Order(p, kVpu, {{c, c + count}}, {d});
+        const uint8_t rd = Operand(p, dst), r1 = Operand(p, c), rc = Operand(p, count);
+        Record(Opcode::VCMP);
+        p.Emit(Opcode::VCMP, rd, r1, 0, rc,
+               static_cast<uint8_t>(flag::VCMP_SRC2_IMM | (Below(6) << flag::VCMP_DIR_LSB)), 0);
+      }
+    }
     const uint8_t rd = Operand(p, dst);
     const uint8_t r1 = Operand(p, a);
     const uint8_t r2 = Operand(p, b);
     const uint8_t rc = Operand(p, count);
-    p.Emit(op, rd, r1, r2, rc, flags, form == 2 ? (Below(2) ? 0x3F800000u : imm) : imm);
+    const uint32_t imm = form == 2 && Below(2) ? (Below(2) ? 0x3F800000u : 0u) : static_cast<uint32_t>(rng_());
+    Record(op);
+    p.Emit(op, rd, r1, r2, rc, flags, imm);
   }
 
+  void Record(Opcode op) { ++emitted_[static_cast<uint8_t>(op)]; }
+
+ public:
+  // How many instructions of each opcode the generator emitted (vector ones; loops not counted).
+  const std::map<uint8_t, uint64_t>& emitted() const { return emitted_; }
+
+ private:
   // A counted loop (counter s12) issuing the same unit instruction on consecutive blocks, the operand
   // registers advanced with ADDI: register values are read at issue, so each iteration sees its own.
   void EmitLoop(Program& p) {
@@ -270,6 +340,7 @@ class ProgramGenerator {
   std::mt19937 rng_;
   uint32_t next_operand_ = 0;
   std::vector<Range> reads_[3], writes_[3];
+  std::map<uint8_t, uint64_t> emitted_;
 };
 
 std::vector<uint32_t> RandomLine(std::mt19937& rng) {
@@ -301,6 +372,7 @@ struct Coverage {
   uint64_t hbm_lines_changed = 0;
   uint64_t error_runs = 0;
   uint64_t cycles = 0;
+  std::map<uint8_t, uint64_t> emitted;  // vector instructions per opcode
 };
 
 void RunOne(uint32_t seed, int unit_instructions, Coverage& coverage) {
@@ -334,6 +406,7 @@ void RunOne(uint32_t seed, int unit_instructions, Coverage& coverage) {
   ProgramGenerator generator(seed * 7919u + 1);
   const Program program = generator.Generate(unit_instructions, seed % 4 == 1);
   ASSERT_LE(program.size(), cfg::kImemWords);
+  for (const auto& [op, n] : generator.emitted()) coverage.emitted[op] += n;
   for (uint32_t i = 0; i < program.size(); ++i) {
     reference.MmioWrite(csr::IMEM_WINDOW + 8 * i, static_cast<uint32_t>(program.words()[i]));
     reference.MmioWrite(csr::IMEM_WINDOW + 8 * i + 4, static_cast<uint32_t>(program.words()[i] >> 32));
@@ -393,9 +466,21 @@ TEST(ChipDiff, RandomProgramsMatchTheReferenceModel) {
               static_cast<unsigned long long>(coverage.vmem_lines_changed),
               static_cast<unsigned long long>(coverage.hbm_lines_changed),
               static_cast<unsigned long long>(coverage.error_runs));
+  std::printf("[ coverage ] vector instructions:");
+  for (const auto& [op, n] : coverage.emitted) {
+    std::printf(" %s %llu", isa::FindOpcode(op)->name, static_cast<unsigned long long>(n));
+  }
+  std::printf("\n");
   EXPECT_GT(coverage.vmem_lines_changed, 10u * programs);
   EXPECT_GT(coverage.hbm_lines_changed, 2u * programs);
   EXPECT_GT(coverage.error_runs, 0u);
+  if (programs >= 24) {
+    for (Opcode op : {Opcode::VADD, Opcode::VMAX, Opcode::VSUB, Opcode::VMUL, Opcode::VMIN, Opcode::VAND, Opcode::VOR,
+                      Opcode::VXOR, Opcode::VCMP, Opcode::VSEL, Opcode::VCVT, Opcode::VTRANS, Opcode::VEXP,
+                      Opcode::VLOG, Opcode::VRSQRT, Opcode::VRCP, Opcode::VSPLAT}) {
+      EXPECT_GT(coverage.emitted[static_cast<uint8_t>(op)], 0u) << "no random " << isa::FindOpcode(static_cast<uint8_t>(op))->name;
+    }
+  }
 }
 
 // Host DMA transfers, legal and not, on both backends: status, interrupts and the bytes moved agree.
