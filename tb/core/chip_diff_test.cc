@@ -289,7 +289,10 @@ class ProgramGenerator {
       Order(p, kVpu, {ra, rb}, {d});
       const uint8_t rd = Operand(p, dst), r1 = Operand(p, a), r2 = Operand(p, b), rc = Operand(p, count);
       p.Li(12, iterations);
-      top = Below(2) ? p.Vadd(rd, r1, r2, rc) : p.Vmax(rd, r1, r2, rc);
+      static const Opcode kLoopOps[] = {Opcode::VADD, Opcode::VMAX, Opcode::VMUL, Opcode::VCMP, Opcode::VEXP, Opcode::VRCP};
+      const Opcode op = kLoopOps[Below(6)];
+      const uint8_t flags = op == Opcode::VCMP ? static_cast<uint8_t>(Below(6) << flag::VCMP_DIR_LSB) : 0;
+      top = p.Emit(op, rd, r1, r2, rc, flags);
       p.Addi(rd, rd, count);
       p.Addi(r1, r1, count);
       p.Addi(r2, r2, count);
