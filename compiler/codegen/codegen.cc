@@ -236,6 +236,10 @@ class CodeGenerator {
   // step * chunk after every chunk. Full chunks run in a loop when there are two or more.
   Status ForChunks(uint32_t total, uint32_t chunk, const std::vector<std::pair<Reg, uint32_t>>& pointers,
                    const std::function<Status(Reg count, uint32_t count_value)>& body);
+  // Runs `emit_block(rows)` over `rows` rows in blocks of LANES: the full blocks in a loop when there are two
+  // or more (each block advances `out_hbm` by one line of `output`), then the remaining rows.
+  Status ForRowBlocks(const HloInstruction& output, uint32_t rows, Reg out_hbm,
+                      const std::function<Status(uint32_t block_rows)>& emit_block);
   Status VmemOverflow(const HloInstruction& instruction, uint64_t needed) const {
     return ResourceExhausted("Ran out of memory in memory space vmem; used: " + std::to_string(needed) +
                              " lines; limit: " + std::to_string(options_.vmem_lines) + " lines (compiling " +
@@ -1201,6 +1205,24 @@ Status CodeGenerator::EmitLaneBroadcast(const HloInstruction& instruction) {
 // Rank-2 transpose with VTRANS: a block of LANES operand rows is gathered tile-major (tile t of row i
 // at line t*LANES + i, rows past the operand zero), VTRANS turns every tile around, and line c of the
 // result is output row c of the block's column tile: one strided store for the whole block.
+Status CodeGenerator::ForRowBlocks(const HloInstruction& output, uint32_t rows, Reg out_hbm,
+                                   const std::function<Status(uint32_t block_rows)>& emit_block) {
+  const uint32_t lanes = L();
+  const uint32_t full_blocks = rows / lanes, rest_rows = rows % lanes;
+  if (full_blocks == 1) {
+    TPU_RETURN_IF_ERROR(emit_block(lanes));
+  } else if (full_blocks >= 2) {
+    TPU_ASSIGN_OR_RETURN(ScopedReg out_end, NewReg());
+    LoadAddress(out_end, &output, full_blocks);
+    Assembler::Label loop = asm_.NewLabel();
+    asm_.Bind(loop);
+    TPU_RETURN_IF_ERROR(emit_block(lanes));
+    asm_.Bne(out_hbm, out_end, loop);
+  }
+  if (rest_rows != 0) TPU_RETURN_IF_ERROR(emit_block(rest_rows));
+  return OkStatus();
+}
+
 StatusOr<bool> CodeGenerator::EmitTransposeVtrans(const HloInstruction& instruction) {
   if (!HasOpcode("VTRANS")) return false;
   const HloInstruction& operand = *instruction.operand(0);
@@ -1252,18 +1274,7 @@ StatusOr<bool> CodeGenerator::EmitTransposeVtrans(const HloInstruction& instruct
     asm_.Addi(out_hbm, out_hbm, 1);
     return OkStatus();
   };
-  const uint32_t full_blocks = R / lanes, rest_rows = R % lanes;
-  if (full_blocks == 1) {
-    TPU_RETURN_IF_ERROR(emit_block(lanes));
-  } else if (full_blocks >= 2) {
-    TPU_ASSIGN_OR_RETURN(ScopedReg out_end, NewReg());
-    LoadAddress(out_end, &instruction, full_blocks);
-    Assembler::Label loop = asm_.NewLabel();
-    asm_.Bind(loop);
-    TPU_RETURN_IF_ERROR(emit_block(lanes));
-    asm_.Bne(out_hbm, out_end, loop);
-  }
-  if (rest_rows != 0) TPU_RETURN_IF_ERROR(emit_block(rest_rows));
+  TPU_RETURN_IF_ERROR(ForRowBlocks(instruction, R, out_hbm, emit_block));
   return true;
 }
 
@@ -1492,18 +1503,7 @@ StatusOr<bool> CodeGenerator::EmitExactTranspose(const HloInstruction& instructi
     asm_.Addi(out_hbm, out_hbm, 1);
     return OkStatus();
   };
-  const uint32_t full_blocks = R / lanes, rest_rows = R % lanes;
-  if (full_blocks == 1) {
-    TPU_RETURN_IF_ERROR(emit_block(lanes));
-  } else if (full_blocks >= 2) {
-    TPU_ASSIGN_OR_RETURN(ScopedReg out_end, NewReg());
-    LoadAddress(out_end, &instruction, full_blocks);
-    Assembler::Label loop = asm_.NewLabel();
-    asm_.Bind(loop);
-    TPU_RETURN_IF_ERROR(emit_block(lanes));
-    asm_.Bne(out_hbm, out_end, loop);
-  }
-  if (rest_rows != 0) TPU_RETURN_IF_ERROR(emit_block(rest_rows));
+  TPU_RETURN_IF_ERROR(ForRowBlocks(instruction, R, out_hbm, emit_block));
   return true;
 }
 
