@@ -14,25 +14,13 @@ using hlo::HloInstruction;
 using hlo::HloOpcode;
 
 bool IsFoldableOpcode(HloOpcode opcode) {
+  if (HasSideEffect(opcode)) return false;
   switch (opcode) {
     case HloOpcode::kParameter:
     case HloOpcode::kConstant:
-    case HloOpcode::kRng:
     case HloOpcode::kRngBitGenerator:
-    case HloOpcode::kRngGetAndUpdateState:
-    case HloOpcode::kInfeed:
-    case HloOpcode::kOutfeed:
-    case HloOpcode::kSend:
-    case HloOpcode::kSendDone:
-    case HloOpcode::kRecv:
-    case HloOpcode::kRecvDone:
     case HloOpcode::kAfterAll:
     case HloOpcode::kCustomCall:
-    case HloOpcode::kAllReduce:
-    case HloOpcode::kAllGather:
-    case HloOpcode::kAllToAll:
-    case HloOpcode::kReduceScatter:
-    case HloOpcode::kCollectivePermute:
     case HloOpcode::kReplicaId:
     case HloOpcode::kPartitionId:
     case HloOpcode::kCall:

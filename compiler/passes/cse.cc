@@ -17,22 +17,9 @@ bool MayMerge(const HloInstruction& instruction) {
   if (instruction.HasSideEffect()) return false;  // also a while or call that runs an infeed, say
   switch (instruction.opcode()) {
     case HloOpcode::kParameter:
-    case HloOpcode::kRng:
     case HloOpcode::kRngBitGenerator:
-    case HloOpcode::kRngGetAndUpdateState:
-    case HloOpcode::kInfeed:
-    case HloOpcode::kOutfeed:
-    case HloOpcode::kSend:
-    case HloOpcode::kSendDone:
-    case HloOpcode::kRecv:
-    case HloOpcode::kRecvDone:
     case HloOpcode::kAfterAll:
     case HloOpcode::kCustomCall:
-    case HloOpcode::kAllReduce:
-    case HloOpcode::kAllGather:
-    case HloOpcode::kAllToAll:
-    case HloOpcode::kReduceScatter:
-    case HloOpcode::kCollectivePermute:
     case HloOpcode::kUnknown:
       return false;
     case HloOpcode::kConstant:
