@@ -240,6 +240,10 @@ class CodeGenerator {
   // or more (each block advances `out_hbm` by one line of `output`), then the remaining rows.
   Status ForRowBlocks(const HloInstruction& output, uint32_t rows, Reg out_hbm,
                       const std::function<Status(uint32_t block_rows)>& emit_block);
+  // Stores `rows` VMEM lines from `from_vmem` into column tiles [first_tile, first_tile + tile_count) of the
+  // output rows starting at HBM line `row_hbm` (`row_tiles` lines per output row).
+  Status StoreColumnTiles(Reg from_vmem, Reg rows, Reg row_hbm, uint32_t first_tile, uint32_t tile_count,
+                          uint32_t row_tiles);
   Status VmemOverflow(const HloInstruction& instruction, uint64_t needed) const {
     return ResourceExhausted("Ran out of memory in memory space vmem; used: " + std::to_string(needed) +
                              " lines; limit: " + std::to_string(options_.vmem_lines) + " lines (compiling " +
@@ -1145,24 +1149,6 @@ Status CodeGenerator::EmitLaneBroadcast(const HloInstruction& instruction) {
     asm_.Sync(kSyncDma);
     asm_.MxuLoadWeights(weights_reg, /*transpose=*/true);
   };
-  // Stores `rows` result lines into column tiles [first_tile, first_tile + tile_count) of the output rows
-  // starting at HBM line out_hbm.
-  auto store_tiles = [&](Reg out_hbm, Reg rows, uint32_t first_tile, uint32_t tile_count) -> Status {
-    TPU_ASSIGN_OR_RETURN(ScopedReg tile_hbm, NewReg());
-    asm_.Addi(tile_hbm, out_hbm, first_tile);
-    if (tile_count == 1) {
-      asm_.DmaStore(tile_hbm, result_reg, rows, tiles);
-      return OkStatus();
-    }
-    TPU_ASSIGN_OR_RETURN(ScopedReg tile_end, NewReg());
-    asm_.Addi(tile_end, out_hbm, first_tile + tile_count);
-    Assembler::Label loop = asm_.NewLabel();
-    asm_.Bind(loop);
-    asm_.DmaStore(tile_hbm, result_reg, rows, tiles);
-    asm_.Addi(tile_hbm, tile_hbm, 1);
-    asm_.Bne(tile_hbm, tile_end, loop);
-    return OkStatus();
-  };
   // One result for the full tiles, one for the partial last tile; each stored into its tiles for the
   // rows `rows` starting at out_hbm.
   auto emit_rows = [&](Reg out_hbm, uint32_t rows) -> Status {
@@ -1172,14 +1158,14 @@ Status CodeGenerator::EmitLaneBroadcast(const HloInstruction& instruction) {
       load_weights(lanes);
       asm_.MxuMatmul(lhs_reg, result_reg, rows_reg, /*accumulate=*/false, /*swap=*/true);
       asm_.Sync(kSyncMxu);
-      TPU_RETURN_IF_ERROR(store_tiles(out_hbm, rows_reg, 0, full_tiles));
+      TPU_RETURN_IF_ERROR(StoreColumnTiles(result_reg, rows_reg, out_hbm, 0, full_tiles, tiles));
     }
     if (rest > 0) {
       asm_.Sync(kSyncDma);  // the stores above read the result lines the next matmul writes
       load_weights(rest);
       asm_.MxuMatmul(lhs_reg, result_reg, rows_reg, /*accumulate=*/false, /*swap=*/true);
       asm_.Sync(kSyncMxu);
-      TPU_RETURN_IF_ERROR(store_tiles(out_hbm, rows_reg, full_tiles, 1));
+      TPU_RETURN_IF_ERROR(StoreColumnTiles(result_reg, rows_reg, out_hbm, full_tiles, 1, tiles));
     }
     asm_.Sync(kSyncDma);
     return OkStatus();
@@ -1205,6 +1191,24 @@ Status CodeGenerator::EmitLaneBroadcast(const HloInstruction& instruction) {
 // Rank-2 transpose with VTRANS: a block of LANES operand rows is gathered tile-major (tile t of row i
 // at line t*LANES + i, rows past the operand zero), VTRANS turns every tile around, and line c of the
 // result is output row c of the block's column tile: one strided store for the whole block.
+Status CodeGenerator::StoreColumnTiles(Reg from_vmem, Reg rows, Reg row_hbm, uint32_t first_tile,
+                                       uint32_t tile_count, uint32_t row_tiles) {
+  TPU_ASSIGN_OR_RETURN(ScopedReg tile_hbm, NewReg());
+  asm_.Addi(tile_hbm, row_hbm, first_tile);
+  if (tile_count == 1) {
+    asm_.DmaStore(tile_hbm, from_vmem, rows, row_tiles);
+    return OkStatus();
+  }
+  TPU_ASSIGN_OR_RETURN(ScopedReg tile_end, NewReg());
+  asm_.Addi(tile_end, row_hbm, first_tile + tile_count);
+  Assembler::Label loop = asm_.NewLabel();
+  asm_.Bind(loop);
+  asm_.DmaStore(tile_hbm, from_vmem, rows, row_tiles);
+  asm_.Addi(tile_hbm, tile_hbm, 1);
+  asm_.Bne(tile_hbm, tile_end, loop);
+  return OkStatus();
+}
+
 Status CodeGenerator::ForRowBlocks(const HloInstruction& output, uint32_t rows, Reg out_hbm,
                                    const std::function<Status(uint32_t block_rows)>& emit_block) {
   const uint32_t lanes = L();
@@ -1324,33 +1328,17 @@ StatusOr<bool> CodeGenerator::EmitLaneBroadcastVtrans(const HloInstruction& inst
     asm_.Emit(isa::Opcode::VTRANS, {transposed_reg, block_reg, {}, one, 0, 0});
     asm_.Sync(kSyncVpu);
   };
-  auto store_tiles = [&](Reg from_vmem, Reg rows, Reg row_hbm, uint32_t first_tile, uint32_t tile_count) -> Status {
-    TPU_ASSIGN_OR_RETURN(ScopedReg tile_hbm, NewReg());
-    asm_.Addi(tile_hbm, row_hbm, first_tile);
-    if (tile_count == 1) {
-      asm_.DmaStore(tile_hbm, from_vmem, rows, tiles);
-      return OkStatus();
-    }
-    TPU_ASSIGN_OR_RETURN(ScopedReg tile_end, NewReg());
-    asm_.Addi(tile_end, row_hbm, first_tile + tile_count);
-    Assembler::Label loop = asm_.NewLabel();
-    asm_.Bind(loop);
-    asm_.DmaStore(tile_hbm, from_vmem, rows, tiles);
-    asm_.Addi(tile_hbm, tile_hbm, 1);
-    asm_.Bne(tile_hbm, tile_end, loop);
-    return OkStatus();
-  };
   if (!scalar) {
     TPU_ASSIGN_OR_RETURN(ScopedReg rows_reg, NewReg());
     for (uint32_t b = 0; b * lanes < R; ++b) {
       asm_.Li(rows_reg, std::min(lanes, R - b * lanes));
       if (full_tiles > 0) {
         transpose_copies(lanes);
-        TPU_RETURN_IF_ERROR(store_tiles(transposed_reg, rows_reg, out_hbm, 0, full_tiles));
+        TPU_RETURN_IF_ERROR(StoreColumnTiles(transposed_reg, rows_reg, out_hbm, 0, full_tiles, tiles));
       }
       if (rest > 0) {
         transpose_copies(rest);
-        TPU_RETURN_IF_ERROR(store_tiles(transposed_reg, rows_reg, out_hbm, full_tiles, 1));
+        TPU_RETURN_IF_ERROR(StoreColumnTiles(transposed_reg, rows_reg, out_hbm, full_tiles, 1, tiles));
       }
       asm_.Addi(out_hbm, out_hbm, lanes * tiles);
       asm_.Addi(source_hbm, source_hbm, 1);
@@ -1372,7 +1360,7 @@ StatusOr<bool> CodeGenerator::EmitLaneBroadcastVtrans(const HloInstruction& inst
     for (uint32_t r0 = 0; r0 < R; r0 += chunk) {
       const uint32_t rows = std::min(chunk, R - r0);
       if (rows != chunk) asm_.Li(chunk_reg, rows);
-      TPU_RETURN_IF_ERROR(store_tiles(copies_reg, chunk_reg, row_hbm, first_tile, tile_count));
+      TPU_RETURN_IF_ERROR(StoreColumnTiles(copies_reg, chunk_reg, row_hbm, first_tile, tile_count, tiles));
       asm_.Addi(row_hbm, row_hbm, chunk * tiles);
     }
     return OkStatus();
