@@ -1,0 +1,268 @@
+// Internals of the code generator shared by its source files: the CodeGenerator class, how a
+// second VPU operand is encoded, and small helpers. Not part of the compiler's interface.
+#pragma once
+
+#include "compiler/codegen/codegen.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "compiler/codegen/assembler.h"
+#include "compiler/codegen/buffer_assignment.h"
+#include "compiler/codegen/prepare.h"
+#include "compiler/hlo/hlo_opcode.h"
+#include "compiler/passes/relu_fusion.h"
+
+namespace tpu::compiler::codegen_internal {
+
+using hlo::HloInstruction;
+using hlo::HloOpcode;
+
+constexpr uint8_t kSyncDma = isa::flag::SYNC_DMA;
+constexpr uint8_t kSyncMxu = isa::flag::SYNC_MXU;
+constexpr uint8_t kSyncVpu = isa::flag::SYNC_VPU;
+constexpr uint8_t kSyncAll = 0;
+
+inline Status UnsupportedOp(const HloInstruction& instruction) {
+  return NotFound("No registered '" + instruction.opcode_name() +
+                  "' OpKernel for XLA_TPU_JIT devices compatible with node " + instruction.name());
+}
+
+inline uint32_t FloatBits(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  return bits;
+}
+
+inline bool IsScalarF32Constant(const HloInstruction& instruction) {
+  return instruction.opcode() == HloOpcode::kConstant && instruction.has_literal() &&
+         instruction.literal().shape().element_type == hlo::PrimitiveType::F32 && instruction.shape().rank() == 0;
+}
+
+// op(+0, c) == +0 bit for bit: the immediate form then keeps padded lanes zero.
+inline bool ImmediateKeepsPaddingZero(HloOpcode op, uint32_t c) {
+  const bool is_nan = (c & 0x7f800000u) == 0x7f800000u && (c & 0x007fffffu) != 0;
+  const bool is_inf = (c & 0x7fffffffu) == 0x7f800000u;
+  switch (op) {
+    case HloOpcode::kAdd:
+    case HloOpcode::kSubtract:
+      return c == 0u || c == 0x80000000u;
+    case HloOpcode::kMaximum:  // +0 wins over -0 and every negative number
+      return c == 0u || ((c & 0x80000000u) != 0 && !is_nan);
+    case HloOpcode::kMinimum:  // +0 wins over every positive number
+      return (c & 0x80000000u) == 0 && !is_nan;
+    case HloOpcode::kMultiply:  // +0 * c is +0 for a positive finite c (or +0)
+      return (c & 0x80000000u) == 0 && !is_nan && !is_inf;
+    default:
+      return false;
+  }
+}
+
+// The VPU instruction that computes an elementwise HLO binary op, looked up by name in the generated
+// instruction set so that an op lowers as soon as its instruction exists. nullopt when it does not.
+// Every such instruction takes the operands of VADD (rd, rs1, rs2, rs3=count) and its SRC2_BCAST and
+// SRC2_IMM flag bits (docs/isa.md).
+inline std::optional<isa::Opcode> VpuOpcodeFor(HloOpcode op) {
+  const char* name = nullptr;
+  switch (op) {
+    case HloOpcode::kAdd: name = "VADD"; break;
+    case HloOpcode::kMaximum: name = "VMAX"; break;
+    case HloOpcode::kSubtract: name = "VSUB"; break;
+    case HloOpcode::kMultiply: name = "VMUL"; break;
+    case HloOpcode::kMinimum: name = "VMIN"; break;
+    default: return std::nullopt;
+  }
+  for (const isa::OpcodeInfo& info : isa::kOpcodes) {
+    if (std::strcmp(info.name, name) == 0) return info.opcode;
+  }
+  return std::nullopt;
+}
+
+inline std::optional<isa::Opcode> OpcodeNamed(const char* name) {
+  for (const isa::OpcodeInfo& info : isa::kOpcodes) {
+    if (std::strcmp(info.name, name) == 0) return info.opcode;
+  }
+  return std::nullopt;
+}
+inline bool HasOpcode(const char* name) { return OpcodeNamed(name).has_value(); }
+
+inline std::optional<float> ScalarConstantValue(const HloInstruction& value);
+
+// The raw bits of select's on-false operand when it can be VSEL's immediate: a scalar f32 constant or
+// its broadcast, zero unless the result has no padded lanes.
+inline std::optional<uint32_t> SelectImmediate(const HloInstruction& select, uint32_t lanes) {
+  const std::optional<float> value = ScalarConstantValue(*select.operand(2));
+  if (!value || select.shape().element_type != hlo::PrimitiveType::F32) return std::nullopt;
+  uint32_t bits;
+  std::memcpy(&bits, &*value, 4);
+  const int rank = select.shape().rank();
+  const int64_t cols = rank == 0 ? 1 : select.shape().dimensions.back();
+  if (bits != 0 && cols % lanes != 0) return std::nullopt;
+  return bits;
+}
+
+// The VCMP direction code (docs/isa.md).
+inline uint8_t VcmpDirection(hlo::ComparisonDirection direction) {
+  switch (direction) {
+    case hlo::ComparisonDirection::kEq: return 0;
+    case hlo::ComparisonDirection::kNe: return 1;
+    case hlo::ComparisonDirection::kLt: return 2;
+    case hlo::ComparisonDirection::kLe: return 3;
+    case hlo::ComparisonDirection::kGt: return 4;
+    case hlo::ComparisonDirection::kGe: return 5;
+  }
+  return 6;
+}
+
+// Whether `direction` holds for (+0, b) where b is the padded lane's second operand (0, or an f32
+// immediate): then padded lanes of a compare's result would be 1 and must be masked.
+inline bool CompareTrueOnPadding(hlo::ComparisonDirection direction, bool has_immediate, uint32_t immediate_bits) {
+  float b = 0.0f;
+  if (has_immediate) std::memcpy(&b, &immediate_bits, 4);
+  if (std::isnan(b)) return direction == hlo::ComparisonDirection::kNe;
+  switch (direction) {
+    case hlo::ComparisonDirection::kEq: return 0.0f == b;
+    case hlo::ComparisonDirection::kNe: return 0.0f != b;
+    case hlo::ComparisonDirection::kLt: return 0.0f < b;
+    case hlo::ComparisonDirection::kLe: return 0.0f <= b;
+    case hlo::ComparisonDirection::kGt: return 0.0f > b;
+    case hlo::ComparisonDirection::kGe: return 0.0f >= b;
+  }
+  return true;
+}
+
+inline bool IsCommutative(HloOpcode op) { return op != HloOpcode::kSubtract; }
+
+inline bool IsVpuBinary(HloOpcode op) { return VpuOpcodeFor(op).has_value(); }
+
+// Values the VPU computes on as s32 lanes (INT flag): s32, and s64 through its low 32 bits.
+inline bool IsIntegerValue(const hlo::Shape& shape) {
+  return shape.element_type == hlo::PrimitiveType::S32 || shape.element_type == hlo::PrimitiveType::S64 ||
+         shape.element_type == hlo::PrimitiveType::U32;
+}
+
+// The value of a scalar f32 constant, or of a broadcast of one.
+inline std::optional<float> ScalarConstantValue(const HloInstruction& value) {
+  if (IsScalarF32Constant(value)) return value.literal().Get<float>(0);
+  if (value.opcode() == HloOpcode::kBroadcast && IsScalarF32Constant(*value.operand(0))) {
+    return value.operand(0)->literal().Get<float>(0);
+  }
+  return std::nullopt;
+}
+
+// kAdd or kMaximum when `reduce` applies that op to the two parameters of its computation; kUnknown otherwise.
+inline HloOpcode ReducerOpcode(const HloInstruction& reduce) {
+  const hlo::HloComputation* reducer = reduce.to_apply();
+  if (reducer == nullptr || reducer->num_parameters() != 2 || reducer->root_instruction() == nullptr) {
+    return HloOpcode::kUnknown;
+  }
+  const HloInstruction& root = *reducer->root_instruction();
+  if (root.opcode() != HloOpcode::kAdd && root.opcode() != HloOpcode::kMaximum) return HloOpcode::kUnknown;
+  if (root.operand_count() != 2 || root.operand(0)->opcode() != HloOpcode::kParameter ||
+      root.operand(1)->opcode() != HloOpcode::kParameter || root.operand(0) == root.operand(1)) {
+    return HloOpcode::kUnknown;
+  }
+  return root.opcode();
+}
+
+// How the second operand of an elementwise op reaches the VPU.
+struct Src2 {
+  enum Kind { kTensor, kImmediate, kRow } kind = kTensor;
+  const HloInstruction* value = nullptr;  // kTensor: the tensor; kRow: the rank-1 row (or null: constant row)
+  uint32_t imm = 0;                       // kImmediate
+  int32_t constant_row = -1;              // kRow from a scalar constant: index of the constant region
+};
+
+class CodeGenerator {
+ public:
+  CodeGenerator(const hlo::HloModule& module, const CompileOptions& options) : module_(module), options_(options) {}
+
+  StatusOr<Program> Run(CompileStats* stats);
+
+ private:
+  uint32_t L() const { return options_.lanes; }
+
+  // --- analysis ---
+  Status CheckSupported(const HloInstruction& instruction);
+  // The instruction whose buffer holds the value of `instruction` (through copies, reshapes, GTEs).
+  const HloInstruction* BufferOf(const HloInstruction* instruction) const;
+  void FlattenOutputs(const HloInstruction* value, std::vector<const HloInstruction*>* outputs) const;
+  // Whether a user reads `value` from HBM (false when the user folds it into an instruction field).
+  bool ReadsFromMemory(const HloInstruction& user, const HloInstruction& value) const;
+  // For add/maximum: the fused form of operand `index` if it is a foldable broadcast.
+  bool FoldableBroadcast(const HloInstruction& op, const HloInstruction& operand) const;
+
+  // --- code ---
+  StatusOr<ScopedReg> NewReg() { return AllocateScoped(&regs_); }
+  void LoadAddress(Reg reg, const HloInstruction* value, uint32_t extra_lines);
+  Status EmitInstruction(const HloInstruction& instruction);
+  Status EmitElementwise(const HloInstruction& instruction, HloOpcode op, const HloInstruction* a, Src2 b);
+  // One VPU instruction over `a` (and b), result stored as `instruction` (a may be `instruction` itself).
+  struct VpuOp {
+    isa::Opcode opcode = isa::Opcode::VADD;
+    uint8_t flags = 0;            // OR-ed into every emitted instruction (INT, VCMP direction)
+    bool then_add_zero = false;   // VADD imm +0 after it (negate)
+    bool unary = false;           // one source (VCVT): no second-operand flags
+  };
+  Status EmitVpu(const HloInstruction& instruction, const VpuOp& vpu, const HloInstruction* a, Src2 b);
+  Status EmitCompare(const HloInstruction& instruction);
+  Status EmitRoundToBf16(const HloInstruction& instruction);
+  enum class MathKind { kExp, kLog, kDivide, kRsqrt, kSqrt };
+  // exp, log, rsqrt, sqrt and division by a tensor with VEXP, VLOG, VRSQRT, VRCP (see the definition).
+  Status EmitMath(const HloInstruction& instruction, MathKind kind);
+  Status EmitMathChunks(const HloInstruction& instruction, MathKind kind, uint32_t chunk, uint32_t used);
+  Status EmitSelect(const HloInstruction& instruction);
+  Status EmitConvert(const HloInstruction& instruction);
+  Status EmitBroadcast(const HloInstruction& instruction);
+  Status EmitRowBroadcastInto(const HloInstruction& out, const Src2& row);
+  Status EmitDot(const HloInstruction& instruction);
+  Status EmitReduce(const HloInstruction& instruction);
+  Status EmitTranspose(const HloInstruction& instruction);
+  Status EmitCopy(const HloInstruction* from, Location to);
+  StatusOr<int32_t> ConstantRow(uint32_t bits, int64_t cols);
+  // A constant region holding the LANES x LANES identity matrix (MXU transposes and broadcasts).
+  int32_t IdentityRegion(float diagonal = 1.0f);
+  // Transpose that keeps every f32 bit (see the definition); false when it does not fit the VMEM.
+  StatusOr<bool> EmitExactTranspose(const HloInstruction& instruction);
+  // VTRANS versions (exact, any 32-bit element type); false when they do not fit the VMEM.
+  StatusOr<bool> EmitTransposeVtrans(const HloInstruction& instruction);
+  StatusOr<bool> EmitLaneBroadcastVtrans(const HloInstruction& instruction);
+  // Broadcast of a scalar or along the rows of a rank-2 result (dimensions={0}) on the MXU.
+  Status EmitLaneBroadcast(const HloInstruction& instruction);
+  int32_t ConstantRegion(const HloInstruction& constant);
+  // Runs `body(count)` over `total` items in chunks of `chunk`, advancing each pointer register by
+  // step * chunk after every chunk. Full chunks run in a loop when there are two or more.
+  Status ForChunks(uint32_t total, uint32_t chunk, const std::vector<std::pair<Reg, uint32_t>>& pointers,
+                   const std::function<Status(Reg count, uint32_t count_value)>& body);
+  // Runs `emit_block(rows)` over `rows` rows in blocks of LANES: the full blocks in a loop when there are two
+  // or more (each block advances `out_hbm` by one line of `output`), then the remaining rows.
+  Status ForRowBlocks(const HloInstruction& output, uint32_t rows, Reg out_hbm,
+                      const std::function<Status(uint32_t block_rows)>& emit_block);
+  // Stores `rows` VMEM lines from `from_vmem` into column tiles [first_tile, first_tile + tile_count) of the
+  // output rows starting at HBM line `row_hbm` (`row_tiles` lines per output row).
+  Status StoreColumnTiles(Reg from_vmem, Reg rows, Reg row_hbm, uint32_t first_tile, uint32_t tile_count,
+                          uint32_t row_tiles);
+  Status VmemOverflow(const HloInstruction& instruction, uint64_t needed) const {
+    return ResourceExhausted("Ran out of memory in memory space vmem; used: " + std::to_string(needed) +
+                             " lines; limit: " + std::to_string(options_.vmem_lines) + " lines (compiling " +
+                             instruction.name() + ")");
+  }
+
+  const hlo::HloModule& module_;
+  CompileOptions options_;
+  Assembler asm_;
+  ScalarRegisterAllocator regs_;
+  Program program_;
+  std::map<const HloInstruction*, Location> locations_;
+  std::map<const HloInstruction*, int32_t> constant_regions_;
+  std::map<std::pair<uint32_t, int64_t>, int32_t> constant_rows_;
+  std::vector<DotPaddingReport> dots_;
+};
+
+
+}  // namespace tpu::compiler::codegen_internal
