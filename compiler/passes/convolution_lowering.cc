@@ -1,0 +1,280 @@
+#include "compiler/passes/convolution_lowering.h"
+
+#include <algorithm>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+namespace tpu::compiler {
+namespace {
+
+using hlo::HloComputation;
+using hlo::HloInstruction;
+using hlo::HloOpcode;
+using hlo::Shape;
+
+// Adds instructions before nothing in particular: the computation orders them by their operands.
+class Builder {
+ public:
+  explicit Builder(HloComputation* computation) : computation_(computation) {}
+
+  HloInstruction* Add(std::unique_ptr<HloInstruction> instruction) {
+    return computation_->AddInstruction(std::move(instruction));
+  }
+  static Shape ShapeOf(hlo::PrimitiveType type, std::vector<int64_t> dimensions) {
+    return Shape::MakeWithDefaultLayout(type, std::move(dimensions));
+  }
+  HloInstruction* Transpose(HloInstruction* x, const std::vector<int64_t>& permutation) {
+    std::vector<int64_t> identity(permutation.size());
+    std::iota(identity.begin(), identity.end(), 0);
+    if (permutation == identity) return x;
+    std::vector<int64_t> dimensions;
+    for (int64_t d : permutation) dimensions.push_back(x->shape().dimensions.at(d));
+    return Add(HloInstruction::CreateTranspose(ShapeOf(x->shape().element_type, dimensions), x, permutation));
+  }
+  HloInstruction* Reshape(HloInstruction* x, std::vector<int64_t> dimensions) {
+    if (x->shape().dimensions == dimensions) return x;
+    return Add(HloInstruction::CreateReshape(ShapeOf(x->shape().element_type, std::move(dimensions)), x));
+  }
+  HloInstruction* Slice(HloInstruction* x, std::vector<int64_t> starts, std::vector<int64_t> limits,
+                        std::vector<int64_t> strides) {
+    bool whole = true;
+    std::vector<int64_t> dimensions;
+    for (size_t d = 0; d < starts.size(); ++d) {
+      dimensions.push_back((limits[d] - starts[d] + strides[d] - 1) / strides[d]);
+      whole = whole && starts[d] == 0 && limits[d] == x->shape().dimensions[d] && strides[d] == 1;
+    }
+    if (whole) return x;
+    auto slice = HloInstruction::Create(HloOpcode::kSlice, ShapeOf(x->shape().element_type, dimensions), {x});
+    slice->set_slice(std::move(starts), std::move(limits), std::move(strides));
+    return Add(std::move(slice));
+  }
+  HloInstruction* Zero(hlo::PrimitiveType type) {
+    return Add(HloInstruction::CreateConstant(hlo::Literal(ShapeOf(type, {}))));
+  }
+  HloInstruction* Pad(HloInstruction* x, const hlo::PaddingConfig& config) {
+    std::vector<int64_t> dimensions = x->shape().dimensions;
+    bool any = false;
+    for (size_t d = 0; d < dimensions.size(); ++d) {
+      const hlo::PaddingDimension& p = config.dimensions[d];
+      dimensions[d] = p.edge_padding_low + p.edge_padding_high + dimensions[d] +
+                      std::max<int64_t>(dimensions[d] - 1, 0) * p.interior_padding;
+      any = any || !(p == hlo::PaddingDimension{});
+    }
+    if (!any) return x;
+    auto pad = HloInstruction::Create(HloOpcode::kPad, ShapeOf(x->shape().element_type, dimensions),
+                                      {x, Zero(x->shape().element_type)});
+    pad->set_padding_config(config);
+    return Add(std::move(pad));
+  }
+  HloInstruction* Dot(HloInstruction* lhs, HloInstruction* rhs, hlo::PrimitiveType type) {
+    hlo::DotDimensionNumbers dnums;
+    dnums.lhs_contracting_dimensions = {1};
+    dnums.rhs_contracting_dimensions = {0};
+    return Add(HloInstruction::CreateDot(ShapeOf(type, {lhs->shape().dimensions[0], rhs->shape().dimensions[1]}), lhs,
+                                         rhs, dnums));
+  }
+  HloInstruction* Binary(HloOpcode op, HloInstruction* a, HloInstruction* b) {
+    return Add(HloInstruction::CreateBinary(a->shape(), op, a, b));
+  }
+  // acc + term, or term when there is no accumulator yet.
+  HloInstruction* Accumulate(HloInstruction* acc, HloInstruction* term) {
+    return acc == nullptr ? term : Binary(HloOpcode::kAdd, acc, term);
+  }
+  HloInstruction* Concatenate(const std::vector<HloInstruction*>& parts, int64_t dimension) {
+    if (parts.size() == 1) return parts[0];
+    std::vector<int64_t> dimensions = parts[0]->shape().dimensions;
+    dimensions[dimension] = 0;
+    for (const HloInstruction* part : parts) dimensions[dimension] += part->shape().dimensions[dimension];
+    auto concatenate =
+        HloInstruction::Create(HloOpcode::kConcatenate, ShapeOf(parts[0]->shape().element_type, dimensions), parts);
+    concatenate->set_dimensions({dimension});
+    return Add(std::move(concatenate));
+  }
+
+ private:
+  HloComputation* computation_;
+};
+
+// A convolution in canonical order: x [N, spatial..., C] (already padded), kernel [spatial..., Ci, Co].
+struct Canonical {
+  HloInstruction* x;
+  HloInstruction* kernel;
+  std::vector<int64_t> output_spatial;  // output sizes
+  std::vector<int64_t> window_size, window_stride, window_dilation, start_offset;
+  std::vector<bool> reversal;
+  hlo::PrimitiveType type;
+};
+
+int64_t Product(const std::vector<int64_t>& values) {
+  return std::accumulate(values.begin(), values.end(), int64_t{1}, std::multiplies<int64_t>());
+}
+
+// Every tap of the window, as spatial indices (row-major).
+std::vector<std::vector<int64_t>> Taps(const std::vector<int64_t>& window_size) {
+  std::vector<std::vector<int64_t>> taps;
+  std::vector<int64_t> tap(window_size.size(), 0);
+  for (int64_t i = 0; i < Product(window_size); ++i) {
+    taps.push_back(tap);
+    for (int s = static_cast<int>(tap.size()) - 1; s >= 0; --s) {
+      if (++tap[s] < window_size[s]) break;
+      tap[s] = 0;
+    }
+  }
+  return taps;
+}
+
+// The input window tap `tap` reads: [N, output spatial..., features of x].
+HloInstruction* Window(Builder& b, const Canonical& c, HloInstruction* x, const std::vector<int64_t>& tap) {
+  const std::vector<int64_t>& dims = x->shape().dimensions;
+  const size_t k = tap.size();
+  std::vector<int64_t> starts(dims.size(), 0), limits = dims, strides(dims.size(), 1);
+  for (size_t s = 0; s < k; ++s) {
+    starts[s + 1] = tap[s] * c.window_dilation[s] + c.start_offset[s];
+    limits[s + 1] = starts[s + 1] + (c.output_spatial[s] - 1) * c.window_stride[s] + 1;
+    strides[s + 1] = c.window_stride[s];
+  }
+  return b.Slice(x, starts, limits, strides);
+}
+
+// The kernel tap `tap` of `kernel` [spatial..., Ci, Co] as [Ci, Co].
+HloInstruction* KernelTap(Builder& b, const Canonical& c, HloInstruction* kernel, const std::vector<int64_t>& tap) {
+  const std::vector<int64_t>& dims = kernel->shape().dimensions;
+  const size_t k = tap.size();
+  std::vector<int64_t> starts(dims.size(), 0), limits = dims, strides(dims.size(), 1);
+  for (size_t s = 0; s < k; ++s) {
+    starts[s] = c.reversal[s] ? c.window_size[s] - 1 - tap[s] : tap[s];
+    limits[s] = starts[s] + 1;
+  }
+  return b.Reshape(b.Slice(kernel, starts, limits, strides), {dims[k], dims[k + 1]});
+}
+
+// sum over taps of dot(window, kernel tap), for x with Ci features and kernel [spatial..., Ci, Co].
+HloInstruction* LowerDense(Builder& b, const Canonical& c, HloInstruction* x, HloInstruction* kernel) {
+  const int64_t n = x->shape().dimensions[0];
+  const int64_t ci = x->shape().dimensions.back();
+  const int64_t co = kernel->shape().dimensions.back();
+  const int64_t rows = n * Product(c.output_spatial);
+  HloInstruction* acc = nullptr;
+  for (const std::vector<int64_t>& tap : Taps(c.window_size)) {
+    HloInstruction* window = b.Reshape(Window(b, c, x, tap), {rows, ci});
+    acc = b.Accumulate(acc, b.Dot(window, KernelTap(b, c, kernel, tap), c.type));
+  }
+  std::vector<int64_t> out = {n};
+  out.insert(out.end(), c.output_spatial.begin(), c.output_spatial.end());
+  out.push_back(co);
+  return b.Reshape(acc, out);
+}
+
+// sum over taps of window * broadcast(kernel row), one output per input feature.
+HloInstruction* LowerDepthwise(Builder& b, const Canonical& c) {
+  HloInstruction* acc = nullptr;
+  const int64_t features = c.x->shape().dimensions.back();
+  for (const std::vector<int64_t>& tap : Taps(c.window_size)) {
+    HloInstruction* window = Window(b, c, c.x, tap);
+    HloInstruction* row = b.Reshape(KernelTap(b, c, c.kernel, tap), {features});
+    HloInstruction* broadcast = b.Add(HloInstruction::CreateBroadcast(
+        window->shape(), row, {static_cast<int64_t>(window->shape().rank()) - 1}));
+    acc = b.Accumulate(acc, b.Binary(HloOpcode::kMultiply, window, broadcast));
+  }
+  return acc;
+}
+
+StatusOr<HloInstruction*> Lower(HloComputation* computation, HloInstruction* convolution) {
+  if (convolution->batch_group_count() != 1) {
+    return Unimplemented("convolution " + convolution->name() + ": batch_group_count " +
+                         std::to_string(convolution->batch_group_count()) + " is not lowered");
+  }
+  Builder b(computation);
+  const hlo::ConvolutionDimensionNumbers& d = convolution->convolution_dimension_numbers();
+  const size_t k = d.input_spatial_dimensions.size();
+  if (convolution->window().dimensions.size() != k) {
+    return InvalidArgument("convolution " + convolution->name() + ": window rank does not match dim_labels");
+  }
+  std::vector<int64_t> input_order = {d.input_batch_dimension};
+  input_order.insert(input_order.end(), d.input_spatial_dimensions.begin(), d.input_spatial_dimensions.end());
+  input_order.push_back(d.input_feature_dimension);
+  std::vector<int64_t> kernel_order = d.kernel_spatial_dimensions;
+  kernel_order.push_back(d.kernel_input_feature_dimension);
+  kernel_order.push_back(d.kernel_output_feature_dimension);
+  std::vector<int64_t> output_order = {d.output_batch_dimension};
+  output_order.insert(output_order.end(), d.output_spatial_dimensions.begin(), d.output_spatial_dimensions.end());
+  output_order.push_back(d.output_feature_dimension);
+
+  Canonical c;
+  c.type = convolution->shape().element_type;
+  HloInstruction* x = b.Transpose(convolution->operand(0), input_order);
+  c.kernel = b.Transpose(convolution->operand(1), kernel_order);
+  hlo::PaddingConfig padding;
+  padding.dimensions.resize(k + 2);
+  for (size_t s = 0; s < k; ++s) {
+    const hlo::WindowDimension& w = convolution->window().dimensions[s];
+    hlo::PaddingDimension& p = padding.dimensions[s + 1];
+    p.edge_padding_low = std::max<int64_t>(w.padding_low, 0);
+    p.edge_padding_high = std::max<int64_t>(w.padding_high, 0);
+    p.interior_padding = w.base_dilation - 1;
+    c.output_spatial.push_back(convolution->shape().dimensions.at(d.output_spatial_dimensions[s]));
+    c.window_size.push_back(w.size);
+    c.window_stride.push_back(w.stride);
+    c.window_dilation.push_back(w.window_dilation);
+    c.start_offset.push_back(p.edge_padding_low - w.padding_low);
+    c.reversal.push_back(w.window_reversal);
+  }
+  c.x = b.Pad(x, padding);
+
+  const int64_t groups = convolution->feature_group_count();
+  const int64_t features = c.x->shape().dimensions.back();
+  const int64_t out_features = c.kernel->shape().dimensions.back();
+  HloInstruction* result = nullptr;
+  if (groups == 1) {
+    result = LowerDense(b, c, c.x, c.kernel);
+  } else if (groups == features && out_features == features) {
+    result = LowerDepthwise(b, c);
+  } else {
+    if (groups <= 0 || features % groups != 0 || out_features % groups != 0) {
+      return InvalidArgument("convolution " + convolution->name() + ": feature_group_count " +
+                             std::to_string(groups) + " does not divide the features");
+    }
+    const int64_t group_in = features / groups, group_out = out_features / groups;
+    std::vector<HloInstruction*> parts;
+    for (int64_t g = 0; g < groups; ++g) {
+      std::vector<int64_t> x_starts(k + 2, 0), x_limits = c.x->shape().dimensions, ones(k + 2, 1);
+      x_starts.back() = g * group_in;
+      x_limits.back() = (g + 1) * group_in;
+      std::vector<int64_t> k_starts(k + 2, 0), k_limits = c.kernel->shape().dimensions;
+      k_starts.back() = g * group_out;
+      k_limits.back() = (g + 1) * group_out;
+      parts.push_back(LowerDense(b, c, b.Slice(c.x, x_starts, x_limits, ones),
+                                 b.Slice(c.kernel, k_starts, k_limits, ones)));
+    }
+    result = b.Concatenate(parts, static_cast<int64_t>(k) + 1);
+  }
+  // Back to the convolution's output order: canonical dimension j is output dimension output_order[j].
+  std::vector<int64_t> to_output(k + 2);
+  for (size_t j = 0; j < k + 2; ++j) to_output[output_order[j]] = static_cast<int64_t>(j);
+  return b.Transpose(result, to_output);
+}
+
+}  // namespace
+
+StatusOr<bool> ConvolutionLowering::Run(hlo::HloModule* module) {
+  bool changed = false;
+  for (HloComputation* computation : module->computations()) {
+    std::vector<HloInstruction*> convolutions;
+    for (HloInstruction* instruction : computation->instructions()) {
+      if (instruction->opcode() == HloOpcode::kConvolution) convolutions.push_back(instruction);
+    }
+    for (HloInstruction* convolution : convolutions) {
+      TPU_ASSIGN_OR_RETURN(HloInstruction * lowered, Lower(computation, convolution));
+      if (lowered->shape() != convolution->shape()) {
+        return Internal("convolution " + convolution->name() + " lowered to " + lowered->shape().ToString() +
+                        ", expected " + convolution->shape().ToString());
+      }
+      TPU_RETURN_IF_ERROR(computation->ReplaceInstruction(convolution, lowered));
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+}  // namespace tpu::compiler

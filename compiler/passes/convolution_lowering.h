@@ -1,0 +1,33 @@
+// Lowers `convolution` onto what the MXU and VPU compute: dots and elementwise multiply-adds.
+//
+// Every convolution is first brought to the canonical dimension order (input [batch, spatial..., feature],
+// kernel [spatial..., input feature, output feature], output [batch, spatial..., feature]) with
+// transposes where its dim_labels differ (b01f_01io->b01f needs none). Then, with X the input padded
+// once (`pad`, edge padding only where the window pads, interior padding for lhs_dilate; negative
+// padding crops through the window slices) and, for every kernel tap t, W_t the window of X that tap
+// reads (`slice` with the window stride; rhs_dilate and rhs_reversal move the start and the tap):
+//  - dense (feature_group_count 1): out = sum_t dot(reshape(W_t, [rows, Cin]), K_t) with K_t the
+//    [Cin, Cout] kernel tap. A 1x1 window with stride 1 and no padding is one dot over the input
+//    itself, [N*H*W, Cin] x [Cin, Cout] (the reshapes keep the minor dimension, so they are free in the
+//    device layout). A KxK window sums per-tap dots instead of gathering an im2col matrix: each tap
+//    reads one strided window of the input (the size of the output, times Cin/Cout), where im2col would
+//    write and read a K*K times larger temporary;
+//  - depthwise (feature_group_count == input features, one output per feature): out = sum_t W_t *
+//    broadcast(k_t), k_t the kernel row of tap t: VPU multiply-adds of shifted windows;
+//  - other feature groupings (including depthwise with a channel multiplier): each group's feature
+//    slice is lowered as a dense convolution and the groups are concatenated along the features.
+// batch_group_count != 1 gives Unimplemented. Kernel taps are slices of the kernel; for a constant
+// kernel the compiler folds them into constants.
+#pragma once
+
+#include "compiler/passes/pass.h"
+
+namespace tpu::compiler {
+
+class ConvolutionLowering : public HloPass {
+ public:
+  std::string_view name() const override { return "convolution-lowering"; }
+  StatusOr<bool> Run(hlo::HloModule* module) override;
+};
+
+}  // namespace tpu::compiler
