@@ -180,6 +180,73 @@ HloInstruction* LowerDepthwise(Builder& b, const Canonical& c) {
   return acc;
 }
 
+bool IsCanonical(const hlo::ConvolutionDimensionNumbers& d, size_t k) {
+  if (d.input_batch_dimension != 0 || d.input_feature_dimension != static_cast<int64_t>(k) + 1) return false;
+  if (d.output_batch_dimension != 0 || d.output_feature_dimension != static_cast<int64_t>(k) + 1) return false;
+  if (d.kernel_input_feature_dimension != static_cast<int64_t>(k) ||
+      d.kernel_output_feature_dimension != static_cast<int64_t>(k) + 1) {
+    return false;
+  }
+  for (size_t s = 0; s < k; ++s) {
+    if (d.input_spatial_dimensions[s] != static_cast<int64_t>(s) + 1 ||
+        d.output_spatial_dimensions[s] != static_cast<int64_t>(s) + 1 ||
+        d.kernel_spatial_dimensions[s] != static_cast<int64_t>(s)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool IsDepthwise(const HloInstruction& convolution) {
+  if (!convolution.has_convolution_dimension_numbers() || convolution.batch_group_count() != 1) return false;
+  const hlo::ConvolutionDimensionNumbers& d = convolution.convolution_dimension_numbers();
+  const int64_t features = convolution.operand(0)->shape().dimensions.at(d.input_feature_dimension);
+  const hlo::Shape& kernel = convolution.operand(1)->shape();
+  return convolution.feature_group_count() == features && features > 1 &&
+         kernel.dimensions.at(d.kernel_input_feature_dimension) == 1 &&
+         kernel.dimensions.at(d.kernel_output_feature_dimension) == features &&
+         IsCanonical(d, d.input_spatial_dimensions.size());
+}
+
+// Dilation and reversal free, so that pad + an unpadded window is the whole story.
+bool HasPlainWindow(const HloInstruction& convolution) {
+  for (const hlo::WindowDimension& w : convolution.window().dimensions) {
+    if (w.base_dilation != 1 || w.window_dilation != 1 || w.window_reversal || w.padding_low < 0 ||
+        w.padding_high < 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// pad + the same convolution with the padding removed from its window.
+HloInstruction* PadDepthwise(HloComputation* computation, HloInstruction* convolution) {
+  Builder b(computation);
+  const size_t k = convolution->window().dimensions.size();
+  hlo::PaddingConfig padding;
+  padding.dimensions.resize(k + 2);
+  hlo::Window window = convolution->window();
+  for (size_t s = 0; s < k; ++s) {
+    padding.dimensions[s + 1].edge_padding_low = window.dimensions[s].padding_low;
+    padding.dimensions[s + 1].edge_padding_high = window.dimensions[s].padding_high;
+    window.dimensions[s].padding_low = 0;
+    window.dimensions[s].padding_high = 0;
+  }
+  HloInstruction* padded = b.Pad(convolution->operand(0), padding);
+  std::unique_ptr<HloInstruction> unpadded =
+      convolution->CloneWithNewOperands(convolution->shape(), {padded, convolution->operand(1)});
+  unpadded->set_window(window);
+  unpadded->set_name("");
+  return b.Add(std::move(unpadded));
+}
+
+bool HasPadding(const HloInstruction& convolution) {
+  for (const hlo::WindowDimension& w : convolution.window().dimensions) {
+    if (w.padding_low != 0 || w.padding_high != 0) return true;
+  }
+  return false;
+}
+
 StatusOr<HloInstruction*> Lower(HloComputation* computation, HloInstruction* convolution) {
   if (convolution->batch_group_count() != 1) {
     return Unimplemented("convolution " + convolution->name() + ": batch_group_count " +
@@ -257,6 +324,11 @@ StatusOr<HloInstruction*> Lower(HloComputation* computation, HloInstruction* con
 
 }  // namespace
 
+bool IsUnpaddedDepthwiseConvolution(const HloInstruction& convolution) {
+  return convolution.opcode() == HloOpcode::kConvolution && IsDepthwise(convolution) &&
+         HasPlainWindow(convolution) && !HasPadding(convolution);
+}
+
 StatusOr<bool> ConvolutionLowering::Run(hlo::HloModule* module) {
   bool changed = false;
   for (HloComputation* computation : module->computations()) {
@@ -265,7 +337,14 @@ StatusOr<bool> ConvolutionLowering::Run(hlo::HloModule* module) {
       if (instruction->opcode() == HloOpcode::kConvolution) convolutions.push_back(instruction);
     }
     for (HloInstruction* convolution : convolutions) {
-      TPU_ASSIGN_OR_RETURN(HloInstruction * lowered, Lower(computation, convolution));
+      const bool keep = options_.keep_depthwise_windows && IsDepthwise(*convolution) && HasPlainWindow(*convolution);
+      if (keep && !HasPadding(*convolution)) continue;
+      HloInstruction* lowered = nullptr;
+      if (keep) {
+        lowered = PadDepthwise(computation, convolution);
+      } else {
+        TPU_ASSIGN_OR_RETURN(lowered, Lower(computation, convolution));
+      }
       if (lowered->shape() != convolution->shape()) {
         return Internal("convolution " + convolution->name() + " lowered to " + lowered->shape().ToString() +
                         ", expected " + convolution->shape().ToString());

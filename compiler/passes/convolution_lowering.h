@@ -24,10 +24,27 @@
 
 namespace tpu::compiler {
 
+struct ConvolutionLoweringOptions {
+  // Depthwise convolutions in canonical order without dilations or reversal become `pad` and a
+  // convolution with an unpadded window, left for a code generator that streams the windows itself
+  // (compiler/codegen/depthwise.cc: one strided DMA and one VPU multiply-add per tap and output row,
+  // no HBM temporaries), instead of per-tap slices, multiplies and adds.
+  bool keep_depthwise_windows = false;
+};
+
 class ConvolutionLowering : public HloPass {
  public:
+  explicit ConvolutionLowering(ConvolutionLoweringOptions options = {}) : options_(options) {}
   std::string_view name() const override { return "convolution-lowering"; }
   StatusOr<bool> Run(hlo::HloModule* module) override;
+
+ private:
+  ConvolutionLoweringOptions options_;
 };
+
+// Whether `convolution` is the depthwise form keep_depthwise_windows leaves: dim_labels b01f_01io->b01f
+// (or its rank-3/5 analogues), feature_group_count == input features == output features, one input
+// feature per group, a window without padding, dilation or reversal.
+bool IsUnpaddedDepthwiseConvolution(const hlo::HloInstruction& convolution);
 
 }  // namespace tpu::compiler

@@ -195,5 +195,33 @@ TEST(ConvolutionLoweringTest, MatchesTheInterpreterOnRandomConvolutions) {
   for (const ConvCase& c : cases) CheckAgainstInterpreter(c, seed++);
 }
 
+TEST(ConvolutionLoweringTest, KeepsDepthwiseWindowsBehindAPadWhenAsked) {
+  const char* input = R"(HloModule depthwise_kept
+
+ENTRY %main (x: f32[2,7,6,5], k: f32[3,3,1,5]) -> f32[2,4,3,5] {
+  %x = f32[2,7,6,5]{3,2,1,0} parameter(0)
+  %k = f32[3,3,1,5]{3,2,1,0} parameter(1)
+  ROOT %c = f32[2,4,3,5]{3,2,1,0} convolution(f32[2,7,6,5]{3,2,1,0} %x, f32[3,3,1,5]{3,2,1,0} %k), window={size=3x3 stride=2x2 pad=1_1x0_1}, dim_labels=b01f_01io->b01f, feature_group_count=5
+}
+)";
+  std::unique_ptr<hlo::HloModule> module = hlo::ParseHloModule(input).value();
+  std::mt19937 rng(5);
+  std::vector<hlo::Literal> arguments;
+  for (const hlo::HloInstruction* parameter : module->entry_computation()->parameter_instructions()) {
+    arguments.push_back(hlo::Literal::Random(parameter->shape(), rng));
+  }
+  const std::vector<hlo::Literal> expected = hlo::Interpret(*module, arguments).value();
+  ConvolutionLowering pass(ConvolutionLoweringOptions{/*keep_depthwise_windows=*/true});
+  ASSERT_TRUE(pass.Run(module.get()).value());
+  ASSERT_TRUE(hlo::VerifyHloModule(*module).ok()) << hlo::VerifyHloModule(*module);
+  const hlo::HloInstruction* root = module->entry_computation()->root_instruction();
+  ASSERT_EQ(root->opcode(), hlo::HloOpcode::kConvolution);
+  EXPECT_TRUE(IsUnpaddedDepthwiseConvolution(*root));
+  EXPECT_EQ(root->operand(0)->opcode(), hlo::HloOpcode::kPad);
+  EXPECT_EQ(hlo::Interpret(*module, arguments).value()[0], expected[0]);
+  // A second run leaves the unpadded form alone.
+  EXPECT_FALSE(pass.Run(module.get()).value());
+}
+
 }  // namespace
 }  // namespace tpu::compiler

@@ -109,6 +109,9 @@ Status Rewrite(hlo::HloModule* module, HloComputation* computation, const TopKMa
   HloInstruction* no_index_full = add(HloInstruction::CreateBroadcast(full_s32, no_index, {}));
   HloComputation* best_of = Reducer(module, m.descending ? HloOpcode::kMaximum : HloOpcode::kMinimum, PrimitiveType::F32);
   HloComputation* first_of = Reducer(module, HloOpcode::kMinimum, PrimitiveType::S32);
+  // The reductions start from their identities (what code generators expect of an init value).
+  HloInstruction* largest_index = add(
+      HloInstruction::CreateConstant(hlo::Literal::CreateR0<int32_t>(std::numeric_limits<int32_t>::max())));
 
   HloInstruction* remaining = values;   // the values not taken yet, taken ones set to `worst`
   HloInstruction* available = iota;     // the indices not taken yet, taken ones set to cols
@@ -121,7 +124,7 @@ Status Rewrite(hlo::HloModule* module, HloComputation* computation, const TopKMa
     HloInstruction* is_best = add(HloInstruction::CreateCompare(full_pred, remaining, best_full, hlo::ComparisonDirection::kEq));
     HloInstruction* candidates =
         add(HloInstruction::CreateTernary(full_s32, HloOpcode::kSelect, is_best, available, no_index_full));
-    HloInstruction* first = add(HloInstruction::CreateReduce(row_s32, candidates, no_index, {1}, first_of));
+    HloInstruction* first = add(HloInstruction::CreateReduce(row_s32, candidates, largest_index, {1}, first_of));
     best_values.push_back(add(HloInstruction::CreateReshape(one_row_f32, best)));
     best_indices.push_back(add(HloInstruction::CreateReshape(one_row_s32, first)));
     if (round + 1 == m.k) break;

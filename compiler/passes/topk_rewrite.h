@@ -9,6 +9,7 @@
 //
 //   m_i = reduce-max(v) over dimension 1           (reduce-min for LT)
 //   j_i = reduce-min(select(v == m_i and not taken, iota, C)) over dimension 1   (the first such index)
+//                                                  (init values: -inf / +inf and INT32_MAX, the identities)
 //   v   = select(iota == j_i, -inf, v)             (+inf for LT), taken |= iota == j_i
 //
 // and the results concatenated along dimension 0 as [k, R] and transposed to [R, k]. Ties keep the
