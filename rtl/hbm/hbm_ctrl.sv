@@ -159,6 +159,11 @@ module hbm_ctrl #(
   logic [ID_W-1:0]   rd_id_q, wr_id_q;
   logic [LINE_W-1:0] rd_line_q, wr_line_q;
   logic [LEN_W-1:0]  rd_left_q;
+  // Same-address order between the read and write paths follows AR/AW acceptance (AR first when both
+  // are accepted in one cycle). A burst accepted while a burst of the other kind is still being split
+  // into the queues waits until that one is fully queued, so queue entries are pushed in acceptance
+  // order and the cross-age matrix below captures it.
+  logic              rd_wait_q, wr_wait_q;
 
   // ---------------- Queues ----------------
   logic [RQ_DEPTH-1:0]             rq_valid_q, rq_valid_d;
@@ -171,6 +176,7 @@ module hbm_ctrl #(
   logic [DATA_W-1:0]               wq_data_q [WQ_DEPTH];
   logic [STRB_W-1:0]               wq_strb_q [WQ_DEPTH];
   logic [WQ_DEPTH*WQ_DEPTH-1:0] wq_older_q, wq_older_d;
+  logic [RQ_DEPTH*WQ_DEPTH-1:0] rw_older_q, rw_older_d;  // bit i*WQ_DEPTH+j: read i older than write j
   logic [RQ_W-1:0]                 rq_count;
   logic [WQ_W-1:0]                 wq_count;
 
@@ -229,21 +235,26 @@ module hbm_ctrl #(
     end
   end
 
-  logic rd_push, wr_push;
+  logic rd_push, wr_push, ar_accept, aw_accept, rd_burst_done, wr_burst_done;
   assign ar_ready_o = !rd_busy_q;
   assign aw_ready_o = !wr_busy_q;
-  assign rd_push    = rd_busy_q && rq_has_free;
-  assign w_ready_o  = wr_busy_q && wq_has_free && (bq_count_q < (BQ_PW+1)'(BQ_DEPTH));
+  assign ar_accept  = ar_valid_i && ar_ready_o;
+  assign aw_accept  = aw_valid_i && aw_ready_o;
+  assign rd_push    = rd_busy_q && !rd_wait_q && rq_has_free;
+  assign w_ready_o  = wr_busy_q && !wr_wait_q && wq_has_free && (bq_count_q < (BQ_PW+1)'(BQ_DEPTH));
   assign wr_push    = w_valid_i && w_ready_o;
+  assign rd_burst_done = rd_push && rd_left_q == '0;
+  assign wr_burst_done = wr_push && w_last_i;
 
   // ---------------- Scheduler ----------------
-  // Read blocked: an older read with the same ID is still queued (R order per ID), or a queued write
+  // Read blocked: an older read with the same ID is still queued (R order per ID), or an older write
   // to the same line (the write is acknowledged, so the read must see it). Write blocked: an older
-  // write to the same line.
-  logic [RQ_DEPTH-1:0] rq_blocked, rq_hit, rq_col_ready, rq_row_cand;
-  logic [WQ_DEPTH-1:0] wq_blocked, wq_hit, wq_col_ready, wq_row_cand;
+  // write or an older read to the same line (the read must not see it).
+  logic [RQ_DEPTH-1:0] rq_blocked, rq_wait_wr, rq_bank_wait, rq_hit, rq_col_ready, rq_row_cand, rq_row_sel;
+  logic [WQ_DEPTH-1:0] wq_blocked, wq_wait_rd, wq_hit, wq_col_ready, wq_row_cand, wq_row_sel;
+  logic [RQ_DEPTH*WQ_DEPTH-1:0] rw_same_line;
   logic [NBANKS-1:0]   bank_hit_pending;
-  logic                rq_any_unblocked;
+  logic                rq_any_unblocked, rq_any_wait_wr, wq_any_unblocked;
   logic                faw_ok, rsp_credit;
   logic [1:0]          col_cmd;
   logic [2:0]          row_cmd;
@@ -264,26 +275,46 @@ module hbm_ctrl #(
     faw_ok = reached(faw_q[(0)*32 +: 32] + 32'(T_FAW), now_q);
     rsp_credit = rsp_alloc_q < (RSP_PW+1)'(RSP_DEPTH);
     rq_any_unblocked = 1'b0;
+    rq_any_wait_wr = 1'b0;
+    wq_any_unblocked = 1'b0;
     bank_hit_pending = '0;
     for (int i = 0; i < RQ_DEPTH; i++) begin
-      rq_blocked[i] = 1'b0;
-      for (int j = 0; j < RQ_DEPTH; j++) begin
-        if (rq_valid_q[j] && rq_older_q[(j)*RQ_DEPTH + (i)] && rq_id_q[(j)*ID_W +: ID_W] == rq_id_q[(i)*ID_W +: ID_W]) rq_blocked[i] = 1'b1;
-      end
       for (int j = 0; j < WQ_DEPTH; j++) begin
-        if (wq_valid_q[j] && wq_line_q[(j)*LINE_W +: LINE_W] == rq_line_q[(i)*LINE_W +: LINE_W]) rq_blocked[i] = 1'b1;
+        rw_same_line[i*WQ_DEPTH + j] = rq_valid_q[i] && wq_valid_q[j] &&
+                                       wq_line_q[(j)*LINE_W +: LINE_W] == rq_line_q[(i)*LINE_W +: LINE_W];
       end
+    end
+    for (int i = 0; i < RQ_DEPTH; i++) begin
+      rq_blocked[i] = 1'b0;
+      rq_bank_wait[i] = 1'b0;
+      for (int j = 0; j < RQ_DEPTH; j++) begin
+        if (rq_valid_q[j] && rq_older_q[(j)*RQ_DEPTH + (i)] && rq_id_q[(j)*ID_W +: ID_W] == rq_id_q[(i)*ID_W +: ID_W]) begin
+          rq_blocked[i] = 1'b1;
+          if (bank_of(rq_line_q[(j)*LINE_W +: LINE_W]) == bank_of(rq_line_q[(i)*LINE_W +: LINE_W])) rq_bank_wait[i] = 1'b1;
+        end
+      end
+      rq_wait_wr[i] = (rw_same_line[i*WQ_DEPTH +: WQ_DEPTH] & ~rw_older_q[i*WQ_DEPTH +: WQ_DEPTH]) != '0;
+      if (rq_wait_wr[i]) rq_blocked[i] = 1'b1;
       rq_hit[i] = open_q[bank_of(rq_line_q[(i)*LINE_W +: LINE_W])] && open_row_q[(bank_of(rq_line_q[(i)*LINE_W +: LINE_W]))*ROW_BITS +: ROW_BITS] == row_of(rq_line_q[(i)*LINE_W +: LINE_W]);
       if (rq_valid_q[i] && !rq_blocked[i]) rq_any_unblocked = 1'b1;
-      if (rq_valid_q[i] && rq_hit[i] && !write_mode_q) bank_hit_pending[bank_of(rq_line_q[(i)*LINE_W +: LINE_W])] = 1'b1;
+      if (rq_valid_q[i] && rq_wait_wr[i]) rq_any_wait_wr = 1'b1;
+      // Only hits that will be served in this mode keep their row open: a hit waiting for a write, or
+      // for an older read of its ID on the same bank, would hold off the very access it waits for.
+      if (rq_valid_q[i] && !rq_wait_wr[i] && !rq_bank_wait[i] && rq_hit[i] && !write_mode_q) bank_hit_pending[bank_of(rq_line_q[(i)*LINE_W +: LINE_W])] = 1'b1;
     end
     for (int i = 0; i < WQ_DEPTH; i++) begin
       wq_blocked[i] = 1'b0;
       for (int j = 0; j < WQ_DEPTH; j++) begin
         if (wq_valid_q[j] && wq_older_q[(j)*WQ_DEPTH + (i)] && wq_line_q[(j)*LINE_W +: LINE_W] == wq_line_q[(i)*LINE_W +: LINE_W]) wq_blocked[i] = 1'b1;
       end
+      wq_wait_rd[i] = 1'b0;
+      for (int j = 0; j < RQ_DEPTH; j++) begin
+        if (rw_same_line[j*WQ_DEPTH + i] && rw_older_q[j*WQ_DEPTH + i]) wq_wait_rd[i] = 1'b1;
+      end
+      if (wq_wait_rd[i]) wq_blocked[i] = 1'b1;
       wq_hit[i] = open_q[bank_of(wq_line_q[(i)*LINE_W +: LINE_W])] && open_row_q[(bank_of(wq_line_q[(i)*LINE_W +: LINE_W]))*ROW_BITS +: ROW_BITS] == row_of(wq_line_q[(i)*LINE_W +: LINE_W]);
-      if (wq_valid_q[i] && wq_hit[i] && write_mode_q) bank_hit_pending[bank_of(wq_line_q[(i)*LINE_W +: LINE_W])] = 1'b1;
+      if (wq_valid_q[i] && !wq_blocked[i]) wq_any_unblocked = 1'b1;
+      if (wq_valid_q[i] && !wq_wait_rd[i] && wq_hit[i] && write_mode_q) bank_hit_pending[bank_of(wq_line_q[(i)*LINE_W +: LINE_W])] = 1'b1;
     end
 
     // Column candidates: row hits whose bank and bank group timing allow the access.
@@ -292,10 +323,11 @@ module hbm_ctrl #(
                         rsp_credit && reached(col_ok_q[(bank_of(rq_line_q[(i)*LINE_W +: LINE_W]))*32 +: 32], now_q) &&
                         reached(rd_ok_q[(group_of(bank_of(rq_line_q[(i)*LINE_W +: LINE_W])))*32 +: 32], now_q);
       // Row candidates: a closed bank to open, or an open bank on another row with no hit waiting.
-      // Blocked entries may prepare their row (opening early hides tRCD behind older accesses).
+      // Entries waiting for older ones of their kind may prepare their row (hides tRCD behind older
+      // accesses); entries waiting for the other kind may open a closed bank but never close one.
       rq_row_cand[i] = rq_valid_q[i] && !write_mode_q && !ref_pending_q && !rq_hit[i] &&
                        (open_q[bank_of(rq_line_q[(i)*LINE_W +: LINE_W])]
-                          ? (!bank_hit_pending[bank_of(rq_line_q[(i)*LINE_W +: LINE_W])] &&
+                          ? (!rq_wait_wr[i] && !bank_hit_pending[bank_of(rq_line_q[(i)*LINE_W +: LINE_W])] &&
                              reached(pre_ok_q[(bank_of(rq_line_q[(i)*LINE_W +: LINE_W]))*32 +: 32], now_q))
                           : (faw_ok && reached(act_ok_q[(bank_of(rq_line_q[(i)*LINE_W +: LINE_W]))*32 +: 32], now_q)));
     end
@@ -305,10 +337,14 @@ module hbm_ctrl #(
                         reached(wr_ok_q[(group_of(bank_of(wq_line_q[(i)*LINE_W +: LINE_W])))*32 +: 32], now_q);
       wq_row_cand[i] = wq_valid_q[i] && write_mode_q && !ref_pending_q && !wq_hit[i] &&
                        (open_q[bank_of(wq_line_q[(i)*LINE_W +: LINE_W])]
-                          ? (!bank_hit_pending[bank_of(wq_line_q[(i)*LINE_W +: LINE_W])] &&
+                          ? (!wq_wait_rd[i] && !bank_hit_pending[bank_of(wq_line_q[(i)*LINE_W +: LINE_W])] &&
                              reached(pre_ok_q[(bank_of(wq_line_q[(i)*LINE_W +: LINE_W]))*32 +: 32], now_q))
                           : (faw_ok && reached(act_ok_q[(bank_of(wq_line_q[(i)*LINE_W +: LINE_W]))*32 +: 32], now_q)));
     end
+    // Entries not waiting for the other kind go first on the row bus, so a waiting entry cannot reopen
+    // its row after another one closed it.
+    rq_row_sel = ((rq_row_cand & ~rq_wait_wr) != '0) ? (rq_row_cand & ~rq_wait_wr) : rq_row_cand;
+    wq_row_sel = ((wq_row_cand & ~wq_wait_rd) != '0) ? (wq_row_cand & ~wq_wait_rd) : wq_row_cand;
 
     // Transposed age matrices: bit i*DEPTH+j set when entry j is older than entry i.
     for (int i = 0; i < RQ_DEPTH; i++) begin
@@ -339,7 +375,7 @@ module hbm_ctrl #(
         rd_issue_id = rq_id_q[(i)*ID_W +: ID_W];
         rd_issue_last = rq_last_q[i];
       end
-      if (rq_row_cand[i] && (rq_row_cand & rq_older_col[i*RQ_DEPTH +: RQ_DEPTH]) == '0) begin
+      if (rq_row_sel[i] && (rq_row_sel & rq_older_col[i*RQ_DEPTH +: RQ_DEPTH]) == '0) begin
         row_bank = bank_of(rq_line_q[(i)*LINE_W +: LINE_W]);
         row_addr = row_of(rq_line_q[(i)*LINE_W +: LINE_W]);
         row_cmd = open_q[row_bank] ? RowPre : RowAct;
@@ -354,7 +390,7 @@ module hbm_ctrl #(
         wr_data = wq_data_q[i];
         wr_strb = wq_strb_q[i];
       end
-      if (wq_row_cand[i] && (wq_row_cand & wq_older_col[i*WQ_DEPTH +: WQ_DEPTH]) == '0) begin
+      if (wq_row_sel[i] && (wq_row_sel & wq_older_col[i*WQ_DEPTH +: WQ_DEPTH]) == '0) begin
         row_bank = bank_of(wq_line_q[(i)*LINE_W +: LINE_W]);
         row_addr = row_of(wq_line_q[(i)*LINE_W +: LINE_W]);
         row_cmd = open_q[row_bank] ? RowPre : RowAct;
@@ -456,12 +492,16 @@ module hbm_ctrl #(
       default: ;
     endcase
 
-    // Write draining with hysteresis: start at the high watermark (or when reads cannot proceed),
-    // stop at the low watermark once a read can go, or when the write queue is empty.
+    // Write draining with hysteresis: start at the high watermark, when no read can proceed, or when a
+    // read waits for a write; stop at the low watermark once a read can go and none waits for a write,
+    // or when no write can proceed. Entries are ordered by acceptance, so the oldest one is never
+    // blocked and one of the two modes always has work.
     if (!write_mode_q) begin
-      write_mode_d = (wq_count >= WQ_W'(WQ_HI)) || (wq_count != '0 && !rq_any_unblocked);
+      write_mode_d = wq_any_unblocked &&
+                     ((wq_count >= WQ_W'(WQ_HI)) || !rq_any_unblocked || rq_any_wait_wr);
     end else begin
-      write_mode_d = !((wq_count == '0) || (wq_count <= WQ_W'(WQ_LO) && rq_any_unblocked));
+      write_mode_d = wq_any_unblocked &&
+                     !(wq_count <= WQ_W'(WQ_LO) && rq_any_unblocked && !rq_any_wait_wr);
     end
     ref_pending_d = ref_pending_q;
     if (refi_cnt_q == REFI_W'(T_REFI - 1)) ref_pending_d = 1'b1;
@@ -475,6 +515,7 @@ module hbm_ctrl #(
     rq_line_d = rq_line_q;
     rq_last_d = rq_last_q;
     rq_older_d = rq_older_q;
+    rw_older_d = rw_older_q;
     if (rd_push) begin
       rq_valid_d[rq_free] = 1'b1;
       rq_id_d[(rq_free)*ID_W +: ID_W] = rd_id_q;
@@ -485,6 +526,8 @@ module hbm_ctrl #(
         rq_older_d[(j)*RQ_DEPTH + 32'(rq_free)] = rq_valid_d[j] && (j != 32'(rq_free));
         rq_older_d[(rq_free)*RQ_DEPTH + (j)] = 1'b0;
       end
+      // Every queued write is older than the new read.
+      rw_older_d[32'(rq_free)*WQ_DEPTH +: WQ_DEPTH] = '0;
     end
     wq_valid_d = wq_valid_q & ~wq_issue;
     wq_line_d = wq_line_q;
@@ -496,6 +539,8 @@ module hbm_ctrl #(
         wq_older_d[(j)*WQ_DEPTH + 32'(wq_free)] = wq_valid_d[j] && (j != 32'(wq_free));
         wq_older_d[(wq_free)*WQ_DEPTH + (j)] = 1'b0;
       end
+      // Every queued read (one pushed in this cycle too) is older than the new write.
+      for (int i = 0; i < RQ_DEPTH; i++) rw_older_d[i*WQ_DEPTH + 32'(wq_free)] = rq_valid_d[i];
     end
   end
 
@@ -509,6 +554,8 @@ module hbm_ctrl #(
       rd_line_q <= '0;
       wr_line_q <= '0;
       rd_left_q <= '0;
+      rd_wait_q <= 1'b0;
+      wr_wait_q <= 1'b0;
       rq_valid_q <= '0;
       wq_valid_q <= '0;
       open_q <= '0;
@@ -530,7 +577,13 @@ module hbm_ctrl #(
     end else begin
       now_q <= now_q + 1'b1;
       // Burst splitters: one beat per cycle, INCR bursts of 64-byte beats.
-      if (ar_valid_i && ar_ready_o) begin
+      // A read waits for the write burst still being queued; a write for the read burst still being
+      // queued or accepted in this cycle.
+      if (ar_accept) rd_wait_q <= wr_busy_q && !wr_burst_done;
+      else if (wr_burst_done) rd_wait_q <= 1'b0;
+      if (aw_accept) wr_wait_q <= ar_accept || (rd_busy_q && !rd_burst_done);
+      else if (rd_burst_done) wr_wait_q <= 1'b0;
+      if (ar_accept) begin
         rd_busy_q <= 1'b1;
         rd_id_q <= ar_id_i;
         rd_line_q <= ar_addr_i[ADDR_W-1:6];
@@ -540,7 +593,7 @@ module hbm_ctrl #(
         rd_left_q <= rd_left_q - 1'b1;
         if (rd_left_q == '0) rd_busy_q <= 1'b0;
       end
-      if (aw_valid_i && aw_ready_o) begin
+      if (aw_accept) begin
         wr_busy_q <= 1'b1;
         wr_id_q <= aw_id_i;
         wr_line_q <= aw_addr_i[ADDR_W-1:6];
@@ -553,6 +606,7 @@ module hbm_ctrl #(
       rq_line_q <= rq_line_d;
       rq_last_q <= rq_last_d;
       rq_older_q <= rq_older_d;
+      rw_older_q <= rw_older_d;
       wq_valid_q <= wq_valid_d;
       wq_line_q <= wq_line_d;
       wq_older_q <= wq_older_d;

@@ -14,7 +14,9 @@ class Vhbm_ctrl;
 
 namespace tpu::hbm_tb {
 
-enum class Pattern { kSeqRead, kSeqWrite, kMix, kRandomRead, kStrided, kManyIds };
+// kSameLine mixes reads and writes of 1-4 beats on a few lines with no gap between dependent
+// requests: the controller must order them by acceptance (AR before AW in one cycle).
+enum class Pattern { kSeqRead, kSeqWrite, kMix, kRandomRead, kStrided, kManyIds, kSameLine };
 const char* PatternName(Pattern p);
 std::vector<Pattern> AllPatterns();
 
