@@ -146,6 +146,22 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
       // -x = (x * -1) + 0: the add turns the -0 of the padded lanes back into +0.
       if (!IsVpuBinary(HloOpcode::kMultiply)) return UnsupportedOp(instruction);
       break;
+    case HloOpcode::kAbs:
+    case HloOpcode::kSign:
+    case HloOpcode::kClamp:
+    case HloOpcode::kFloor:
+    case HloOpcode::kCeil:
+    case HloOpcode::kRoundNearestEven:
+    case HloOpcode::kRoundNearestAfz:
+      break;
+    case HloOpcode::kTanh:
+    case HloOpcode::kLogistic:
+    case HloOpcode::kPower:
+      // VPU sequences around VEXP, VLOG, VRCP and VRSQRT (elementwise.cc).
+      if (!HasOpcode("VEXP") || !HasOpcode("VLOG") || !HasOpcode("VRCP") || !HasOpcode("VRSQRT")) {
+        return UnsupportedOp(instruction);
+      }
+      break;
     case HloOpcode::kReduce:
       if (instruction.operand_count() != 2 || ReducerOpcode(instruction) == HloOpcode::kUnknown) {
         return Unimplemented("reduce " + instruction.name() + ": only a single-operand add or maximum reduction is supported");
@@ -198,6 +214,9 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     case HloOpcode::kMaximum:
     case HloOpcode::kMinimum:
     case HloOpcode::kNegate:
+    case HloOpcode::kAbs:
+    case HloOpcode::kSign:
+    case HloOpcode::kClamp:
       type_ok = f32 || IsIntegerValue(shape);
       break;
     case HloOpcode::kCompare: {
@@ -407,6 +426,26 @@ Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
       return EmitMath(instruction, MathKind::kRsqrt);
     case HloOpcode::kSqrt:
       return EmitMath(instruction, MathKind::kSqrt);
+    case HloOpcode::kAbs:
+      return EmitMath(instruction, MathKind::kAbs);
+    case HloOpcode::kSign:
+      return EmitMath(instruction, MathKind::kSign);
+    case HloOpcode::kTanh:
+      return EmitMath(instruction, MathKind::kTanh);
+    case HloOpcode::kLogistic:
+      return EmitMath(instruction, MathKind::kLogistic);
+    case HloOpcode::kFloor:
+      return EmitMath(instruction, MathKind::kFloor);
+    case HloOpcode::kCeil:
+      return EmitMath(instruction, MathKind::kCeil);
+    case HloOpcode::kRoundNearestEven:
+      return EmitMath(instruction, MathKind::kRoundEven);
+    case HloOpcode::kRoundNearestAfz:
+      return EmitMath(instruction, MathKind::kRoundAfz);
+    case HloOpcode::kPower:
+      return EmitMath(instruction, MathKind::kPower);
+    case HloOpcode::kClamp:
+      return EmitClamp(instruction);
     case HloOpcode::kDivide: {
       if (!ScalarConstantValue(*instruction.operand(1))) return EmitMath(instruction, MathKind::kDivide);
       const uint32_t bits = FloatBits(1.0f / *ScalarConstantValue(*instruction.operand(1)));
@@ -438,27 +477,7 @@ Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
           FoldableBroadcast(instruction, *a)) {
         std::swap(a, bcast);
       }
-      Src2 b;
-      if (!FoldableBroadcast(instruction, *bcast)) {
-        b.kind = Src2::kTensor;
-        b.value = bcast;
-        return EmitElementwise(instruction, instruction.opcode(), a, b);
-      }
-      const HloInstruction& source = *bcast->operand(0);
-      const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
-      if (IsScalarF32Constant(source)) {
-        const uint32_t bits = FloatBits(source.literal().Get<float>(0));
-        if (layout.cols % L() == 0 || ImmediateKeepsPaddingZero(instruction.opcode(), bits)) {
-          b.kind = Src2::kImmediate;
-          b.imm = bits;
-        } else {
-          b.kind = Src2::kRow;
-          TPU_ASSIGN_OR_RETURN(b.constant_row, ConstantRow(bits, layout.cols));
-        }
-      } else {
-        b.kind = Src2::kRow;
-        b.value = &source;
-      }
+      TPU_ASSIGN_OR_RETURN(Src2 b, SecondOperand(instruction, instruction.opcode(), *bcast));
       return EmitElementwise(instruction, instruction.opcode(), a, b);
     }
     default:

@@ -178,6 +178,25 @@ struct Src2 {
   int32_t constant_row = -1;              // kRow from a scalar constant: index of the constant region
 };
 
+// One step of a VpuSequence: `opcode` on chunk buffers (`src2` a buffer, kImmediate or kUnary).
+struct VpuStep {
+  static constexpr int kImmediate = -1;  // second operand is `imm` (SRC2_IMM)
+  static constexpr int kUnary = -2;      // no second operand (VEXP, VLOG, VRSQRT, VRCP, VCVT)
+  isa::Opcode opcode = isa::Opcode::VADD;
+  int dst = 0, src1 = 0, src2 = kUnary;
+  uint8_t flags = 0;  // INT, VCMP direction, VCVT_F32_TO_S32
+  uint32_t imm = 0;
+};
+// Buffer 0 is loaded with operand 0, buffer 1 with operand 1 when there is a second tensor operand;
+// the steps run in order on every chunk and buffer `result` is stored.
+struct VpuSequence {
+  uint32_t buffers = 1;
+  uint32_t result = 0;
+  bool second_operand = false;  // operand 1 is loaded into buffer 1
+  bool mask_padding = false;    // f(+0) is not +0: padded lanes are cleared afterwards
+  std::vector<VpuStep> steps;
+};
+
 class CodeGenerator {
  public:
   CodeGenerator(const hlo::HloModule& module, const CompileOptions& options) : module_(module), options_(options) {}
@@ -212,10 +231,20 @@ class CodeGenerator {
   Status EmitVpu(const HloInstruction& instruction, const VpuOp& vpu, const HloInstruction* a, Src2 b);
   Status EmitCompare(const HloInstruction& instruction);
   Status EmitRoundToBf16(const HloInstruction& instruction);
-  enum class MathKind { kExp, kLog, kDivide, kRsqrt, kSqrt };
-  // exp, log, rsqrt, sqrt and division by a tensor with VEXP, VLOG, VRSQRT, VRCP (see the definition).
+  enum class MathKind {
+    kExp, kLog, kDivide, kRsqrt, kSqrt, kAbs, kSign, kTanh, kLogistic, kFloor, kCeil, kRoundEven, kRoundAfz, kPower
+  };
+  // exp, log, rsqrt, sqrt, division by a tensor, abs, sign, tanh, logistic, floor, ceil, rounding and power
+  // as fixed VPU sequences (VpuSequence) over chunks of VMEM (see the definition).
   Status EmitMath(const HloInstruction& instruction, MathKind kind);
-  Status EmitMathChunks(const HloInstruction& instruction, MathKind kind, uint32_t chunk, uint32_t used);
+  StatusOr<VpuSequence> MathSequence(const HloInstruction& instruction, MathKind kind) const;
+  Status EmitVpuSequence(const HloInstruction& instruction, const VpuSequence& sequence);
+  // clamp(lo, x, hi) = min(max(x, lo), hi) with VMAX and VMIN.
+  Status EmitClamp(const HloInstruction& instruction);
+  // How `value`, the second operand of elementwise `op` in `instruction`, reaches the VPU: an immediate
+  // (scalar constants that keep the padding zero, or any when rows fill whole lines), a constant row, a
+  // folded row broadcast, or a tensor of the result's shape.
+  StatusOr<Src2> SecondOperand(const HloInstruction& instruction, HloOpcode op, const HloInstruction& value);
   Status EmitSelect(const HloInstruction& instruction);
   Status EmitConvert(const HloInstruction& instruction);
   Status EmitBroadcast(const HloInstruction& instruction);

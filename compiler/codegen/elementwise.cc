@@ -1,4 +1,5 @@
-// Elementwise lowerings on the VPU: binary ops, compare, select, convert, exp/log/rsqrt/sqrt/divide.
+// Elementwise lowerings on the VPU: binary ops, clamp, compare, select, convert, and the unary math of
+// MathSequence (exp, log, rsqrt, sqrt, divide, abs, sign, tanh, logistic, floor, ceil, round, power).
 #include "compiler/codegen/codegen_internal.h"
 
 namespace tpu::compiler::codegen_internal {
@@ -116,24 +117,239 @@ Status CodeGenerator::EmitVpu(const HloInstruction& instruction, const VpuOp& vp
   });
 }
 
-// exp, log, rsqrt, sqrt and x / y with the transcendental VPU instructions (docs/numerics.md),
-// chunk by chunk in VMEM:
-//  - exp, log, rsqrt: VEXP, VLOG, VRSQRT in place;
-//  - x / y = x * VRCP(y) (the rcp is ~1 ulp, the product one more rounding);
-//  - sqrt(x) = x * VRSQRT(x), and 0 where x == 0 (the product would be 0 * inf = NaN); +inf is not
-//    handled (inf * 0 = NaN).
-// Padded lanes would hold exp(0) = 1, log(0), rsqrt(0) or 0 * rcp(0): when the minor dimension has
-// padding, a second pass clears them (VAND with a row of ones in the logical lanes). sqrt gives 0 there.
+namespace {
+
+using Step = VpuStep;
+constexpr uint32_t kF32Abs = 0x7fffffffu, kF32Sign = 0x80000000u;
+
+uint8_t CmpFlags(hlo::ComparisonDirection direction) {
+  return static_cast<uint8_t>(VcmpDirection(direction) << isa::flag::VCMP_DIR_LSB);
+}
+Step Unary(isa::Opcode opcode, int dst, int src, uint8_t flags = 0) { return {opcode, dst, src, Step::kUnary, flags, 0}; }
+Step Binary(isa::Opcode opcode, int dst, int src1, int src2, uint8_t flags = 0) {
+  return {opcode, dst, src1, src2, flags, 0};
+}
+Step Imm(isa::Opcode opcode, int dst, int src1, uint32_t bits, uint8_t flags = 0) {
+  return {opcode, dst, src1, Step::kImmediate, flags, bits};
+}
+Step ImmF(isa::Opcode opcode, int dst, int src1, float value) { return Imm(opcode, dst, src1, FloatBits(value)); }
+
+// The raw bits of a scalar constant of the result's element type (f32, or s32 for integer results), or
+// of its broadcast.
+std::optional<uint32_t> ScalarConstantBits(const HloInstruction& value, bool integer) {
+  const HloInstruction* constant = value.opcode() == HloOpcode::kBroadcast ? value.operand(0) : &value;
+  if (constant->opcode() != HloOpcode::kConstant || !constant->has_literal() || constant->shape().rank() != 0) {
+    return std::nullopt;
+  }
+  const hlo::PrimitiveType type = constant->literal().shape().element_type;
+  if (!integer && type == hlo::PrimitiveType::F32) return FloatBits(constant->literal().Get<float>(0));
+  if (integer && type == hlo::PrimitiveType::S32) return static_cast<uint32_t>(constant->literal().Get<int32_t>(0));
+  return std::nullopt;
+}
+
+// op(0, c) == 0 on s32 lanes (INT flag).
+bool IntImmediateKeepsPaddingZero(HloOpcode op, uint32_t c) {
+  const int32_t value = static_cast<int32_t>(c);
+  switch (op) {
+    case HloOpcode::kAdd:
+    case HloOpcode::kSubtract: return value == 0;
+    case HloOpcode::kMultiply: return true;
+    case HloOpcode::kMaximum: return value <= 0;
+    case HloOpcode::kMinimum: return value >= 0;
+    default: return false;
+  }
+}
+
+// round-to-integer of |x| in buffer 1 (buffer 0 holds x): (|x| + 2^23) - 2^23 rounds to nearest even in
+// fp32 for |x| < 2^23 (larger values are integers already and are selected from x at the end).
+void RoundAbsToEven(std::vector<Step>* steps) {
+  using isa::Opcode;
+  steps->push_back(Imm(Opcode::VAND, 1, 0, kF32Abs));
+  steps->push_back(ImmF(Opcode::VADD, 1, 1, 8388608.0f));
+  steps->push_back(ImmF(Opcode::VSUB, 1, 1, 8388608.0f));
+}
+
+}  // namespace
+
+// The VPU sequences (docs/numerics.md for the instructions, compiler/codegen/README.md for the accuracy):
+//  - exp, log, rsqrt: VEXP, VLOG, VRSQRT in place; x / y = x * VRCP(y);
+//  - sqrt(x) = x * VRSQRT(x), and 0 where x == 0 (the product would be 0 * inf = NaN);
+//  - abs: VAND with 0x7fffffff (s32: max(x, -x)); sign: clamp(x * 2^127, -1, 1), which keeps +-0 and NaN;
+//  - logistic(x) = rcp(1 + exp(-x));
+//  - tanh(x) = sign(x) * (1 - e) * rcp(1 + e) with e = exp(-2|x|), and an odd Taylor polynomial to x^11
+//    for |x| < 0.25, where 1 - e would cancel;
+//  - floor, ceil, round: the fp32 round-to-nearest-even of |x| by adding and subtracting 2^23, adjusted
+//    by one where the rounding went the wrong way, the sign of x put back; x itself where |x| >= 2^23 or NaN;
+//  - power: x^0.5 is sqrt, x^-0.5 rsqrt, integer constant exponents up to 32 in magnitude multiply
+//    (square and multiply; negative ones take VRCP of the product), x^y otherwise exp(y * log(x)) (NaN
+//    for x < 0).
+// Where f(+0) is not +0 (exp, log, rsqrt, logistic, a division, negative or zero powers) the padded lanes
+// are cleared by a second pass when the minor dimension has padding.
+StatusOr<VpuSequence> CodeGenerator::MathSequence(const HloInstruction& instruction,
+                                                                  MathKind kind) const {
+  using isa::Opcode;
+  using Dir = hlo::ComparisonDirection;
+  const bool integer = IsIntegerValue(instruction.shape());
+  const uint8_t int_flag = integer ? isa::flag::VADD_INT : 0;
+  VpuSequence s;
+  std::vector<Step>& steps = s.steps;
+  auto sqrt_steps = [&] {
+    s.buffers = 2;
+    steps = {Unary(Opcode::VRSQRT, 1, 0), Binary(Opcode::VMUL, 1, 0, 1), Imm(Opcode::VCMP, 0, 0, 0, CmpFlags(Dir::kNe)),
+             Imm(Opcode::VSEL, 0, 1, 0)};
+  };
+  switch (kind) {
+    case MathKind::kExp:
+      steps = {Unary(Opcode::VEXP, 0, 0)};
+      s.mask_padding = true;
+      break;
+    case MathKind::kLog:
+      steps = {Unary(Opcode::VLOG, 0, 0)};
+      s.mask_padding = true;
+      break;
+    case MathKind::kRsqrt:
+      steps = {Unary(Opcode::VRSQRT, 0, 0)};
+      s.mask_padding = true;
+      break;
+    case MathKind::kDivide:
+      s.buffers = 2;
+      s.second_operand = true;
+      steps = {Unary(Opcode::VRCP, 1, 1), Binary(Opcode::VMUL, 0, 0, 1)};
+      s.mask_padding = true;
+      break;
+    case MathKind::kSqrt:
+      sqrt_steps();
+      break;
+    case MathKind::kAbs:
+      if (integer) {
+        s.buffers = 2;
+        steps = {Imm(Opcode::VMUL, 1, 0, 0xffffffffu, int_flag), Binary(Opcode::VMAX, 0, 0, 1, int_flag)};
+      } else {
+        steps = {Imm(Opcode::VAND, 0, 0, kF32Abs)};
+      }
+      break;
+    case MathKind::kSign:
+      if (integer) {
+        steps = {Imm(Opcode::VMIN, 0, 0, 1u, int_flag), Imm(Opcode::VMAX, 0, 0, 0xffffffffu, int_flag)};
+      } else {
+        // Every normal |x| times 2^127 is at least 2 (or inf): the clamp leaves +-1, +-0 or NaN.
+        steps = {Imm(Opcode::VMUL, 0, 0, 0x7f000000u), ImmF(Opcode::VMAX, 0, 0, -1.0f), ImmF(Opcode::VMIN, 0, 0, 1.0f)};
+      }
+      break;
+    case MathKind::kLogistic:
+      steps = {ImmF(Opcode::VMUL, 0, 0, -1.0f), Unary(Opcode::VEXP, 0, 0), ImmF(Opcode::VADD, 0, 0, 1.0f),
+               Unary(Opcode::VRCP, 0, 0)};
+      s.mask_padding = true;
+      break;
+    case MathKind::kTanh: {
+      // Buffers: 0 x, 1 the exp form, 2 z = x^2 then the choice, 3 the polynomial.
+      s.buffers = 4;
+      s.result = 2;
+      steps = {Imm(Opcode::VAND, 1, 0, kF32Abs),     ImmF(Opcode::VMUL, 1, 1, -2.0f),
+               Unary(Opcode::VEXP, 1, 1),            ImmF(Opcode::VADD, 2, 1, 1.0f),
+               Unary(Opcode::VRCP, 2, 2),            ImmF(Opcode::VMUL, 1, 1, -1.0f),
+               ImmF(Opcode::VADD, 1, 1, 1.0f),       Binary(Opcode::VMUL, 1, 1, 2),
+               Imm(Opcode::VAND, 2, 0, kF32Sign),    Binary(Opcode::VOR, 1, 1, 2),
+               Binary(Opcode::VMUL, 2, 0, 0)};
+      // tanh(x) = x + x z (c3 + z (c5 + z (c7 + z (c9 + z c11)))), the Taylor coefficients.
+      const float c11 = -1382.0f / 155925.0f, c9 = 62.0f / 2835.0f, c7 = -17.0f / 315.0f, c5 = 2.0f / 15.0f,
+                  c3 = -1.0f / 3.0f;
+      steps.push_back(ImmF(Opcode::VMUL, 3, 2, c11));
+      for (float c : {c9, c7, c5, c3}) {
+        steps.push_back(ImmF(Opcode::VADD, 3, 3, c));
+        steps.push_back(Binary(Opcode::VMUL, 3, 3, 2));
+      }
+      steps.push_back(Binary(Opcode::VMUL, 3, 3, 0));
+      steps.push_back(Binary(Opcode::VADD, 3, 3, 0));
+      steps.push_back(ImmF(Opcode::VCMP, 2, 2, 0.0625f));
+      steps.back().flags = CmpFlags(Dir::kLt);  // z < 1/16: |x| < 0.25
+      steps.push_back(Binary(Opcode::VSEL, 2, 3, 1));
+      break;
+    }
+    case MathKind::kFloor:
+    case MathKind::kCeil:
+    case MathKind::kRoundEven:
+    case MathKind::kRoundAfz: {
+      // Buffers: 0 x, 1 the rounded value, 2 scratch and the choice.
+      s.buffers = 3;
+      s.result = 2;
+      RoundAbsToEven(&steps);
+      if (kind == MathKind::kRoundAfz) {
+        // A tie |x| - r = 0.5 was rounded down to even: move it away from zero.
+        steps.push_back(Imm(Opcode::VAND, 2, 0, kF32Abs));
+        steps.push_back(Binary(Opcode::VSUB, 2, 2, 1));
+        steps.push_back(ImmF(Opcode::VCMP, 2, 2, 0.5f));
+        steps.back().flags = CmpFlags(Dir::kGe);
+        steps.push_back(Unary(Opcode::VCVT, 2, 2));
+        steps.push_back(Binary(Opcode::VADD, 1, 1, 2));
+      } else if (kind != MathKind::kRoundEven) {
+        // r with the sign of x, minus one where r > x (floor) or plus one where r < x (ceil).
+        const bool floor = kind == MathKind::kFloor;
+        steps.push_back(Imm(Opcode::VAND, 2, 0, kF32Sign));
+        steps.push_back(Binary(Opcode::VOR, 1, 1, 2));
+        steps.push_back(Binary(Opcode::VCMP, 2, 1, 0, CmpFlags(floor ? Dir::kGt : Dir::kLt)));
+        steps.push_back(Unary(Opcode::VCVT, 2, 2));
+        steps.push_back(Binary(floor ? Opcode::VSUB : Opcode::VADD, 1, 1, 2));
+      }
+      // The sign of x (floor(-0.5) is -0 after the adjustment gave +0), then x where |x| >= 2^23 or NaN.
+      steps.push_back(Imm(Opcode::VAND, 2, 0, kF32Sign));
+      steps.push_back(Binary(Opcode::VOR, 1, 1, 2));
+      steps.push_back(Imm(Opcode::VAND, 2, 0, kF32Abs));
+      steps.push_back(ImmF(Opcode::VCMP, 2, 2, 8388608.0f));
+      steps.back().flags = CmpFlags(Dir::kLt);
+      steps.push_back(Binary(Opcode::VSEL, 2, 1, 0));
+      break;
+    }
+    case MathKind::kPower: {
+      const std::optional<float> exponent = ScalarConstantValue(*instruction.operand(1));
+      if (exponent && *exponent == 0.5f) {
+        sqrt_steps();
+      } else if (exponent && *exponent == -0.5f) {
+        steps = {Unary(Opcode::VRSQRT, 0, 0)};
+        s.mask_padding = true;
+      } else if (exponent && *exponent == std::nearbyint(*exponent) && std::fabs(*exponent) <= 32.0f) {
+        // Square and multiply: buffer 0 holds x^(2^i), buffer 1 the product of the powers taken so far.
+        s.buffers = 2;
+        s.result = 1;
+        uint32_t n = static_cast<uint32_t>(std::fabs(*exponent));
+        if (n == 0) {
+          steps = {Imm(Opcode::VAND, 1, 0, 0), ImmF(Opcode::VADD, 1, 1, 1.0f)};  // x^0 = 1, NaN too
+        }
+        bool first = true;
+        while (n != 0) {
+          if (n & 1u) {
+            steps.push_back(first ? Imm(Opcode::VOR, 1, 0, 0) : Binary(Opcode::VMUL, 1, 1, 0));
+            first = false;
+          }
+          n >>= 1;
+          if (n != 0) steps.push_back(Binary(Opcode::VMUL, 0, 0, 0));
+        }
+        if (*exponent < 0) steps.push_back(Unary(Opcode::VRCP, 1, 1));
+        s.mask_padding = *exponent <= 0;
+      } else {
+        // exp(y * log(x)), y a constant immediate or a tensor in buffer 1.
+        steps = {Unary(Opcode::VLOG, 0, 0)};
+        if (exponent) {
+          steps.push_back(ImmF(Opcode::VMUL, 0, 0, *exponent));
+        } else {
+          s.buffers = 2;
+          s.second_operand = true;
+          steps.push_back(Binary(Opcode::VMUL, 0, 0, 1));
+        }
+        steps.push_back(Unary(Opcode::VEXP, 0, 0));
+        s.mask_padding = true;
+      }
+      break;
+    }
+  }
+  return s;
+}
+
 Status CodeGenerator::EmitMath(const HloInstruction& instruction, MathKind kind) {
-  static const char* const kOpcodeNames[] = {"VEXP", "VLOG", "VRCP", "VRSQRT", "VRSQRT"};
-  if (!HasOpcode(kOpcodeNames[static_cast<int>(kind)]) || !HasOpcode("VMUL")) return UnsupportedOp(instruction);
+  TPU_ASSIGN_OR_RETURN(VpuSequence sequence, MathSequence(instruction, kind));
+  TPU_RETURN_IF_ERROR(EmitVpuSequence(instruction, sequence));
   const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
-  constexpr uint32_t kBuffers = 2;
-  const uint32_t chunk = options_.vmem_lines / kBuffers;
-  if (chunk == 0) return VmemOverflow(instruction, kBuffers);
-  const uint32_t used = std::min(chunk, layout.lines);
-  TPU_RETURN_IF_ERROR(EmitMathChunks(instruction, kind, chunk, used));
-  if (layout.cols % L() == 0 || kind == MathKind::kSqrt) return OkStatus();
+  if (layout.cols % L() == 0 || !sequence.mask_padding) return OkStatus();
   asm_.Sync(kSyncAll);
   VpuOp mask;
   mask.opcode = isa::Opcode::VAND;
@@ -143,57 +359,86 @@ Status CodeGenerator::EmitMath(const HloInstruction& instruction, MathKind kind)
   return EmitVpu(instruction, mask, &instruction, row);
 }
 
-Status CodeGenerator::EmitMathChunks(const HloInstruction& instruction, MathKind kind, uint32_t chunk,
-                                     uint32_t used) {
+Status CodeGenerator::EmitVpuSequence(const HloInstruction& instruction, const VpuSequence& sequence) {
   const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
-  TPU_ASSIGN_OR_RETURN(ScopedReg X, NewReg());
-  TPU_ASSIGN_OR_RETURN(ScopedReg A, NewReg());
-  asm_.Li(X, 0);
-  asm_.Li(A, used);
+  const uint32_t chunk = options_.vmem_lines / sequence.buffers;
+  if (chunk == 0) return VmemOverflow(instruction, sequence.buffers);
+  const uint32_t used = std::min(chunk, layout.lines);
+  std::vector<ScopedReg> buffers;
+  for (uint32_t i = 0; i < sequence.buffers; ++i) {
+    TPU_ASSIGN_OR_RETURN(ScopedReg buffer, NewReg());
+    asm_.Li(buffer, i * used);
+    buffers.push_back(std::move(buffer));
+  }
   TPU_ASSIGN_OR_RETURN(ScopedReg x_hbm, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg y_hbm, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
   LoadAddress(x_hbm, instruction.operand(0), 0);
-  if (kind == MathKind::kDivide) LoadAddress(y_hbm, instruction.operand(1), 0);
+  if (sequence.second_operand) LoadAddress(y_hbm, instruction.operand(1), 0);
   LoadAddress(out_hbm, &instruction, 0);
   std::vector<std::pair<Reg, uint32_t>> pointers = {{x_hbm, 1}, {out_hbm, 1}};
-  if (kind == MathKind::kDivide) pointers.push_back({y_hbm, 1});
+  if (sequence.second_operand) pointers.push_back({y_hbm, 1});
 
   return ForChunks(layout.lines, chunk, pointers, [&](Reg count, uint32_t) -> Status {
-    using isa::Opcode;
-    auto unary = [&](Opcode opcode, Reg d, Reg a) { asm_.Emit(opcode, {d, a, kZeroReg, count, 0, 0}); };
-    asm_.DmaLoad(x_hbm, X, count, 1);
-    if (kind == MathKind::kDivide) asm_.DmaLoad(y_hbm, A, count, 1);
+    asm_.DmaLoad(x_hbm, buffers[0], count, 1);
+    if (sequence.second_operand) asm_.DmaLoad(y_hbm, buffers[1], count, 1);
     asm_.Sync(kSyncDma);
-    switch (kind) {
-      case MathKind::kExp:
-        unary(Opcode::VEXP, X, X);
-        break;
-      case MathKind::kLog:
-        unary(Opcode::VLOG, X, X);
-        break;
-      case MathKind::kRsqrt:
-        unary(Opcode::VRSQRT, X, X);
-        break;
-      case MathKind::kDivide:
-        unary(Opcode::VRCP, A, A);
-        asm_.Emit(Opcode::VMUL, {X, X, A, count, 0, 0});
-        break;
-      case MathKind::kSqrt:
-        unary(Opcode::VRSQRT, A, X);
-        asm_.Emit(Opcode::VMUL, {A, X, A, count, 0, 0});
-        asm_.Emit(Opcode::VCMP, {X, X, kZeroReg, count,
-                                 static_cast<uint8_t>(isa::flag::VCMP_SRC2_IMM |
-                                                      (VcmpDirection(hlo::ComparisonDirection::kNe)
-                                                       << isa::flag::VCMP_DIR_LSB)),
-                                 0});                                   // 1 where x != 0
-        asm_.Emit(Opcode::VSEL, {X, A, kZeroReg, count, isa::flag::VSEL_SRC2_IMM, 0});
-        break;
+    for (const VpuStep& step : sequence.steps) {
+      uint8_t flags = step.flags;
+      Reg src2 = kZeroReg;
+      if (step.src2 == VpuStep::kImmediate) {
+        flags |= isa::flag::VADD_SRC2_IMM;  // the same bit on every binary vector instruction
+      } else if (step.src2 != VpuStep::kUnary) {
+        src2 = buffers[step.src2];
+      }
+      asm_.Emit(step.opcode, {buffers[step.dst], buffers[step.src1], src2, count, flags, step.imm});
     }
     asm_.Sync(kSyncVpu);
-    asm_.DmaStore(out_hbm, X, count, 1);
+    asm_.DmaStore(out_hbm, buffers[sequence.result], count, 1);
     return OkStatus();
   });
+}
+
+StatusOr<Src2> CodeGenerator::SecondOperand(const HloInstruction& instruction, HloOpcode op,
+                                            const HloInstruction& value) {
+  const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
+  const bool integer = IsIntegerValue(instruction.shape());
+  Src2 b;
+  if (const std::optional<uint32_t> bits = ScalarConstantBits(value, integer)) {
+    const bool keeps_zero =
+        integer ? IntImmediateKeepsPaddingZero(op, *bits) : ImmediateKeepsPaddingZero(op, *bits);
+    if (layout.cols % L() == 0 || keeps_zero) {
+      b.kind = Src2::kImmediate;
+      b.imm = *bits;
+    } else {
+      b.kind = Src2::kRow;
+      TPU_ASSIGN_OR_RETURN(b.constant_row, ConstantRow(*bits, layout.cols));
+    }
+    return b;
+  }
+  if (FoldableBroadcast(instruction, value)) {
+    b.kind = Src2::kRow;
+    b.value = value.operand(0);
+    return b;
+  }
+  if (value.shape().dimensions != instruction.shape().dimensions) {
+    return Unimplemented(instruction.name() + ": operand " + value.name() + " of shape " + value.shape().ToString() +
+                         " is neither a scalar constant, a row broadcast nor of the result's shape " +
+                         instruction.shape().ToString());
+  }
+  b.kind = Src2::kTensor;
+  b.value = &value;
+  return b;
+}
+
+// clamp(lo, x, hi) = min(max(x, lo), hi): max into the result, then min in place. Both keep NaN and
+// the padding (SecondOperand only takes immediates that keep it).
+Status CodeGenerator::EmitClamp(const HloInstruction& instruction) {
+  TPU_ASSIGN_OR_RETURN(Src2 lo, SecondOperand(instruction, HloOpcode::kMaximum, *instruction.operand(0)));
+  TPU_ASSIGN_OR_RETURN(Src2 hi, SecondOperand(instruction, HloOpcode::kMinimum, *instruction.operand(2)));
+  TPU_RETURN_IF_ERROR(EmitElementwise(instruction, HloOpcode::kMaximum, instruction.operand(1), lo));
+  asm_.Sync(kSyncAll);
+  return EmitElementwise(instruction, HloOpcode::kMinimum, &instruction, hi);
 }
 
 // bf16(x) on the MXU: the lines streamed through identity weights come out rounded to bf16 (products
