@@ -1,0 +1,956 @@
+// Randomized differential tests per opcode. For every opcode the compiler lowers, seeded random HLO
+// modules (ranks 1 to 3, sizes such as 1, 7, 9, 13 and 130 that are not multiples of the lane count or the
+// MXU size) run through the HLO interpreter, the reference model and, when it is built, the verilated chip:
+//  - the model matches the interpreter bit for bit for the exact operations (data movement, integer and
+//    fp32 add/sub/mul/max/min, compare, select, convert, abs, sign, floor/ceil/round; up to DAZ/FTZ and the
+//    sign of zero), and within the tolerance of docs/numerics.md for the others (reductions, dots and
+//    the transcendental sequences, whose ulp errors are printed);
+//  - padded lanes of every output are +0 (the invariant of compiler/codegen/codegen.h);
+//  - the rtl backend returns exactly the model's bytes.
+// Opcodes the compiler does not lower yet (NotFound / Unimplemented) are skipped with a message.
+//
+// TPU_DIFF_ITERATIONS=N runs N cases per opcode (default 6), TPU_DIFF_SEED=S changes the base seed
+// (default 1) and TPU_DIFF_CASE=I runs only case I; a failure prints the module and the line that
+// reproduces it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/program.h"
+#include "compiler/hlo/literal.h"
+#include "compiler/hlo/parser.h"
+#include "compiler/hlo/shape.h"
+#include "compiler/hlo/verifier.h"
+#include "compiler/interpreter/interpreter.h"
+#include "sim/tpusim/output_compare.h"
+#include "sw/runtime/client.h"
+#include "sw/runtime/transport_factory.h"
+#include "tpu_config.h"
+
+namespace tpu {
+namespace {
+
+using hlo::Literal;
+using hlo::PrimitiveType;
+using hlo::Shape;
+using Rng = std::mt19937;
+
+constexpr PrimitiveType F32 = PrimitiveType::F32;
+constexpr PrimitiveType S32 = PrimitiveType::S32;
+constexpr PrimitiveType PRED = PrimitiveType::PRED;
+
+// ---------------------------------------------------------------------------------------------------
+// Random values and shapes
+
+// Where the random arguments of a parameter come from.
+enum class Domain {
+  kUnit,      // [-1, 1)
+  kSpecial,   // [-8, 8) mixed with +-0, ties such as 2.5, large integers, +-inf and NaN (exact ops only)
+  kPositive,  // [1/16, 16)
+  kNonZero,   // +-[1/4, 4)
+  kExp,       // [-12, 12)
+  kTanh,      // +-10^[-4, 1): both branches of the tanh sequence
+  kLogistic,  // [-20, 20)
+  kInteger,   // s32 [-1000, 1000) mixed with 0, +-1 and the extremes; pred fair
+};
+
+float RandomFloat(Rng& rng, Domain domain) {
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  switch (domain) {
+    case Domain::kUnit: return unit(rng);
+    case Domain::kSpecial: {
+      static const float kSpecials[] = {0.0f, -0.0f, 0.5f, -0.5f, 1.5f, -2.5f, 3.5f, 8388607.5f, 1e7f, -3e7f,
+                                        1e30f, INFINITY, -INFINITY, NAN};
+      if (rng() % 6 == 0) return kSpecials[rng() % (sizeof(kSpecials) / sizeof(kSpecials[0]))];
+      return 8.0f * unit(rng);
+    }
+    case Domain::kPositive: return std::exp2(4.0f * unit(rng));
+    case Domain::kNonZero: return (rng() % 2 ? 1.0f : -1.0f) * std::exp2(2.0f * unit(rng));
+    case Domain::kExp: return 12.0f * unit(rng);
+    case Domain::kTanh: return (rng() % 2 ? 1.0f : -1.0f) * std::pow(10.0f, 1.5f + 2.5f * unit(rng));
+    case Domain::kLogistic: return 20.0f * unit(rng);
+    case Domain::kInteger: return std::round(1000.0f * unit(rng));
+  }
+  return 0.0f;
+}
+
+Literal RandomLiteral(const Shape& shape, Domain domain, Rng& rng) {
+  Literal literal(shape);
+  for (int64_t i = 0; i < literal.element_count(); ++i) {
+    switch (shape.element_type) {
+      case F32: literal.Set<float>(i, RandomFloat(rng, domain)); break;
+      case S32: {
+        static const int32_t kSpecials[] = {0, 1, -1, std::numeric_limits<int32_t>::max(),
+                                            std::numeric_limits<int32_t>::min()};
+        literal.Set<int32_t>(i, rng() % 8 == 0 ? kSpecials[rng() % 5]
+                                               : static_cast<int32_t>(rng() % 2000) - 1000);
+        break;
+      }
+      case PRED: literal.Set<bool>(i, rng() % 2 == 1); break;
+      default: break;
+    }
+  }
+  return literal;
+}
+
+// Sizes that are not multiples of the lane count (8 on tiny, 128 on v2), 1 and some random ones.
+int64_t RandomSize(Rng& rng) {
+  static const int64_t kSizes[] = {1, 7, 9, 13, 130};
+  return rng() % 3 == 0 ? 1 + static_cast<int64_t>(rng() % 40) : kSizes[rng() % 5];
+}
+
+std::vector<int64_t> RandomDims(Rng& rng, int rank, int64_t max_elements = 20000) {
+  while (true) {
+    std::vector<int64_t> dims;
+    int64_t elements = 1;
+    for (int i = 0; i < rank; ++i) {
+      dims.push_back(RandomSize(rng));
+      elements *= dims.back();
+    }
+    if (elements <= max_elements) return dims;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// HLO text as XLA prints it
+
+std::string ShapeText(const Shape& shape) {
+  std::string text = std::string(hlo::PrimitiveTypeName(shape.element_type)) + "[";
+  for (size_t i = 0; i < shape.dimensions.size(); ++i) text += (i ? "," : "") + std::to_string(shape.dimensions[i]);
+  text += "]{";
+  for (int i = shape.rank() - 1; i >= 0; --i) text += std::to_string(i) + (i ? "," : "");
+  return text + "}";
+}
+
+struct Value {
+  std::string name;
+  Shape shape;               // arrays
+  std::string tuple_shape;   // tuples: the shape text, e.g. "(f32[3]{0}, s32[3]{0})"
+  std::string ShapeString() const { return tuple_shape.empty() ? ShapeText(shape) : tuple_shape; }
+};
+
+// Builds one module: parameters with their argument domains, instructions, and helper computations.
+class ModuleBuilder {
+ public:
+  Value Parameter(PrimitiveType type, const std::vector<int64_t>& dims, Domain domain) {
+    Value value{"%p" + std::to_string(parameters_.size()), Shape::Make(type, dims)};
+    body_ += "  " + value.name + " = " + ShapeText(value.shape) + " parameter(" + std::to_string(parameters_.size()) + ")\n";
+    parameters_.push_back(value);
+    domains_.push_back(domain);
+    return value;
+  }
+  Value Op(PrimitiveType type, const std::vector<int64_t>& dims, const std::string& opcode,
+           const std::vector<Value>& operands, const std::string& attributes = "") {
+    Value value{"%v" + std::to_string(next_++), Shape::Make(type, dims)};
+    std::string args;
+    for (const Value& operand : operands) args += (args.empty() ? "" : ", ") + operand.ShapeString() + " " + operand.name;
+    body_ += "  " + value.name + " = " + ShapeText(value.shape) + " " + opcode + "(" + args + ")" +
+             (attributes.empty() ? "" : ", " + attributes) + "\n";
+    return value;
+  }
+  Value Tuple(const std::vector<Value>& elements) {
+    Value value{"%v" + std::to_string(next_++), Shape(), "("};
+    std::string args;
+    for (const Value& e : elements) {
+      value.tuple_shape += (args.empty() ? "" : ", ") + e.ShapeString();
+      args += (args.empty() ? "" : ", ") + e.ShapeString() + " " + e.name;
+    }
+    value.tuple_shape += ")";
+    body_ += "  " + value.name + " = " + value.tuple_shape + " tuple(" + args + ")\n";
+    return value;
+  }
+  Value Constant(const Literal& literal) {
+    Value value{"%c" + std::to_string(next_++), literal.shape()};
+    body_ += "  " + value.name + " = " + ShapeText(value.shape) + " constant(" + literal.ValuesToString() + ")\n";
+    return value;
+  }
+  Value ScalarConstant(PrimitiveType type, double number) {
+    Literal literal(Shape::Make(type, {}));
+    literal.SetFromDouble(0, number);
+    return Constant(literal);
+  }
+  // The binary computation `opcode` over scalars of `type`, for reduce.
+  std::string Reducer(const std::string& opcode, PrimitiveType type) {
+    const std::string name = "%" + opcode + "_" + hlo::PrimitiveTypeName(type);
+    const std::string scalar = ShapeText(Shape::Make(type, {}));
+    computations_ += name + " (a: " + scalar + ", b: " + scalar + ") -> " + scalar + " {\n  %a = " + scalar +
+                     " parameter(0)\n  %b = " + scalar + " parameter(1)\n  ROOT %r = " + scalar + " " + opcode +
+                     "(" + scalar + " %a, " + scalar + " %b)\n}\n\n";
+    return name;
+  }
+  std::string Finish(const std::string& module_name, const std::vector<Value>& outputs) {
+    std::string signature, result;
+    for (const Value& p : parameters_) {
+      signature += (signature.empty() ? "" : ", ") + p.name.substr(1) + ": " + ShapeText(p.shape).substr(0, ShapeText(p.shape).find('{'));
+    }
+    std::string root;
+    if (outputs.size() == 1) {
+      result = ShapeText(outputs[0].shape);
+      // The last instruction is the root: re-emit it with ROOT.
+      const size_t line = body_.rfind("  " + outputs[0].name + " = ");
+      if (line != std::string::npos && body_.find('\n', line) == body_.size() - 1) {
+        body_.insert(line + 2, "ROOT ");
+      } else {
+        body_ += "  ROOT %out = " + result + " copy(" + result + " " + outputs[0].name + ")\n";
+      }
+    } else {
+      std::string shapes, args;
+      for (const Value& v : outputs) {
+        shapes += (shapes.empty() ? "" : ", ") + ShapeText(v.shape);
+        args += (args.empty() ? "" : ", ") + ShapeText(v.shape) + " " + v.name;
+      }
+      result = "(" + shapes + ")";
+      body_ += "  ROOT %out = " + result + " tuple(" + args + ")\n";
+    }
+    return "HloModule " + module_name + "\n\n" + computations_ + "ENTRY %main (" + signature + ") -> " + result +
+           " {\n" + body_ + "}\n";
+  }
+  std::vector<Literal> Arguments(Rng& rng) const {
+    std::vector<Literal> arguments;
+    for (size_t i = 0; i < parameters_.size(); ++i) arguments.push_back(RandomLiteral(parameters_[i].shape, domains_[i], rng));
+    return arguments;
+  }
+
+ private:
+  std::vector<Value> parameters_;
+  std::vector<Domain> domains_;
+  std::string body_, computations_;
+  int next_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------------
+// Cases per opcode
+
+struct DiffCase {
+  std::string hlo;
+  std::vector<Literal> arguments;
+  bool exact = false;  // bit-exact up to DAZ/FTZ and the sign of zero; else the docs/numerics.md tolerance
+};
+
+// Builds the module of case `index` (ranks and variants cycle with the index, sizes and values are random).
+using Generator = std::function<DiffCase(Rng& rng, int index)>;
+
+DiffCase Finish(ModuleBuilder& b, const std::string& name, const std::vector<Value>& outputs, Rng& rng, bool exact) {
+  DiffCase c;
+  c.hlo = b.Finish(name, outputs);
+  c.arguments = b.Arguments(rng);
+  c.exact = exact;
+  return c;
+}
+
+std::string Dims(const std::vector<int64_t>& dims) {
+  std::string text = "{";
+  for (size_t i = 0; i < dims.size(); ++i) text += (i ? "," : "") + std::to_string(dims[i]);
+  return text + "}";
+}
+
+int RankOf(int index) { return 1 + index % 3; }
+
+Generator UnaryCase(const std::string& opcode, PrimitiveType type, Domain domain, bool exact) {
+  return [=](Rng& rng, int index) {
+    ModuleBuilder b;
+    const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
+    Value x = b.Parameter(type, dims, domain);
+    return Finish(b, opcode, {b.Op(type, dims, opcode, {x})}, rng, exact);
+  };
+}
+
+// The second operand of a binary op, as real modules write it: a tensor, the broadcast of a scalar
+// constant, the broadcast of a row along the minor dimension, or the broadcast of a scalar parameter.
+Value SecondOperand(ModuleBuilder& b, Rng& rng, int variant, PrimitiveType type, const std::vector<int64_t>& dims,
+                    Domain domain) {
+  switch (variant % 4) {
+    case 1: {
+      const float value = RandomFloat(rng, domain == Domain::kSpecial ? Domain::kUnit : domain);
+      return b.Op(type, dims, "broadcast", {b.ScalarConstant(type, type == F32 ? value : std::round(value))},
+                  "dimensions={}");
+    }
+    case 2: {
+      Value row = b.Parameter(type, {dims.back()}, domain);
+      return b.Op(type, dims, "broadcast", {row}, "dimensions={" + std::to_string(dims.size() - 1) + "}");
+    }
+    case 3: return b.Op(type, dims, "broadcast", {b.Parameter(type, {}, domain)}, "dimensions={}");
+    default: return b.Parameter(type, dims, domain);
+  }
+}
+
+Generator BinaryCase(const std::string& opcode, PrimitiveType type, Domain a_domain, Domain b_domain, bool exact) {
+  return [=](Rng& rng, int index) {
+    ModuleBuilder b;
+    const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
+    Value x = b.Parameter(type, dims, a_domain);
+    Value y = SecondOperand(b, rng, index / 3 + static_cast<int>(rng() % 2), type, dims, b_domain);
+    const bool swap = opcode != "subtract" && opcode != "divide" && opcode != "power" && rng() % 4 == 0;
+    return Finish(b, opcode, {b.Op(type, dims, opcode, swap ? std::vector<Value>{y, x} : std::vector<Value>{x, y})},
+                  rng, exact);
+  };
+}
+
+Generator CompareCase(const std::string& direction, PrimitiveType type) {
+  return [=](Rng& rng, int index) {
+    ModuleBuilder b;
+    const Domain domain = type == F32 ? Domain::kSpecial : Domain::kInteger;
+    const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
+    Value x = b.Parameter(type, dims, domain);
+    // Equal values are rare in random data: compare with a copy of x often.
+    Value y = index % 2 == 0 ? SecondOperand(b, rng, index / 2, type, dims, domain)
+                             : b.Op(type, dims, "maximum", {x, b.Parameter(type, dims, domain)});
+    return Finish(b, "compare", {b.Op(PRED, dims, "compare", {x, y}, "direction=" + direction)}, rng, true);
+  };
+}
+
+Generator SelectCase(PrimitiveType type) {
+  return [=](Rng& rng, int index) {
+    ModuleBuilder b;
+    const Domain domain = type == F32 ? Domain::kSpecial : Domain::kInteger;
+    const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
+    Value p = b.Parameter(PRED, dims, Domain::kInteger);
+    Value t = b.Parameter(type, dims, domain);
+    Value f = index % 2 == 0 ? b.Parameter(type, dims, domain)
+                             : b.Op(type, dims, "broadcast", {b.ScalarConstant(type, index % 4 == 1 ? 0.0 : -1.5)},
+                                    "dimensions={}");
+    return Finish(b, "select", {b.Op(type, dims, "select", {p, t, f})}, rng, true);
+  };
+}
+
+Generator ClampCase(PrimitiveType type) {
+  return [=](Rng& rng, int index) {
+    ModuleBuilder b;
+    const Domain domain = type == F32 ? Domain::kSpecial : Domain::kInteger;
+    const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
+    Value x = b.Parameter(type, dims, domain);
+    const double scale = type == F32 ? 1.0 : 500.0;
+    Value lo, hi;
+    switch ((index / 3) % 3) {
+      case 0:  // scalar constants, as jnp.clip writes them
+        lo = b.ScalarConstant(type, std::round(-scale * (1 + rng() % 4)) / (type == F32 ? 2 : 1));
+        hi = b.ScalarConstant(type, std::round(scale * (rng() % 4)) / (type == F32 ? 2 : 1));
+        break;
+      case 1:  // broadcasts of constants that do not bracket zero
+        lo = b.Op(type, dims, "broadcast", {b.ScalarConstant(type, 0.25 * scale)}, "dimensions={}");
+        hi = b.Op(type, dims, "broadcast", {b.ScalarConstant(type, 2 * scale)}, "dimensions={}");
+        break;
+      default:  // tensors; no NaN bounds: the interpreter's clamp ignores them, XLA's min/max propagate them
+        lo = b.Parameter(type, dims, type == F32 ? Domain::kExp : domain);
+        hi = b.Parameter(type, dims, type == F32 ? Domain::kExp : domain);
+        break;
+    }
+    return Finish(b, "clamp", {b.Op(type, dims, "clamp", {lo, x, hi})}, rng, true);
+  };
+}
+
+Generator ConvertCase(PrimitiveType from, PrimitiveType to) {
+  return [=](Rng& rng, int index) {
+    ModuleBuilder b;
+    const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
+    Value x = b.Parameter(from, dims, from == F32 ? Domain::kExp : Domain::kInteger);
+    return Finish(b, "convert", {b.Op(to, dims, "convert", {x})}, rng, true);
+  };
+}
+
+// power with a constant exponent (integers multiply, 0.5 is sqrt, others go through exp and log) or a
+// tensor exponent.
+DiffCase PowerCase(Rng& rng, int index) {
+  static const float kExponents[] = {2, 3, -2, 0.5f, -0.5f, 1.5f, 0, 7, -1, 1, 2.25f, 13};
+  ModuleBuilder b;
+  const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
+  const bool tensor_exponent = index % 4 == 3;
+  const float exponent = kExponents[rng() % (sizeof(kExponents) / sizeof(kExponents[0]))];
+  const bool integer = !tensor_exponent && exponent == std::round(exponent);
+  // Negative bases only where the result is defined: integer exponents.
+  Value x = b.Parameter(F32, dims, integer ? Domain::kNonZero : Domain::kPositive);
+  Value y = tensor_exponent ? b.Parameter(F32, dims, Domain::kUnit)
+                            : b.Op(F32, dims, "broadcast", {b.ScalarConstant(F32, exponent)}, "dimensions={}");
+  return Finish(b, "power", {b.Op(F32, dims, "power", {x, y})}, rng, false);
+}
+
+DiffCase BroadcastCase(PrimitiveType type, Rng& rng, int index) {
+  ModuleBuilder b;
+  const Domain domain = type == F32 ? Domain::kUnit : Domain::kInteger;
+  std::vector<int64_t> out = RandomDims(rng, 2 + index % 2);
+  std::vector<int64_t> in, mapping;
+  switch ((index / 2) % 4) {
+    case 0: break;                                                  // scalar
+    case 1: in = {out.back()}; mapping = {int64_t(out.size()) - 1}; break;  // row along the minor dimension
+    case 2: in = {out[0]}; mapping = {0}; break;                    // column (dimension 0)
+    default:                                                         // rank-2 operand
+      if (out.size() == 3) {
+        in = {out[0], out[1]};
+        mapping = {0, 1};
+      } else {
+        in = {out[1]};
+        mapping = {1};
+      }
+      break;
+  }
+  Value x = b.Parameter(type, in, domain);
+  return Finish(b, "broadcast", {b.Op(type, out, "broadcast", {x}, "dimensions=" + Dims(mapping))}, rng, true);
+}
+
+DiffCase ReshapeCase(Rng& rng, int index) {
+  ModuleBuilder b;
+  std::vector<int64_t> in = RandomDims(rng, 3), out;
+  switch (index % 4) {
+    case 0: out = {in[0] * in[1], in[2]}; break;        // merge leading dimensions (same rows)
+    case 1: out = {in[0], in[1] * in[2]}; break;        // merge into the minor dimension
+    case 2: out = {in[0] * in[1] * in[2]}; break;       // flatten
+    default: out = {1, in[0], in[1] * in[2]}; break;
+  }
+  Value x = b.Parameter(F32, in, Domain::kUnit);
+  Value r = b.Op(F32, out, "reshape", {b.Op(F32, in, "negate", {x})});
+  return Finish(b, "reshape", {r, b.Op(F32, out, "reshape", {x})}, rng, true);
+}
+
+DiffCase TransposeCase(PrimitiveType type, Rng& rng, int index) {
+  ModuleBuilder b;
+  const int rank = 2 + (index % 3 == 2);
+  std::vector<int64_t> in = RandomDims(rng, rank), permutation(rank);
+  for (int i = 0; i < rank; ++i) permutation[i] = i;
+  do {
+    std::shuffle(permutation.begin(), permutation.end(), rng);
+  } while (rank == 2 && permutation[0] == 0);
+  std::vector<int64_t> out;
+  for (int64_t d : permutation) out.push_back(in[d]);
+  Value x = b.Parameter(type, in, type == F32 ? Domain::kSpecial : Domain::kInteger);
+  return Finish(b, "transpose", {b.Op(type, out, "transpose", {x}, "dimensions=" + Dims(permutation))}, rng, true);
+}
+
+DiffCase ReduceCase(const std::string& reducer, Rng& rng, int index) {
+  ModuleBuilder b;
+  const int rank = RankOf(index);
+  const std::vector<int64_t> in = RandomDims(rng, rank);
+  std::vector<int64_t> reduced, out;
+  for (int i = 0; i < rank; ++i) {
+    if (rng() % 2 == 0) reduced.push_back(i);
+  }
+  if (reduced.empty()) reduced.push_back(static_cast<int64_t>(rng() % rank));
+  for (int i = 0; i < rank; ++i) {
+    if (std::find(reduced.begin(), reduced.end(), i) == reduced.end()) out.push_back(in[i]);
+  }
+  const std::string to_apply = b.Reducer(reducer, F32);
+  Value x = b.Parameter(F32, in, Domain::kUnit);
+  const double init = reducer == "add" ? (index % 2 ? 0.0 : 0.75) : (index % 2 ? -INFINITY : -0.25);
+  Value r = b.Op(F32, out, "reduce", {x, b.ScalarConstant(F32, init)},
+                 "dimensions=" + Dims(reduced) + ", to_apply=" + to_apply);
+  return Finish(b, "reduce_" + reducer, {r}, rng, false);
+}
+
+// dot of rank-2 operands: plain, the lhs contracting its dimension 0, the rhs contracting its dimension 1,
+// or an operand through an explicit transpose.
+DiffCase DotCase(Rng& rng, int index) {
+  ModuleBuilder b;
+  const int64_t m = RandomSize(rng), k = RandomSize(rng), n = RandomSize(rng);
+  const int variant = index % 4;
+  Value lhs, rhs;
+  std::string lhs_contracting = "1", rhs_contracting = "0";
+  switch (variant) {
+    case 1:
+      lhs = b.Parameter(F32, {k, m}, Domain::kUnit);
+      lhs_contracting = "0";
+      rhs = b.Parameter(F32, {k, n}, Domain::kUnit);
+      break;
+    case 2:
+      lhs = b.Parameter(F32, {m, k}, Domain::kUnit);
+      rhs = b.Parameter(F32, {n, k}, Domain::kUnit);
+      rhs_contracting = "1";
+      break;
+    case 3:
+      lhs = b.Parameter(F32, {m, k}, Domain::kUnit);
+      rhs = b.Op(F32, {k, n}, "transpose", {b.Parameter(F32, {n, k}, Domain::kUnit)}, "dimensions={1,0}");
+      break;
+    default:
+      lhs = b.Parameter(F32, {m, k}, Domain::kUnit);
+      rhs = b.Parameter(F32, {k, n}, Domain::kUnit);
+      break;
+  }
+  Value d = b.Op(F32, {m, n}, "dot", {lhs, rhs},
+                 "lhs_contracting_dims={" + lhs_contracting + "}, rhs_contracting_dims={" + rhs_contracting + "}");
+  return Finish(b, "dot", {d}, rng, false);
+}
+
+DiffCase IotaCase(PrimitiveType type, Rng& rng, int index) {
+  ModuleBuilder b;
+  const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
+  Value x = b.Parameter(type, dims, type == F32 ? Domain::kUnit : Domain::kInteger);
+  Value iota = b.Op(type, dims, "iota", {}, "iota_dimension=" + std::to_string(rng() % dims.size()));
+  return Finish(b, "iota", {iota, b.Op(type, dims, "add", {x, iota})}, rng, true);
+}
+
+DiffCase ConstantCase(Rng& rng, int index) {
+  ModuleBuilder b;
+  const std::vector<int64_t> dims = RandomDims(rng, RankOf(index), 600);
+  Value x = b.Parameter(F32, dims, Domain::kUnit);
+  Value c = b.Constant(RandomLiteral(Shape::Make(F32, dims), Domain::kUnit, rng));
+  return Finish(b, "constant", {c, b.Op(F32, dims, "multiply", {x, c})}, rng, true);
+}
+
+DiffCase TupleCase(Rng& rng, int index) {
+  ModuleBuilder b;
+  const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
+  Value x = b.Parameter(F32, dims, Domain::kUnit);
+  Value y = b.Parameter(S32, dims, Domain::kInteger);
+  Value t = b.Tuple({b.Op(F32, dims, "add", {x, x}), y});
+  Value g0 = b.Op(F32, dims, "get-tuple-element", {t}, "index=0");
+  Value g1 = b.Op(S32, dims, "get-tuple-element", {t}, "index=1");
+  return Finish(b, "tuple", {b.Op(F32, dims, "negate", {g0}), g1, x}, rng, true);
+}
+
+DiffCase CustomCallCase(Rng& rng, int index) {
+  ModuleBuilder b;
+  const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
+  Value x = b.Parameter(F32, dims, Domain::kUnit);
+  Value c = b.Op(F32, dims, "custom-call", {x}, "custom_call_target=\"AwsNeuronTransferWithStaticRing\"");
+  return Finish(b, "custom_call", {b.Op(F32, dims, "multiply", {c, c})}, rng, true);
+}
+
+DiffCase SliceCase(Rng& rng, int index) {
+  ModuleBuilder b;
+  const std::vector<int64_t> in = RandomDims(rng, RankOf(index));
+  std::vector<int64_t> out;
+  std::string slice = "slice={";
+  for (size_t i = 0; i < in.size(); ++i) {
+    const int64_t start = static_cast<int64_t>(rng() % in[i]);
+    const int64_t limit = start + 1 + static_cast<int64_t>(rng() % (in[i] - start));
+    const int64_t stride = rng() % 3 == 0 ? 2 : 1;
+    out.push_back((limit - start + stride - 1) / stride);
+    slice += std::string(i ? ", " : "") + "[" + std::to_string(start) + ":" + std::to_string(limit) +
+             (stride == 1 ? "" : ":" + std::to_string(stride)) + "]";
+  }
+  Value x = b.Parameter(F32, in, Domain::kUnit);
+  return Finish(b, "slice", {b.Op(F32, out, "slice", {x}, slice + "}")}, rng, true);
+}
+
+DiffCase PadCase(Rng& rng, int index) {
+  ModuleBuilder b;
+  const std::vector<int64_t> in = RandomDims(rng, RankOf(index), 5000);
+  std::vector<int64_t> out;
+  std::string padding = "padding=";
+  for (size_t i = 0; i < in.size(); ++i) {
+    const int64_t low = rng() % 4, high = rng() % 4, interior = rng() % 4 == 0 ? 1 : 0;
+    out.push_back(low + high + in[i] + (in[i] - 1) * interior);
+    padding += std::string(i ? "x" : "") + std::to_string(low) + "_" + std::to_string(high) +
+               (interior ? "_" + std::to_string(interior) : "");
+  }
+  Value x = b.Parameter(F32, in, Domain::kUnit);
+  Value value = b.ScalarConstant(F32, index % 2 ? 0.0 : 1.5);
+  return Finish(b, "pad", {b.Op(F32, out, "pad", {x, value}, padding)}, rng, true);
+}
+
+DiffCase ConcatenateCase(Rng& rng, int index) {
+  ModuleBuilder b;
+  const int rank = RankOf(index);
+  std::vector<int64_t> dims = RandomDims(rng, rank, 6000);
+  const int64_t axis = static_cast<int64_t>(rng() % rank);
+  std::vector<Value> parts;
+  std::vector<int64_t> out = dims;
+  out[axis] = 0;
+  for (int i = 0, n = 2 + static_cast<int>(rng() % 2); i < n; ++i) {
+    dims[axis] = RandomSize(rng);
+    out[axis] += dims[axis];
+    parts.push_back(b.Parameter(F32, dims, Domain::kUnit));
+  }
+  return Finish(b, "concatenate", {b.Op(F32, out, "concatenate", parts, "dimensions={" + std::to_string(axis) + "}")},
+                rng, true);
+}
+
+// NHWC convolutions as JAX writes them (dim_labels=b01f_01io->b01f), same or valid padding, stride 1 or 2.
+DiffCase ConvolutionCase(Rng& rng, int index) {
+  ModuleBuilder b;
+  const int64_t batch = 1 + rng() % 2, height = 3 + rng() % 7, width = 3 + rng() % 7;
+  const int64_t in_features = 1 + rng() % 9, out_features = 1 + rng() % 13, window = 1 + 2 * (rng() % 2);
+  const int64_t stride = 1 + index % 2;
+  const int64_t pad = index % 3 == 0 ? 0 : window / 2;
+  auto out_size = [&](int64_t size) { return (size + 2 * pad - window) / stride + 1; };
+  Value x = b.Parameter(F32, {batch, height, width, in_features}, Domain::kUnit);
+  Value w = b.Parameter(F32, {window, window, in_features, out_features}, Domain::kUnit);
+  const std::string p = std::to_string(pad) + "_" + std::to_string(pad);
+  const std::string s = std::to_string(window);
+  std::string window_text = "window={size=" + s + "x" + s;
+  if (stride != 1) window_text += " stride=" + std::to_string(stride) + "x" + std::to_string(stride);
+  if (pad != 0) window_text += " pad=" + p + "x" + p;
+  window_text += "}";
+  Value y = b.Op(F32, {batch, out_size(height), out_size(width), out_features}, "convolution", {x, w},
+                 window_text + ", dim_labels=b01f_01io->b01f");
+  return Finish(b, "convolution", {y}, rng, false);
+}
+
+struct OpcodeSpec {
+  std::string name;
+  Generator generate;
+};
+
+// gtest prints a failing parameter with this.
+void PrintTo(const OpcodeSpec& spec, std::ostream* out) { *out << spec.name; }
+
+std::vector<OpcodeSpec> AllSpecs() {
+  std::vector<OpcodeSpec> specs;
+  auto add = [&](const std::string& name, Generator generator) { specs.push_back({name, std::move(generator)}); };
+  for (const char* op : {"add", "subtract", "multiply", "maximum", "minimum"}) {
+    add(std::string(op) + "_f32", BinaryCase(op, F32, Domain::kSpecial, Domain::kSpecial, true));
+    add(std::string(op) + "_s32", BinaryCase(op, S32, Domain::kInteger, Domain::kInteger, true));
+  }
+  add("divide_f32", BinaryCase("divide", F32, Domain::kUnit, Domain::kNonZero, false));
+  for (const char* op : {"negate", "abs", "sign"}) {
+    add(std::string(op) + "_f32", UnaryCase(op, F32, Domain::kSpecial, true));
+    add(std::string(op) + "_s32", UnaryCase(op, S32, Domain::kInteger, true));
+  }
+  for (const char* direction : {"EQ", "NE", "LT", "LE", "GT", "GE"}) {
+    add(std::string("compare_") + direction + "_f32", CompareCase(direction, F32));
+    add(std::string("compare_") + direction + "_s32", CompareCase(direction, S32));
+  }
+  add("select_f32", SelectCase(F32));
+  add("select_s32", SelectCase(S32));
+  add("clamp_f32", ClampCase(F32));
+  add("clamp_s32", ClampCase(S32));
+  add("convert_f32_s32", ConvertCase(F32, S32));
+  add("convert_s32_f32", ConvertCase(S32, F32));
+  add("convert_f32_pred", ConvertCase(F32, PRED));
+  add("convert_pred_f32", ConvertCase(PRED, F32));
+  add("convert_s32_pred", ConvertCase(S32, PRED));
+  for (const char* op : {"floor", "ceil", "round-nearest-even", "round-nearest-afz"}) {
+    add(op, UnaryCase(op, F32, Domain::kSpecial, true));
+  }
+  add("exponential", UnaryCase("exponential", F32, Domain::kExp, false));
+  add("log", UnaryCase("log", F32, Domain::kPositive, false));
+  add("rsqrt", UnaryCase("rsqrt", F32, Domain::kPositive, false));
+  add("sqrt", UnaryCase("sqrt", F32, Domain::kPositive, false));
+  add("tanh", UnaryCase("tanh", F32, Domain::kTanh, false));
+  add("logistic", UnaryCase("logistic", F32, Domain::kLogistic, false));
+  add("power", PowerCase);
+  add("broadcast_f32", [](Rng& rng, int i) { return BroadcastCase(F32, rng, i); });
+  add("broadcast_s32", [](Rng& rng, int i) { return BroadcastCase(S32, rng, i); });
+  add("reshape", ReshapeCase);
+  add("transpose_f32", [](Rng& rng, int i) { return TransposeCase(F32, rng, i); });
+  add("transpose_s32", [](Rng& rng, int i) { return TransposeCase(S32, rng, i); });
+  add("reduce_add", [](Rng& rng, int i) { return ReduceCase("add", rng, i); });
+  add("reduce_max", [](Rng& rng, int i) { return ReduceCase("maximum", rng, i); });
+  add("dot", DotCase);
+  add("iota_f32", [](Rng& rng, int i) { return IotaCase(F32, rng, i); });
+  add("iota_s32", [](Rng& rng, int i) { return IotaCase(S32, rng, i); });
+  add("constant", ConstantCase);
+  add("tuple_get_tuple_element", TupleCase);
+  add("custom_call_identity", CustomCallCase);
+  add("slice", SliceCase);
+  add("pad", PadCase);
+  add("concatenate", ConcatenateCase);
+  add("convolution", ConvolutionCase);
+  return specs;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Running and comparing
+
+int EnvInt(const char* name, int fallback) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  return std::atoi(text);
+}
+
+uint32_t CaseSeed(uint32_t base, const std::string& name, int index) {
+  uint32_t hash = 2166136261u;  // FNV-1a of the opcode name: each opcode draws its own values
+  for (char c : name) hash = (hash ^ static_cast<uint8_t>(c)) * 16777619u;
+  std::seed_seq seq{base, hash, static_cast<uint32_t>(index)};
+  uint32_t seed;
+  seq.generate(&seed, &seed + 1);
+  return seed;
+}
+
+// Numerically identical: the same value, both NaN, zeros of either sign, or a device zero where the
+// reference is an fp32 subnormal (DAZ/FTZ). Empty when equal, else the first difference.
+std::string CompareExact(const Literal& device, const Literal& reference) {
+  if (device.shape() != reference.shape()) return "shape " + device.shape().ToString() + " vs " + reference.shape().ToString();
+  for (int64_t i = 0; i < reference.element_count(); ++i) {
+    const double d = device.GetAsDouble(i), r = reference.GetAsDouble(i);
+    const bool same = d == r || (std::isnan(d) && std::isnan(r)) ||
+                      (d == 0 && reference.shape().element_type == F32 && std::fabs(r) < 0x1p-126);
+    if (!same) {
+      char text[160];
+      std::snprintf(text, sizeof(text), "element %lld: device %.9g, interpreter %.9g", static_cast<long long>(i), d, r);
+      return text;
+    }
+  }
+  return "";
+}
+
+// Units in the last place of |d - r| for finite normal fp32 references, accumulated per opcode.
+struct UlpStats {
+  double max = 0, sum = 0;
+  int64_t count = 0;
+  void Add(const Literal& device, const Literal& reference) {
+    if (reference.shape().element_type != F32 || device.shape() != reference.shape()) return;
+    for (int64_t i = 0; i < reference.element_count(); ++i) {
+      const float r = reference.Get<float>(i), d = device.Get<float>(i);
+      if (!std::isfinite(r) || std::fabs(r) < 0x1p-126f) continue;
+      int exponent;
+      std::frexp(r, &exponent);
+      const double ulp = std::ldexp(1.0, exponent - 24);
+      const double error = std::isfinite(d) ? std::fabs(double(d) - double(r)) / ulp : INFINITY;
+      max = std::max(max, error);
+      sum += error;
+      ++count;
+    }
+  }
+};
+
+struct BackendRun {
+  std::vector<Literal> outputs;
+  std::vector<std::vector<uint8_t>> device_bytes;  // padded device layout
+  std::vector<compiler::DeviceLayout> layouts;
+};
+
+StatusOr<BackendRun> RunOn(runtime::Client& client, const hlo::HloModule& module, const std::vector<Literal>& arguments) {
+  TPU_ASSIGN_OR_RETURN(std::unique_ptr<runtime::LoadedExecutable> executable, client.Compile(module));
+  std::vector<std::unique_ptr<runtime::Buffer>> buffers;
+  std::vector<const runtime::Buffer*> pointers;
+  for (const Literal& argument : arguments) {
+    TPU_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Buffer> buffer, client.BufferFromHostLiteral(argument));
+    pointers.push_back(buffer.get());
+    buffers.push_back(std::move(buffer));
+  }
+  TPU_ASSIGN_OR_RETURN(runtime::ExecuteResult result, executable->Execute(pointers));
+  BackendRun run;
+  for (const std::unique_ptr<runtime::Buffer>& output : result.outputs) {
+    TPU_ASSIGN_OR_RETURN(Literal literal, output->ToLiteral());
+    TPU_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, output->ToDeviceBytes());
+    run.outputs.push_back(std::move(literal));
+    run.device_bytes.push_back(std::move(bytes));
+    run.layouts.push_back(output->layout());
+  }
+  return run;
+}
+
+// The first padded lane that is not +0, or empty.
+std::string CheckPadding(const std::vector<uint8_t>& bytes, const compiler::DeviceLayout& layout) {
+  for (int64_t r = 0; r < layout.rows; ++r) {
+    for (int64_t c = layout.cols; c < layout.padded_cols; ++c) {
+      const size_t at = static_cast<size_t>((r * layout.padded_cols + c) * 4);
+      uint32_t word = 0;
+      if (at + 4 <= bytes.size()) std::memcpy(&word, &bytes[at], 4);
+      if (word != 0) {
+        char text[96];
+        std::snprintf(text, sizeof(text), "row %lld padded column %lld holds 0x%08x", static_cast<long long>(r),
+                      static_cast<long long>(c), word);
+        return text;
+      }
+    }
+  }
+  return "";
+}
+
+std::string TestName(const std::string& spec_name) {
+  std::string name = spec_name;
+  for (char& c : name) {
+    if (c == '-') c = '_';
+  }
+  return name;
+}
+
+// The clients are process-wide on purpose: SystemC simulates one platform per process. The rtl one is
+// null when the build has no SystemC platform or TPU_DIFF_RTL=0.
+runtime::Client* ModelClient() {
+  static runtime::Client* client = [] {
+    StatusOr<std::unique_ptr<runtime::Client>> made = runtime::Client::Create("model", cfg::kName);
+    return made.ok() ? std::move(made).value().release() : nullptr;
+  }();
+  return client;
+}
+
+runtime::Client* RtlClient() {
+  static runtime::Client* client = []() -> runtime::Client* {
+    if (!runtime::RtlBackendAvailable() || EnvInt("TPU_DIFF_RTL", 1) == 0) return nullptr;
+    StatusOr<std::unique_ptr<runtime::Client>> made = runtime::Client::Create("rtl", cfg::kName);
+    EXPECT_TRUE(made.ok()) << made.status();
+    return made.ok() ? std::move(made).value().release() : nullptr;
+  }();
+  return client;
+}
+
+enum class CaseOutcome { kChecked, kNotLowered };
+
+// Interpreter, model and rtl on one module; failures are reported with `reproduce` appended.
+CaseOutcome CheckCase(const DiffCase& c, const std::string& reproduce, UlpStats* ulps, bool* ran_rtl,
+                      std::string* not_lowered) {
+  runtime::Client* model_client = ModelClient();
+  EXPECT_NE(model_client, nullptr);
+  if (model_client == nullptr) return CaseOutcome::kChecked;
+  StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(c.hlo);
+  EXPECT_TRUE(module.ok()) << module.status() << reproduce;
+  if (!module.ok()) return CaseOutcome::kChecked;
+  const Status verified = hlo::VerifyHloModule(**module);
+  EXPECT_TRUE(verified.ok()) << verified << reproduce;
+  StatusOr<std::vector<Literal>> reference = hlo::Interpret(**module, c.arguments);
+  EXPECT_TRUE(reference.ok()) << reference.status() << reproduce;
+  if (!verified.ok() || !reference.ok()) return CaseOutcome::kChecked;
+
+  StatusOr<BackendRun> model = RunOn(*model_client, **module, c.arguments);
+  if (!model.ok() && (model.status().code() == StatusCode::kNotFound ||
+                      model.status().code() == StatusCode::kUnimplemented)) {
+    *not_lowered = model.status().ToString();
+    return CaseOutcome::kNotLowered;
+  }
+  EXPECT_TRUE(model.ok()) << model.status() << reproduce;
+  if (!model.ok()) return CaseOutcome::kChecked;
+  EXPECT_EQ(model->outputs.size(), reference->size()) << reproduce;
+  for (size_t i = 0; i < std::min(reference->size(), model->outputs.size()); ++i) {
+    SCOPED_TRACE("output " + std::to_string(i));
+    const Literal& want = (*reference)[i];
+    if (c.exact) {
+      const std::string difference = CompareExact(model->outputs[i], want);
+      EXPECT_TRUE(difference.empty()) << "model vs interpreter (exact): " << difference << reproduce;
+    } else {
+      const tpusim::OutputComparison comparison = tpusim::CompareOutput(model->outputs[i], want);
+      EXPECT_TRUE(comparison.ok) << "model vs interpreter: " << tpusim::FormatComparison(int(i), want, comparison)
+                                 << reproduce;
+      ulps->Add(model->outputs[i], want);
+    }
+    const std::string padding = CheckPadding(model->device_bytes[i], model->layouts[i]);
+    EXPECT_TRUE(padding.empty()) << "padding invariant: " << padding << reproduce;
+  }
+  if (runtime::Client* rtl_client = RtlClient()) {
+    StatusOr<BackendRun> rtl = RunOn(*rtl_client, **module, c.arguments);
+    EXPECT_TRUE(rtl.ok()) << rtl.status() << reproduce;
+    if (!rtl.ok()) return CaseOutcome::kChecked;
+    *ran_rtl = true;
+    EXPECT_EQ(rtl->device_bytes.size(), model->device_bytes.size()) << reproduce;
+    for (size_t i = 0; i < std::min(rtl->device_bytes.size(), model->device_bytes.size()); ++i) {
+      EXPECT_TRUE(rtl->device_bytes[i] == model->device_bytes[i])
+          << "output " << i << ": rtl bytes differ from the model's" << reproduce;
+    }
+  }
+  return CaseOutcome::kChecked;
+}
+
+void PrintUlps(const std::string& name, const UlpStats& ulps) {
+  if (ulps.count == 0) return;
+  std::printf("%s: error against the interpreter over %lld elements: max %.2f ulp, mean %.3f ulp\n", name.c_str(),
+              static_cast<long long>(ulps.count), ulps.max, ulps.sum / double(ulps.count));
+}
+
+class OpcodeDiffTest : public ::testing::TestWithParam<OpcodeSpec> {};
+
+TEST_P(OpcodeDiffTest, InterpreterModelAndRtlAgree) {
+  const OpcodeSpec& spec = GetParam();
+  const uint32_t base_seed = static_cast<uint32_t>(EnvInt("TPU_DIFF_SEED", 1));
+  const int iterations = EnvInt("TPU_DIFF_ITERATIONS", 6);
+  const int only_case = EnvInt("TPU_DIFF_CASE", -1);
+  int ran = 0, skipped = 0, rtl_runs = 0;
+  std::string skip_reason;
+  UlpStats ulps;
+  for (int index = 0; index < iterations; ++index) {
+    if (only_case >= 0 && index != only_case) continue;
+    Rng rng(CaseSeed(base_seed, spec.name, index));
+    const DiffCase c = spec.generate(rng, index);
+    const std::string reproduce = "\nreproduce: TPU_DIFF_SEED=" + std::to_string(base_seed) + " TPU_DIFF_CASE=" +
+                                  std::to_string(index) + " opcode_diff_test --gtest_filter='*/" + TestName(spec.name) +
+                                  "'\nmodule:\n" + c.hlo;
+    bool ran_rtl = false;
+    if (CheckCase(c, reproduce, &ulps, &ran_rtl, &skip_reason) == CaseOutcome::kNotLowered) {
+      ++skipped;
+      std::printf("case %d not lowered (skipped): %s\n", index, skip_reason.c_str());
+      continue;
+    }
+    ++ran;
+    rtl_runs += ran_rtl;
+    if (HasFailure()) {
+      std::printf("first failing case %d of %s, seed %u\n", index, spec.name.c_str(), base_seed);
+      break;
+    }
+  }
+  std::printf("%s: %d cases on the model (%d also on the rtl), %d not lowered\n", spec.name.c_str(), ran, rtl_runs,
+              skipped);
+  PrintUlps(spec.name, ulps);
+  if (ran == 0 && skipped > 0) GTEST_SKIP() << spec.name << " is not lowered yet: " << skip_reason;
+}
+
+INSTANTIATE_TEST_SUITE_P(Opcodes, OpcodeDiffTest, ::testing::ValuesIn(AllSpecs()),
+                         [](const ::testing::TestParamInfo<OpcodeSpec>& info) { return TestName(info.param.name); });
+
+
+// The training steps of tb/system/hlo/ with argument values a real step sees (tpusim run fills every
+// parameter with [-1, 1), which makes Adam's second moments negative and its sqrt NaN): second moments
+// and learning rates positive, step counts and class labels in range. Every reference output must be
+// finite, so that the tolerance check means something.
+struct TrainingModuleSpec {
+  const char* name;
+  std::vector<std::pair<int, Domain>> domains;  // parameter -> domain; kUnit otherwise
+};
+
+Literal TrainingArgument(const Shape& shape, Domain domain, Rng& rng) {
+  Literal literal = RandomLiteral(shape, domain == Domain::kPositive ? Domain::kUnit : domain, rng);
+  for (int64_t i = 0; i < literal.element_count(); ++i) {
+    if (shape.element_type == S32) {
+      // kPositive: step counts 0..99; kInteger: class labels 0..9.
+      literal.Set<int32_t>(i, static_cast<int32_t>(rng() % (domain == Domain::kPositive ? 100 : 10)));
+    } else if (domain == Domain::kPositive) {
+      literal.Set<float>(i, std::fabs(literal.Get<float>(i)) * 0.01f);  // second moments, learning rates
+    }
+  }
+  return literal;
+}
+
+TEST(TrainingModuleDiffTest, RealisticArgumentsInterpreterModelAndRtlAgree) {
+  const TrainingModuleSpec kModules[] = {
+      {"jax_mlp_tanh_adam_train_step",
+       {{8, Domain::kPositive}, {9, Domain::kPositive}, {10, Domain::kPositive}, {11, Domain::kPositive},
+        {12, Domain::kPositive}, {14, Domain::kInteger}}},
+      {"pytorch_xla_mlp_sigmoid_l1_momentum_train_step", {{0, Domain::kPositive}}},
+  };
+  const uint32_t base_seed = static_cast<uint32_t>(EnvInt("TPU_DIFF_SEED", 1));
+  const int iterations = std::max(1, EnvInt("TPU_DIFF_ITERATIONS", 6) / 3);
+  for (const TrainingModuleSpec& spec : kModules) {
+    SCOPED_TRACE(spec.name);
+    std::ifstream file(std::string(TPU_SOURCE_DIR) + "/tb/system/hlo/" + spec.name + ".hlo");
+    std::stringstream text;
+    text << file.rdbuf();
+    ASSERT_FALSE(text.str().empty()) << spec.name;
+    StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text.str());
+    ASSERT_TRUE(module.ok()) << module.status();
+    UlpStats ulps;
+    for (int index = 0; index < iterations; ++index) {
+      Rng rng(CaseSeed(base_seed, spec.name, index));
+      DiffCase c;
+      c.hlo = text.str();
+      const hlo::HloComputation* entry = (*module)->entry_computation();
+      for (int64_t p = 0; p < entry->num_parameters(); ++p) {
+        Domain domain = Domain::kUnit;
+        for (const auto& [parameter, d] : spec.domains) {
+          if (parameter == p) domain = d;
+        }
+        c.arguments.push_back(TrainingArgument(entry->parameter_instruction(p)->shape(), domain, rng));
+      }
+      StatusOr<std::vector<Literal>> reference = hlo::Interpret(**module, c.arguments);
+      ASSERT_TRUE(reference.ok()) << reference.status();
+      for (const Literal& output : *reference) {
+        for (int64_t i = 0; i < output.element_count(); ++i) ASSERT_TRUE(std::isfinite(output.GetAsDouble(i)));
+      }
+      const std::string reproduce = "\nreproduce: TPU_DIFF_SEED=" + std::to_string(base_seed) + ", case " +
+                                    std::to_string(index) + " of " + spec.name;
+      bool ran_rtl = false;
+      std::string not_lowered;
+      EXPECT_EQ(CheckCase(c, reproduce, &ulps, &ran_rtl, &not_lowered), CaseOutcome::kChecked) << not_lowered;
+      if (HasFailure()) break;
+    }
+    PrintUlps(spec.name, ulps);
+  }
+}
+
+}  // namespace
+}  // namespace tpu
+
+// Own main: linking the rtl backend brings libsystemc.so, which defines a main of its own.
+int main(int argc, char** argv) {
+  setenv("TPU_LOG_DIR", "disabled", /*overwrite=*/0);  // thousands of compiles: no log files
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

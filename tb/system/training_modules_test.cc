@@ -1,0 +1,111 @@
+// More training steps of the kinds real frameworks dump (tb/system/hlo/, written in the text form of a JAX
+// `before_optimizations` dump and of a PyTorch/XLA SyncTensorsGraph dump): `tpusim run` on the model
+// backend matches the interpreter within the tolerance of docs/numerics.md for several seeds, and the rtl
+// backend returns the model's bytes.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+RunResult RunTpusim(const std::string& arguments) {
+  const std::string command = std::string(TPUSIM_BINARY) + " " + arguments + " 2>&1";
+  RunResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t read;
+  while ((read = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, read);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+std::string TempDir() {
+  char pattern[] = "/tmp/tpusim_training_modules.XXXXXX";
+  const char* dir = mkdtemp(pattern);
+  return dir ? dir : "/tmp";
+}
+
+struct TrainingModule {
+  const char* name;
+  int outputs;
+};
+
+// jax_mlp_tanh_adam_train_step: MLP 20-32-10 with tanh, softmax cross-entropy over integer labels
+// (one-hot by an iota compare), optax Adam (abs, power, sqrt, divide, bias corrections 1 - b^t).
+// pytorch_xla_mlp_sigmoid_l1_momentum_train_step: MLP 12-24-4 with sigmoid (logistic), L1 loss (abs,
+// sign), clip_grad_value_ (clamp), SGD with momentum and weight decay, input_output_alias.
+const TrainingModule kModules[] = {{"jax_mlp_tanh_adam_train_step", 14},
+                                   {"pytorch_xla_mlp_sigmoid_l1_momentum_train_step", 10}};
+
+std::string ModulePath(const char* name) { return std::string(TPU_SOURCE_DIR) + "/tb/system/hlo/" + name + ".hlo"; }
+
+// Every output is compared and reported ok.
+void ExpectPassingStep(const RunResult& run, int outputs) {
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(std::regex_search(run.output, std::regex("(^|\n)cycles: [1-9][0-9]*\n"))) << run.output;
+  for (int i = 0; i < outputs; ++i) {
+    const std::regex line("output " + std::to_string(i) + ": [a-z0-9]+\\[[0-9,]*\\] .* ok\n");
+    EXPECT_TRUE(std::regex_search(run.output, line)) << "output " << i << "\n" << run.output;
+  }
+  EXPECT_EQ(run.output.find("output " + std::to_string(outputs) + ":"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("FAIL"), std::string::npos) << run.output;
+}
+
+TEST(TrainingModulesTest, MatchTheInterpreterOnTheModel) {
+  for (const TrainingModule& module : kModules) {
+    for (int seed : {1, 2, 5}) {
+      SCOPED_TRACE(std::string(module.name) + " seed " + std::to_string(seed));
+      RunResult run = RunTpusim("run " + ModulePath(module.name) + " --backend=model --config=" + TPU_CONFIG_NAME +
+                                " --seed=" + std::to_string(seed));
+      ExpectPassingStep(run, module.outputs);
+    }
+  }
+}
+
+#ifdef TPUSIM_HAVE_RTL
+TEST(TrainingModulesTest, RtlAndModelAreByteIdentical) {
+  for (const TrainingModule& module : kModules) {
+    SCOPED_TRACE(module.name);
+    const std::string dir = TempDir();
+    const std::string common = "run " + ModulePath(module.name) + " --config=" + TPU_CONFIG_NAME + " --seed=3";
+    RunResult model = RunTpusim(common + " --backend=model --outputs=" + dir + "/model");
+    ExpectPassingStep(model, module.outputs);
+    const auto start = std::chrono::steady_clock::now();
+    RunResult rtl = RunTpusim(common + " --backend=rtl --outputs=" + dir + "/rtl");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ExpectPassingStep(rtl, module.outputs);
+    std::printf("%s on the rtl (%.1f s wall):\n%s", module.name, seconds, rtl.output.c_str());
+    for (int i = 0; i < module.outputs; ++i) {
+      const std::string name = "/out" + std::to_string(i) + ".bin";
+      const std::string rtl_bytes = ReadBytes(dir + "/rtl" + name);
+      EXPECT_FALSE(rtl_bytes.empty()) << name;
+      EXPECT_TRUE(rtl_bytes == ReadBytes(dir + "/model" + name)) << "output " << i << " of " << module.name;
+    }
+  }
+}
+#endif
+
+}  // namespace
