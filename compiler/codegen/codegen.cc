@@ -219,6 +219,15 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     case HloOpcode::kClamp:
       type_ok = f32 || IsIntegerValue(shape);
       break;
+    case HloOpcode::kDot: {
+      // bf16 operands reach the MXU exactly; a bf16 result is rounded from the f32 accumulators.
+      auto mxu_type = [](hlo::PrimitiveType t) {
+        return t == hlo::PrimitiveType::F32 || t == hlo::PrimitiveType::BF16;
+      };
+      type_ok = mxu_type(type) && mxu_type(instruction.operand(0)->shape().element_type) &&
+                mxu_type(instruction.operand(1)->shape().element_type);
+      break;
+    }
     case HloOpcode::kCompare: {
       const hlo::Shape& operand = instruction.operand(0)->shape();
       type_ok = type == hlo::PrimitiveType::PRED &&
@@ -403,6 +412,10 @@ Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
     case HloOpcode::kSelect:
       return EmitSelect(instruction);
     case HloOpcode::kConvert:
+      if (instruction.shape().element_type == hlo::PrimitiveType::BF16 ||
+          instruction.operand(0)->shape().element_type == hlo::PrimitiveType::BF16) {
+        return EmitBf16Convert(instruction);
+      }
       return EmitConvert(instruction);
     case HloOpcode::kTranspose:
       return EmitTranspose(instruction);
@@ -621,22 +634,28 @@ StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& op
   if (module.entry_computation() == nullptr || module.entry_computation()->root_instruction() == nullptr) {
     return InvalidArgument("module " + module.name() + " has no entry computation");
   }
-  auto compile = [&](int dot_passes) -> StatusOr<Program> {
+  auto compile = [&](int dot_passes, bool pipelined_dots) -> StatusOr<Program> {
     PrepareOptions prepare_options;
     prepare_options.dot_passes = dot_passes;
     TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> prepared, PrepareForCodegen(module, nullptr, prepare_options));
     CodeGenerator generator(*prepared, options);
+    generator.set_pipelined_dots(pipelined_dots);
     return generator.Run(stats);
   };
-  if (options.dot_passes != 0) return compile(options.dot_passes);
-  // Most precise first; fewer dot passes while the code does not fit the IMEM.
-  for (int dot_passes : {3, 0}) {
-    StatusOr<Program> program = compile(dot_passes);
-    const bool imem_full = !program.ok() && program.status().code() == StatusCode::kResourceExhausted &&
-                           program.status().message().find("imem") != std::string::npos;
-    if (!imem_full) return program;
+  // Most precise first; while the code does not fit the IMEM, dots without the software pipeline (less
+  // code, dot.cc), then fewer dot passes.
+  const std::vector<int> passes = options.dot_passes != 0 ? std::vector<int>{options.dot_passes}
+                                                          : std::vector<int>{3, 0, 1};
+  StatusOr<Program> program = InvalidArgument("nothing compiled");
+  for (int dot_passes : passes) {
+    for (bool pipelined_dots : {true, false}) {
+      program = compile(dot_passes, pipelined_dots);
+      const bool imem_full = !program.ok() && program.status().code() == StatusCode::kResourceExhausted &&
+                             program.status().message().find("imem") != std::string::npos;
+      if (!imem_full) return program;
+    }
   }
-  return compile(1);
+  return program;
 }
 
 }  // namespace tpu::compiler

@@ -197,11 +197,27 @@ struct VpuSequence {
   std::vector<VpuStep> steps;
 };
 
+// The tiling of a rank-2 dot lhs[M,K] x rhs -> [M,N] (rhs [K,N], or [N,K] when `transposed`) on the
+// MXU: K and N in tiles of LANES; the weight tile (k, n) starts k*kt_step + n*nt_step lines into the
+// rhs and has WeightRows(k, n) lines of rhs_row_lines stride.
+struct DotGeometry {
+  DotGeometry(const HloInstruction& dot, uint32_t lanes);
+  uint32_t WeightRows(uint32_t k, uint32_t n) const;  // LANES, or the rows of a partial K or N tile
+  uint32_t lanes = 0;
+  bool transposed = false;
+  int64_t M = 0, K = 0, N = 0;
+  uint32_t k_tiles = 0, n_tiles = 0, k_rest = 0, n_rest = 0, rhs_row_lines = 0, kt_step = 0, nt_step = 0;
+  bool partial_k = false;  // the last K tile has fewer than LANES weight rows (rhs [K,N])
+  bool partial_n = false;  // the last N tile has fewer than LANES weight rows (rhs [N,K])
+};
+
 class CodeGenerator {
  public:
   CodeGenerator(const hlo::HloModule& module, const CompileOptions& options) : module_(module), options_(options) {}
 
   StatusOr<Program> Run(CompileStats* stats);
+  // Dots as a software pipeline (fast, more code) or one tile at a time (compact); see dot.cc.
+  void set_pipelined_dots(bool pipelined) { pipelined_dots_ = pipelined; }
 
  private:
   uint32_t L() const { return options_.lanes; }
@@ -250,6 +266,14 @@ class CodeGenerator {
   Status EmitBroadcast(const HloInstruction& instruction);
   Status EmitRowBroadcastInto(const HloInstruction& out, const Src2& row);
   Status EmitDot(const HloInstruction& instruction);
+  Status EmitDotSerial(const HloInstruction& instruction, const DotGeometry& geometry);
+  // The overlapped schedule of dot.cc; false (nothing emitted) when the shape does not allow it.
+  StatusOr<bool> EmitDotPipelined(const HloInstruction& instruction, const DotGeometry& geometry);
+  // bf16 values (bf16.cc): f32 -> bf16 round to nearest even on the VPU from `from` into `to` (the same
+  // buffer is allowed); `canonicalize` first turns NaNs into the canonical one (needed unless `from`
+  // comes from the MXU). Converts from and to bf16.
+  Status EmitBf16Rounding(const HloInstruction* from, const HloInstruction& to, bool canonicalize);
+  Status EmitBf16Convert(const HloInstruction& instruction);
   Status EmitReduce(const HloInstruction& instruction);
   Status EmitTranspose(const HloInstruction& instruction);
   Status EmitCopy(const HloInstruction* from, Location to);
@@ -291,6 +315,7 @@ class CodeGenerator {
   std::map<const HloInstruction*, int32_t> constant_regions_;
   std::map<std::pair<uint32_t, int64_t>, int32_t> constant_rows_;
   std::vector<DotPaddingReport> dots_;
+  bool pipelined_dots_ = true;
 };
 
 

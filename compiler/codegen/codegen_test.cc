@@ -1145,5 +1145,214 @@ TEST(SyncCheckerTest, FindsAMissingSync) {
   EXPECT_TRUE(CheckUnitSynchronization(code, {}).ok());
 }
 
+// --- GEMMs on the MXU pipeline (dot.cc) ---
+
+// dot(a[m,k], b) with b [k,n] or, transposed, [n,k]; operands of `in` type, result of `out` type.
+std::string GemmModule(int64_t m, int64_t k, int64_t n, bool transposed, const std::string& in, const std::string& out) {
+  auto shape = [](const std::string& type, int64_t a, int64_t b) {
+    return type + "[" + std::to_string(a) + "," + std::to_string(b) + "]";
+  };
+  const std::string a = shape(in, m, k), b = transposed ? shape(in, n, k) : shape(in, k, n), y = shape(out, m, n);
+  return "HloModule gemm\n\nENTRY %main (a: " + a + ", b: " + b + ") -> " + y + " {\n  %a = " + a +
+         "{1,0} parameter(0)\n  %b = " + b + "{1,0} parameter(1)\n  ROOT %dot = " + y + "{1,0} dot(" + a + "{1,0} %a, " +
+         b + "{1,0} %b), lhs_contracting_dims={1}, rhs_contracting_dims={" + (transposed ? "1" : "0") + "}\n}\n";
+}
+
+struct GemmCase {
+  int64_t m, k, n;
+  bool transposed;
+  const char* in;
+  const char* out;
+};
+
+class GemmShapes : public ::testing::TestWithParam<GemmCase> {};
+
+TEST_P(GemmShapes, MatchTheInterpreter) {
+  const GemmCase& c = GetParam();
+  CompileStats stats;
+  RunResult run = CompileRunAndCompare(GemmModule(c.m, c.k, c.n, c.transposed, c.in, c.out), {}, 11, &stats);
+  // bf16 operands: one MXU pass whatever dot_passes says; f32 ones: three by default.
+  ASSERT_EQ(stats.dots.size(), std::string(c.in) == "bf16" ? 1u : 3u);
+  EXPECT_GT(run.mxu_busy, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, GemmShapes,
+    ::testing::Values(GemmCase{64, 64, 64, false, "bf16", "bf16"}, GemmCase{64, 64, 64, false, "bf16", "f32"},
+                      GemmCase{45, 37, 29, false, "bf16", "bf16"}, GemmCase{45, 37, 29, true, "bf16", "f32"},
+                      GemmCase{18, 9, 17, false, "bf16", "f32"}, GemmCase{100, 24, 8, false, "bf16", "bf16"},
+                      GemmCase{33, 17, 41, true, "bf16", "bf16"}, GemmCase{70, 50, 23, false, "f32", "f32"},
+                      GemmCase{40, 16, 16, false, "bf16", "f32"}, GemmCase{24, 33, 100, true, "f32", "f32"},
+                      GemmCase{300, 20, 30, false, "bf16", "f32"}, GemmCase{17, 30, 30, false, "bf16", "f32"}),
+    [](const ::testing::TestParamInfo<GemmCase>& info) {
+      const GemmCase& c = info.param;
+      return std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n) + (c.transposed ? "_t_" : "_") +
+             c.in + "_" + c.out;
+    });
+
+TEST(GemmTest, ChunkedRowsWithASmallVmem) {
+  // 200 rows do not fit 600 VMEM lines at once: the pipeline runs them in chunks.
+  CompileOptions options;
+  options.vmem_lines = 600;
+  CompileRunAndCompare(GemmModule(200, 40, 30, false, "bf16", "f32"), options, 12);
+  CompileRunAndCompare(GemmModule(200, 40, 30, true, "bf16", "bf16"), options, 13);
+}
+
+TEST(GemmTest, Bf16ConvertsRoundToNearestEvenAndBackExactly) {
+  // f32 -> bf16 -> f32 against the interpreter, bit for bit, on values around the rounding ties.
+  const std::string text = R"(HloModule converts
+ENTRY %main (x: f32[40,13]) -> (bf16[40,13], f32[40,13]) {
+  %x = f32[40,13]{1,0} parameter(0)
+  %b = bf16[40,13]{1,0} convert(f32[40,13]{1,0} %x)
+  %f = f32[40,13]{1,0} convert(bf16[40,13]{1,0} %b)
+  ROOT %t = (bf16[40,13]{1,0}, f32[40,13]{1,0}) tuple(bf16[40,13]{1,0} %b, f32[40,13]{1,0} %f)
+}
+)";
+  StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  CompileOptions options;
+  options.lanes = model::ChipConfig::Build().lanes;
+  options.vmem_lines = model::ChipConfig::Build().vmem_lines;
+  StatusOr<Program> program = Compile(**module, options);
+  ASSERT_TRUE(program.ok()) << program.status();
+  hlo::Shape x_shape;
+  x_shape.element_type = hlo::PrimitiveType::F32;
+  x_shape.dimensions = {40, 13};
+  hlo::Literal x(x_shape);
+  std::mt19937 rng(5);
+  const uint32_t specials[] = {0x3f808000u, 0x3f818000u, 0x3f807fffu, 0x3f808001u, 0x7f7fffffu, 0xff7fffffu,
+                               0x7f800000u, 0xff800000u, 0x00000000u, 0x80000000u, 0x7fffffffu, 0xffc00001u,
+                               0xbf808000u, 0x4effff80u};
+  for (int64_t i = 0; i < x.element_count(); ++i) {
+    uint32_t bits = i < int64_t(std::size(specials)) ? specials[i] : static_cast<uint32_t>(rng());
+    if ((bits & 0x7f800000u) == 0) bits &= 0x80000000u;  // subnormals: the device flushes them (DAZ)
+    float value;
+    std::memcpy(&value, &bits, 4);
+    x.Set<float>(i, value);
+  }
+  StatusOr<RunResult> run = RunOnModel(*program, {x});
+  ASSERT_TRUE(run.ok()) << run.status();
+  StatusOr<std::vector<hlo::Literal>> expected = hlo::Interpret(**module, {x});
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  ASSERT_EQ(run->outputs.size(), 2u);
+  for (int64_t i = 0; i < x.element_count(); ++i) {
+    const float want = hlo::Bfloat16ToFloat((*expected)[0].Get<hlo::bfloat16>(i));
+    const float got = hlo::Bfloat16ToFloat(run->outputs[0].Get<hlo::bfloat16>(i));
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << "element " << i;
+      continue;
+    }
+    uint32_t want_bits, got_bits, back_bits;
+    std::memcpy(&want_bits, &want, 4);
+    std::memcpy(&got_bits, &got, 4);
+    const float back = run->outputs[1].Get<float>(i);
+    std::memcpy(&back_bits, &back, 4);
+    EXPECT_EQ(got_bits, want_bits) << "element " << i;
+    EXPECT_EQ(back_bits, want_bits) << "element " << i;
+  }
+}
+
+// The sync checker's MXU rules: results of a multiply are complete only after enough later rows.
+struct CodeBuilder {
+  std::vector<uint64_t> code;
+  void Emit(isa::Opcode op, uint8_t rd, uint8_t rs1, uint8_t rs2, uint8_t rs3, uint8_t flags, uint32_t imm) {
+    code.push_back(isa::Encode({static_cast<uint8_t>(op), rd, rs1, rs2, rs3, flags, imm}));
+  }
+  void Li(uint8_t rd, uint32_t imm) { Emit(isa::Opcode::LI, rd, 0, 0, 0, 0, imm); }
+  // MXU_MM from line `lhs` into line `out`, `rows` rows (s1..s3 hold the operands).
+  void Matmul(uint32_t lhs, uint32_t out, uint32_t rows) {
+    Li(1, lhs);
+    Li(2, out);
+    Li(3, rows);
+    Emit(isa::Opcode::MXU_MM, 0, 1, 2, 3, isa::flag::MXU_MM_SWAP, 0);
+  }
+  void StoreLines(uint32_t vmem, uint32_t count) {
+    Li(4, vmem);
+    Li(5, count);
+    Emit(isa::Opcode::DMA_ST, 0, 0, 4, 5, 0, 1);
+  }
+  Status Check() {
+    std::vector<uint64_t> program = code;
+    program.push_back(isa::Encode({static_cast<uint8_t>(isa::Opcode::HALT), 0, 0, 0, 0, 0, 0}));
+    SyncCheckOptions options;
+    options.lanes = 8;  // results complete 2*8+2 = 18 rows after a multiply's last one
+    return CheckUnitSynchronization(program, options);
+  }
+};
+
+TEST(SyncCheckerTest, MultiplyResultsNeedEnoughLaterRowsOrASync) {
+  {  // Storing the results right after the multiply: they may still be in the array.
+    CodeBuilder b;
+    b.Matmul(0, 100, 20);
+    b.StoreLines(100, 20);
+    Status status = b.Check();
+    EXPECT_NE(status.message().find("read-after-write"), std::string::npos) << status;
+  }
+  {  // 18 rows of a later multiply, then another multiply issued: complete.
+    CodeBuilder b;
+    b.Matmul(0, 100, 20);
+    b.Matmul(200, 300, 18);
+    b.Matmul(200, 300, 1);
+    b.StoreLines(100, 20);
+    EXPECT_TRUE(b.Check().ok()) << b.Check();
+  }
+  {  // The later multiply issued but not yet known to have read its rows.
+    CodeBuilder b;
+    b.Matmul(0, 100, 20);
+    b.Matmul(200, 300, 40);
+    b.StoreLines(100, 20);
+    EXPECT_FALSE(b.Check().ok());
+  }
+  {  // Too few rows in between (17 < 18), in two multiplies.
+    CodeBuilder b;
+    b.Matmul(0, 100, 20);
+    b.Matmul(200, 300, 9);
+    b.Matmul(200, 300, 8);
+    b.Matmul(200, 300, 1);
+    b.StoreLines(100, 20);
+    EXPECT_FALSE(b.Check().ok());
+  }
+  {  // A SYNC on the MXU always does.
+    CodeBuilder b;
+    b.Matmul(0, 100, 20);
+    b.Emit(isa::Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_MXU, 0);
+    b.StoreLines(100, 20);
+    EXPECT_TRUE(b.Check().ok()) << b.Check();
+  }
+}
+
+TEST(SyncCheckerTest, WeightAndLhsReadsEndWhenTheNextMultiplyIssues) {
+  auto load_into = [](CodeBuilder* b, uint32_t vmem) {  // DMA_LD 8 lines into `vmem`
+    b->Li(4, vmem);
+    b->Li(5, 8);
+    b->Emit(isa::Opcode::DMA_LD, 0, 0, 4, 5, 0, 1);
+  };
+  {  // Overwriting weights an MXU_LW may still read.
+    CodeBuilder b;
+    b.Li(6, 40);
+    b.Emit(isa::Opcode::MXU_LW, 0, 6, 0, 0, 0, 0);
+    load_into(&b, 40);
+    Status status = b.Check();
+    EXPECT_NE(status.message().find("write-after-read"), std::string::npos) << status;
+  }
+  {  // A multiply accepted after it: the load is complete; its own lhs lines are not yet read.
+    CodeBuilder b;
+    b.Li(6, 40);
+    b.Emit(isa::Opcode::MXU_LW, 0, 6, 0, 0, 0, 0);
+    b.Matmul(0, 100, 20);
+    load_into(&b, 40);
+    EXPECT_TRUE(b.Check().ok()) << b.Check();
+    load_into(&b, 8);
+    EXPECT_FALSE(b.Check().ok());
+  }
+  {  // The next multiply issued: the lhs lines of the previous one are read.
+    CodeBuilder b;
+    b.Matmul(0, 100, 20);
+    b.Matmul(200, 300, 1);
+    load_into(&b, 8);
+    EXPECT_TRUE(b.Check().ok()) << b.Check();
+  }
+}
+
 }  // namespace
 }  // namespace tpu::compiler

@@ -1,7 +1,33 @@
-// Dots on the MXU.
+// Dots on the MXU: a software pipeline (EmitDotPipelined) where the shape allows it, otherwise one
+// weight tile at a time with a SYNC around every hand-over (EmitDotSerial).
 #include "compiler/codegen/codegen_internal.h"
 
 namespace tpu::compiler::codegen_internal {
+
+DotGeometry::DotGeometry(const HloInstruction& dot, uint32_t lanes_in) : lanes(lanes_in) {
+  const hlo::DotDimensionNumbers& dnums = dot.dot_dimension_numbers();
+  const HloInstruction* lhs = dot.operand(0);
+  const HloInstruction* rhs = dot.operand(1);
+  transposed = dnums.rhs_contracting_dimensions[0] == 1;
+  M = lhs->shape().dimensions[0];
+  K = lhs->shape().dimensions[1];
+  N = transposed ? rhs->shape().dimensions[0] : rhs->shape().dimensions[1];
+  k_tiles = static_cast<uint32_t>((K + lanes - 1) / lanes);
+  n_tiles = static_cast<uint32_t>((N + lanes - 1) / lanes);
+  k_rest = static_cast<uint32_t>(K % lanes);
+  n_rest = static_cast<uint32_t>(N % lanes);
+  rhs_row_lines = transposed ? k_tiles : n_tiles;
+  partial_k = !transposed && k_rest != 0;
+  partial_n = transposed && n_rest != 0;
+  kt_step = transposed ? 1 : lanes * rhs_row_lines;
+  nt_step = transposed ? lanes * rhs_row_lines : 1;
+}
+
+uint32_t DotGeometry::WeightRows(uint32_t k, uint32_t n) const {
+  if (partial_k && k == k_tiles - 1) return k_rest;
+  if (partial_n && n == n_tiles - 1) return n_rest;
+  return lanes;
+}
 
 Status CodeGenerator::EmitDot(const HloInstruction& instruction) {
   const hlo::DotDimensionNumbers& dnums = instruction.dot_dimension_numbers();
@@ -15,31 +41,41 @@ Status CodeGenerator::EmitDot(const HloInstruction& instruction) {
   if (dnums.lhs_contracting_dimensions[0] != 1) {
     return Unimplemented("dot " + instruction.name() + ": the lhs must contract its dimension 1");
   }
-  const bool transposed = dnums.rhs_contracting_dimensions[0] == 1;
-  const int64_t M = lhs->shape().dimensions[0];
-  const int64_t K = lhs->shape().dimensions[1];
-  const int64_t N = transposed ? rhs->shape().dimensions[0] : rhs->shape().dimensions[1];
-  const uint32_t lanes = L();
-  const uint32_t k_tiles = static_cast<uint32_t>((K + lanes - 1) / lanes);
-  const uint32_t n_tiles = static_cast<uint32_t>((N + lanes - 1) / lanes);
-  const uint32_t k_rest = static_cast<uint32_t>(K % lanes);
-  const uint32_t n_rest = static_cast<uint32_t>(N % lanes);
+  const DotGeometry g(instruction, L());
 
   DotPaddingReport report;
   report.name = instruction.name();
-  report.m = M;
-  report.k = K;
-  report.n = N;
-  report.logical_macs = static_cast<uint64_t>(M * K * N);
-  report.padded_macs = static_cast<uint64_t>(M) * k_tiles * lanes * n_tiles * lanes;
+  report.m = g.M;
+  report.k = g.K;
+  report.n = g.N;
+  report.logical_macs = static_cast<uint64_t>(g.M * g.K * g.N);
+  report.padded_macs = static_cast<uint64_t>(g.M) * g.k_tiles * g.lanes * g.n_tiles * g.lanes;
   dots_.push_back(report);
   program_.mxu_macs += report.padded_macs;
   program_.logical_macs += report.logical_macs;
-  if (M == 0 || N == 0) return OkStatus();
-  if (K == 0) {
+  if (g.M == 0 || g.N == 0) return OkStatus();
+  if (g.K == 0) {
     return Unimplemented("dot " + instruction.name() + " with an empty contracting dimension");
   }
+  TPU_ASSIGN_OR_RETURN(bool pipelined, EmitDotPipelined(instruction, g));
+  if (!pipelined) TPU_RETURN_IF_ERROR(EmitDotSerial(instruction, g));
+  if (instruction.shape().element_type == hlo::PrimitiveType::BF16) {
+    // The MXU accumulates in f32; a bf16 result is rounded (RNE) in place afterwards. MXU results are
+    // never subnormal and their NaNs are canonical, which the integer rounding needs.
+    asm_.Sync(kSyncAll);
+    return EmitBf16Rounding(&instruction, instruction, /*canonicalize=*/false);
+  }
+  return OkStatus();
+}
 
+// One weight tile at a time: load it, SYNC on the DMA, push it into the MXU, stream the lhs slice; the
+// accumulator of an N tile is stored after a SYNC on the MXU.
+Status CodeGenerator::EmitDotSerial(const HloInstruction& instruction, const DotGeometry& g) {
+  const HloInstruction* lhs = instruction.operand(0);
+  const HloInstruction* rhs = instruction.operand(1);
+  const bool transposed = g.transposed;
+  const int64_t M = g.M;
+  const uint32_t lanes = g.lanes, k_tiles = g.k_tiles, n_tiles = g.n_tiles, k_rest = g.k_rest, n_rest = g.n_rest;
   // VMEM: two weight buffers, a buffer for the partial last K tile whose missing rows stay zero, the
   // accumulator (one line per row) and the lhs (one slice of rows per K tile, slice t at t*rows).
   const uint32_t weight0 = 0, weight1 = lanes, weight_last = 2 * lanes, acc = 3 * lanes;
@@ -48,9 +84,9 @@ Status CodeGenerator::EmitDot(const HloInstruction& instruction) {
   const uint32_t rows_per_chunk = static_cast<uint32_t>(std::min<int64_t>(M, max_rows));
   const uint32_t lhs_tiles = k_tiles;                  // lines per lhs row
   const uint32_t out_tiles = n_tiles;                  // lines per output row
-  const uint32_t rhs_row_lines = transposed ? k_tiles : n_tiles;
-  const bool partial_k = !transposed && k_rest != 0;   // last K tile has fewer than LANES weight rows
-  const bool partial_n = transposed && n_rest != 0;    // last N tile has fewer than LANES weight rows
+  const uint32_t rhs_row_lines = g.rhs_row_lines;
+  const bool partial_k = g.partial_k;                  // last K tile has fewer than LANES weight rows
+  const bool partial_n = g.partial_n;                  // last N tile has fewer than LANES weight rows
 
   TPU_ASSIGN_OR_RETURN(ScopedReg weight_sum, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg weight_buf, NewReg());
@@ -80,8 +116,8 @@ Status CodeGenerator::EmitDot(const HloInstruction& instruction) {
     asm_.Li(rest_count, n_rest);
   }
 
-  const uint32_t kt_step = transposed ? 1 : lanes * rhs_row_lines;  // HBM lines from tile k to k+1
-  const uint32_t nt_step = transposed ? lanes * rhs_row_lines : 1;  // HBM lines from tile n to n+1
+  const uint32_t kt_step = g.kt_step;  // HBM lines from tile k to k+1
+  const uint32_t nt_step = g.nt_step;  // HBM lines from tile n to n+1
 
   for (uint32_t m0 = 0; m0 < M; m0 += rows_per_chunk) {
     const uint32_t rows = static_cast<uint32_t>(std::min<int64_t>(rows_per_chunk, M - m0));
@@ -170,6 +206,245 @@ Status CodeGenerator::EmitDot(const HloInstruction& instruction) {
     }
   }
   return OkStatus();
+}
+
+
+// The software pipeline. Rows are processed in chunks whose lhs (one VMEM slice of `rows` lines per K
+// tile) stays in VMEM; a chunk runs its (K tile, N tile) steps on the MXU back to back:
+//
+//   step s:  MXU_MM  lhs slice k -> accumulator of n, SWAP (weights of step s), ACC unless k = 0
+//            DMA_LD  weight tile of step s+1 into the other weight buffer
+//            SYNC DMA; MXU_LW it (the MXU loads it while MXU_MM s streams)
+//            and, beside the multiply: the next lhs slice (first N tiles) or the store of a finished
+//            accumulator (one per step).
+//
+// The first group of N tiles (two when there are at least three K tiles) runs its K tiles in the
+// outer loop so that each lhs slice is loaded while two multiplies run; the other N tiles run one at a
+// time. Accumulators are double-buffered per group: the tiles of group g are stored during the first
+// steps of group g+1, without a SYNC on the MXU: once an MXU_MM of at least 2*LANES+2 rows has streamed
+// after a multiply and the next one issued, that multiply's results are written (sync_checker.h). The
+// last group of a chunk is stored after a SYNC on the MXU. Between chunks the units drain.
+StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction, const DotGeometry& g) {
+  const uint32_t lanes = g.lanes, KT = g.k_tiles, NT = g.n_tiles;
+  const uint32_t min_rows = 2 * lanes + 2;  // the result latency the store hand-over relies on
+  if (!pipelined_dots_ || KT < 2 || g.M < min_rows) return false;
+  const uint32_t first_group = (NT >= 2 && KT >= 3) ? 2 : 1;
+  // VMEM: full weight buffers [0, 2L), partial ones [2L, 4L), the lhs slices, two accumulator sets.
+  const uint32_t weights = 0, partial_weights = 2 * lanes, lhs_base = 4 * lanes;
+  if (options_.vmem_lines <= lhs_base) return false;
+  const uint64_t max_rows = (options_.vmem_lines - lhs_base) / (KT + 2 * first_group);
+  if (max_rows < min_rows) return false;
+  const uint64_t chunks = (static_cast<uint64_t>(g.M) + max_rows - 1) / max_rows;
+  const uint32_t R = static_cast<uint32_t>((static_cast<uint64_t>(g.M) + chunks - 1) / chunks);
+  const uint32_t last_rows = static_cast<uint32_t>(g.M - (chunks - 1) * R);
+  if (last_rows < min_rows) return false;
+  const uint32_t acc0 = lhs_base + KT * R, acc1 = acc0 + first_group * R;
+
+  const HloInstruction* lhs = instruction.operand(0);
+  const HloInstruction* rhs = instruction.operand(1);
+  const bool partial = g.partial_k || g.partial_n;
+  const uint32_t rest = g.partial_k ? g.k_rest : g.n_rest;
+  if (partial) {
+    // Weight rows past K (or N) of a partial tile must be zero, not stale data (0 * NaN is NaN). The DMA
+    // fills only the first `rest` lines of the partial buffers, so their tails are cleared once here.
+    TPU_ASSIGN_OR_RETURN(ScopedReg from, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
+    asm_.Li(count, lanes - rest);
+    for (uint32_t b = 0; b < 2; ++b) {
+      asm_.Li(from, partial_weights + b * lanes + rest);
+      asm_.Vsplat(from, count, 0);
+    }
+    asm_.Sync(kSyncVpu);
+  }
+
+  // HBM offset of weight tile (k, n) from the rhs base, for the differences between tiles.
+  auto tile_offset = [&](int64_t k, int64_t n) { return k * g.kt_step + n * g.nt_step; };
+
+  for (uint64_t chunk = 0; chunk < chunks; ++chunk) {
+    const uint32_t m0 = static_cast<uint32_t>(chunk * R);
+    const uint32_t rows = chunk + 1 == chunks ? last_rows : R;
+    TPU_ASSIGN_OR_RETURN(ScopedReg rows_reg, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg lane_count, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg wbuf, NewReg());       // weight buffer the next tile goes to
+    TPU_ASSIGN_OR_RETURN(ScopedReg wsum, NewReg());       // sum of the two buffer addresses (to toggle)
+    TPU_ASSIGN_OR_RETURN(ScopedReg w_hbm, NewReg());      // HBM line of the next weight tile to load
+    TPU_ASSIGN_OR_RETURN(ScopedReg lhs_slice, NewReg());  // lhs slice of the current K tile
+    TPU_ASSIGN_OR_RETURN(ScopedReg acc_cur, NewReg());    // accumulator set of the current group
+    TPU_ASSIGN_OR_RETURN(ScopedReg acc_sum, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg store_hbm, NewReg());  // output column of the next store
+    TPU_ASSIGN_OR_RETURN(ScopedReg tmp, NewReg());
+    ScopedReg rest_count;
+    if (partial) {
+      TPU_ASSIGN_OR_RETURN(rest_count, NewReg());
+      asm_.Li(rest_count, rest);
+    }
+    asm_.Li(rows_reg, rows);
+    asm_.Li(lane_count, lanes);
+    asm_.Li(wbuf, weights);
+    asm_.Li(wsum, 2 * weights + lanes);
+    asm_.Li(acc_sum, acc0 + acc1);
+    asm_.Li(acc_cur, acc1);  // every group starts by switching sets
+    LoadAddress(w_hbm, rhs, 0);
+    LoadAddress(store_hbm, &instruction, m0 * NT);
+
+    // Loads weight tile (k, n) (w_hbm points at it) into the next buffer, then the MXU's back buffer;
+    // afterwards w_hbm points at (next_k, next_n).
+    auto load_weights = [&](uint32_t k, int64_t n, bool n_is_last, int64_t next_k, int64_t next_n) {
+      const uint32_t weight_rows = g.WeightRows(k, n_is_last ? NT - 1 : 0);
+      Reg target = wbuf;
+      if (weight_rows != lanes) {
+        asm_.Addi(tmp, wbuf, partial_weights - weights);
+        target = tmp;
+      }
+      asm_.DmaLoad(w_hbm, target, weight_rows != lanes ? rest_count.get() : lane_count.get(), g.rhs_row_lines);
+      asm_.Addi(w_hbm, w_hbm, static_cast<uint32_t>(tile_offset(next_k, next_n) - tile_offset(k, n)));
+      asm_.Sync(kSyncDma);
+      asm_.MxuLoadWeights(target, g.transposed);
+      asm_.Sub(wbuf, wsum, wbuf);
+    };
+    // Stores accumulator `index` of a group's set (the other set unless `current`) to the next column.
+    auto store = [&](uint32_t index, bool current) {
+      if (current) {
+        asm_.Addi(tmp, acc_cur, index * R);
+      } else {
+        asm_.Sub(tmp, acc_sum, acc_cur);
+        if (index != 0) asm_.Addi(tmp, tmp, index * R);
+      }
+      asm_.DmaStore(store_hbm, tmp, rows_reg, NT);
+      asm_.Addi(store_hbm, store_hbm, 1);
+    };
+
+    // Prologue: lhs slice 0 (all slices when the first group is a single tile) and the first weights.
+    {
+      TPU_ASSIGN_OR_RETURN(ScopedReg src, NewReg());
+      TPU_ASSIGN_OR_RETURN(ScopedReg dst, NewReg());
+      LoadAddress(src, lhs, m0 * KT);
+      asm_.Li(dst, lhs_base);
+      const uint32_t slices = first_group == 2 ? 1 : KT;
+      for (uint32_t t = 0; t < slices; ++t) {
+        asm_.DmaLoad(src, dst, rows_reg, KT);
+        if (t + 1 < slices) {
+          asm_.Addi(src, src, 1);
+          asm_.Addi(dst, dst, R);
+        }
+      }
+    }
+    if (first_group == 2) {
+      load_weights(0, 0, NT == 1, 0, 1);
+    } else {
+      load_weights(0, 0, NT == 1, 1, 0);
+    }
+
+    // One group of `G` N tiles starting at tile n0, `stores` accumulators of the previous group to store,
+    // `next_group` tiles in the next group (0: none in this chunk). A looped group is emitted once for
+    // its first n0; the tiles it covers must then be alike (none of them next to the last N tile).
+    auto emit_group = [&](int64_t n0, uint32_t G, uint32_t stores, uint32_t next_group,
+                          bool load_slices) -> Status {
+      asm_.Sub(acc_cur, acc_sum, acc_cur);
+      asm_.Li(lhs_slice, lhs_base);
+      ScopedReg slice_src, slice_dst;
+      if (load_slices) {
+        TPU_ASSIGN_OR_RETURN(slice_src, NewReg());
+        TPU_ASSIGN_OR_RETURN(slice_dst, NewReg());
+        LoadAddress(slice_src, lhs, m0 * KT + 1);
+        asm_.Li(slice_dst, lhs_base + R);
+      }
+      // The G multiplies of K tile k and what runs beside them.
+      auto k_step = [&](uint32_t k) {
+        for (uint32_t i = 0; i < G; ++i) {
+          Reg acc = acc_cur;
+          if (i != 0) {
+            asm_.Addi(tmp, acc_cur, i * R);
+            acc = tmp;
+          }
+          asm_.MxuMatmul(lhs_slice, acc, rows_reg, /*accumulate=*/k != 0, /*swap=*/true);
+          // The tile after (k, n0+i) and the one after that, relative to n0.
+          int64_t nk = k, nn = i + 1;
+          if (i + 1 == G) {
+            nk = k + 1;
+            nn = 0;
+          }
+          if (nk == KT) {
+            nk = 0;
+            nn = G;
+          }
+          const bool next_exists = nk != 0 || nn != G || next_group != 0;
+          if (next_exists) {
+            const uint32_t next_group_size = nn >= G ? next_group : G;
+            const int64_t group_start = nn >= G ? G : 0;
+            int64_t ak = nk, an = nn + 1;
+            if (an - group_start == next_group_size) {
+              ak = nk + 1;
+              an = group_start;
+            }
+            if (ak == KT) {
+              ak = 0;
+              an = group_start + next_group_size;
+            }
+            const bool next_is_last_n = n0 + nn == NT - 1;
+            load_weights(static_cast<uint32_t>(nk), nn, next_is_last_n, ak, an);
+          }
+          if (i == 0 && load_slices && k + 1 < KT) {
+            asm_.DmaLoad(slice_src, slice_dst, rows_reg, KT);
+            asm_.Addi(slice_src, slice_src, 1);
+            asm_.Addi(slice_dst, slice_dst, R);
+          }
+          if (i == 0 && k >= 1 && k - 1 < stores) store(k - 1, /*current=*/false);
+        }
+        asm_.Addi(lhs_slice, lhs_slice, R);
+      };
+      // Steps with their own work come first; the uniform middle ones loop; the last two are unrolled
+      // (their next weights may be a partial K tile or the next group's).
+      const uint32_t first_uniform = std::min(KT, 1 + stores);
+      for (uint32_t k = 0; k < first_uniform; ++k) k_step(k);
+      const uint32_t tail_start = std::max(first_uniform, KT >= 2 ? KT - 2 : 0);
+      if (tail_start > first_uniform + 1) {
+        TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
+        asm_.Li(end, lhs_base + tail_start * R);
+        Assembler::Label loop = asm_.NewLabel();
+        asm_.Bind(loop);
+        k_step(first_uniform);
+        asm_.Bne(lhs_slice, end, loop);
+      } else {
+        for (uint32_t k = first_uniform; k < tail_start; ++k) k_step(k);
+      }
+      for (uint32_t k = tail_start; k < KT; ++k) k_step(k);
+      // A store issued in the last step has no later weight load (and its SYNC) behind it before the
+      // next group's first multiply overwrites the accumulator set it reads.
+      if (stores != 0 && stores + 1 >= KT) asm_.Sync(kSyncDma);
+      return OkStatus();
+    };
+
+    // Groups: the first one, then single N tiles: the one after a two-tile first group (it stores two
+    // accumulators), a loop over the uniform ones, the one before the last (its next weights may be a
+    // partial N tile), the last one.
+    TPU_RETURN_IF_ERROR(emit_group(0, first_group, 0, NT > first_group ? 1 : 0, first_group == 2));
+    uint32_t pending = first_group;  // accumulators of the previous group still to store
+    uint32_t n = first_group;
+    auto single = [&](uint32_t tile) -> Status {
+      TPU_RETURN_IF_ERROR(emit_group(tile, 1, pending, tile + 1 < NT ? 1 : 0, false));
+      pending = 1;
+      return OkStatus();
+    };
+    if (n < NT && pending != 1) TPU_RETURN_IF_ERROR(single(n++));
+    const uint32_t uniform_end = NT >= 2 ? NT - 2 : 0;  // tiles [n, NT-2) are alike
+    if (uniform_end > n + 1) {
+      TPU_ASSIGN_OR_RETURN(ScopedReg left, NewReg());
+      asm_.Li(left, uniform_end - n);
+      Assembler::Label loop = asm_.NewLabel();
+      asm_.Bind(loop);
+      TPU_RETURN_IF_ERROR(single(n));
+      asm_.Addi(left, left, static_cast<uint32_t>(-1));
+      asm_.Bne(left, kZeroReg, loop);
+      n = uniform_end;
+    }
+    while (n < NT) TPU_RETURN_IF_ERROR(single(n++));
+    const uint32_t stored_before = pending;
+    // Epilogue: the last group's accumulators, once the MXU is done.
+    asm_.Sync(kSyncMxu);
+    for (uint32_t i = 0; i < stored_before; ++i) store(i, /*current=*/true);
+  }
+  return true;
 }
 
 }  // namespace tpu::compiler::codegen_internal

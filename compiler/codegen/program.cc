@@ -35,6 +35,9 @@ bool DeviceWord(const hlo::Literal& value, int64_t index, uint32_t* word) {
         if constexpr (std::is_same_v<T, float>) {
           std::memcpy(word, &element, 4);
           return true;
+        } else if constexpr (std::is_same_v<T, hlo::bfloat16>) {
+          *word = uint32_t{element.bits} << 16;  // the f32 with the same value: exact
+          return true;
         } else if constexpr (std::is_integral_v<T>) {
           *word = static_cast<uint32_t>(static_cast<int64_t>(element));
           return true;
@@ -53,6 +56,13 @@ void SetFromDeviceWord(hlo::Literal* value, int64_t index, uint32_t word) {
         T* target = reinterpret_cast<T*>(value->untyped_data()) + index;
         if constexpr (std::is_same_v<T, float>) {
           std::memcpy(target, &word, 4);
+        } else if constexpr (std::is_same_v<T, hlo::bfloat16>) {
+          // Device code keeps bf16 values exact in their words; a word that is not (a NaN payload, or
+          // a value written without rounding) is rounded to nearest even here rather than truncated.
+          float value;
+          std::memcpy(&value, &word, 4);
+          *target = (word & 0xffffu) == 0 ? hlo::bfloat16{static_cast<uint16_t>(word >> 16)}
+                                          : hlo::FloatToBfloat16(value);
         } else if constexpr (std::is_same_v<T, bool>) {
           *target = word != 0;
         } else if constexpr (std::is_integral_v<T>) {
@@ -67,6 +77,7 @@ void SetFromDeviceWord(hlo::Literal* value, int64_t index, uint32_t word) {
 bool IsDeviceElementType(hlo::PrimitiveType type) {
   switch (type) {
     case hlo::PrimitiveType::F32:
+    case hlo::PrimitiveType::BF16:
     case hlo::PrimitiveType::S32:
     case hlo::PrimitiveType::S64:
     case hlo::PrimitiveType::U32:

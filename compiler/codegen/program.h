@@ -29,8 +29,10 @@ struct DeviceLayout {
   }
 };
 DeviceLayout MakeDeviceLayout(const hlo::Shape& shape, uint32_t lanes);
-// Element types the device stores, each as one 32-bit word per element: f32 bits; s32, u32, pred (0/1)
-// and s64 (low 32 bits, sign-extended when read back) as two's-complement integers.
+// Element types the device stores, each as one 32-bit word per element: f32 bits; bf16 as the f32 bits
+// of the same value (the bf16 bits in the upper half, zeros below: exact, and what the MXU and VPU read
+// as f32); s32, u32, pred (0/1) and s64 (low 32 bits, sign-extended when read back) as two's-complement
+// integers.
 bool IsDeviceElementType(hlo::PrimitiveType type);
 // Pads with zeros. The literal must be of a device element type and the layout's dimensions (checked in debug builds; a
 // mismatch yields zeros where the literal has no data).

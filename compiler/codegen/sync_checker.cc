@@ -25,11 +25,48 @@ const char* const kUnitNames[] = {"DMA", "MXU", "VPU"};
 
 std::string RangeText(const Range& r) { return "[" + std::to_string(r.begin) + ", " + std::to_string(r.end) + ")"; }
 
+// What the MXU may still be doing (docs/isa.md, rtl/mxu/mxu.sv issue rules):
+//  - an MXU_LW is accepted only when no other load runs, and an MXU_MM only when no load runs or its last
+//    line arrives: a load is complete once a later MXU_LW or MXU_MM issued;
+//  - an MXU_MM is accepted only when the previous one reads its last LHS line: its LHS reads are complete
+//    once a later MXU_MM issued;
+//  - its results (and, with ACC, the reads of the old destination lines just before them) leave the array
+//    at most `mxu_result_latency` cycles after its last LHS read, and LHS lines are read one per cycle in
+//    order: once the multiplies issued after it have read that many rows in all, an MXU_MM issued next
+//    finds those results written.
+struct MxuState {
+  std::optional<Footprint> load;        // last MXU_LW
+  std::optional<Footprint> lhs_reads;   // LHS reads of the last MXU_MM
+  uint64_t last_rows = 0;               // rows of the last MXU_MM
+  struct Results {
+    Footprint footprint;                // destination writes (and ACC reads)
+    uint64_t rows_after = 0;            // LHS rows read by later multiplies, complete at the last issue
+  };
+  std::vector<Results> results;
+
+  void Clear() {
+    load.reset();
+    lhs_reads.reset();
+    last_rows = 0;
+    results.clear();
+  }
+  std::vector<const Footprint*> InFlight() const {
+    std::vector<const Footprint*> all;
+    if (load) all.push_back(&*load);
+    if (lhs_reads) all.push_back(&*lhs_reads);
+    for (const Results& r : results) all.push_back(&r.footprint);
+    return all;
+  }
+};
+
 }  // namespace
 
 Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncCheckOptions& options) {
+  const uint64_t result_latency =
+      options.mxu_result_latency != 0 ? options.mxu_result_latency : 2ull * options.lanes + 2;
   std::array<uint32_t, 16> s{};
-  std::array<std::optional<Footprint>, 3> in_flight;
+  std::array<std::optional<Footprint>, 3> in_flight;  // DMA and VPU: the last instruction issued
+  MxuState mxu;
   uint32_t pc = 0;
   for (uint64_t step = 0; step < options.max_steps; ++step) {
     if (pc >= code.size()) return FailedPrecondition("pc " + std::to_string(pc) + " runs past the program");
@@ -43,6 +80,8 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
     Footprint fp;
     fp.pc = pc;
     const uint64_t count = s[in.rs3];
+    Footprint mm_results;  // MXU_MM: the part that completes late
+    mm_results.pc = pc;
     switch (op) {
       case Opcode::NOP: break;
       case Opcode::HALT: return OkStatus();
@@ -57,7 +96,10 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
       case Opcode::JMP: next = in.imm; break;
       case Opcode::SYNC:
         for (int u = 0; u < 3; ++u) {
-          if (in.flags == 0 || (in.flags & (1u << u))) in_flight[u].reset();
+          if (in.flags == 0 || (in.flags & (1u << u))) {
+            in_flight[u].reset();
+            if (u == kMxu) mxu.Clear();
+          }
         }
         break;
       case Opcode::DMA_LD:
@@ -75,8 +117,8 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
       case Opcode::MXU_MM:
         unit = kMxu;
         fp.reads.push_back({s[in.rs1], s[in.rs1] + count});
-        fp.writes.push_back({s[in.rs2], s[in.rs2] + count});
-        if (in.flags & isa::flag::MXU_MM_ACC) fp.reads.push_back({s[in.rs2], s[in.rs2] + count});
+        mm_results.writes.push_back({s[in.rs2], s[in.rs2] + count});
+        if (in.flags & isa::flag::MXU_MM_ACC) mm_results.reads.push_back({s[in.rs2], s[in.rs2] + count});
         break;
       case Opcode::VADD:
       case Opcode::VMAX:
@@ -125,28 +167,66 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
       }
     }
     if (unit >= 0) {
+      // Issuing to the MXU first retires what its issue rules guarantee complete (see MxuState).
+      if (unit == kMxu) {
+        mxu.load.reset();
+        if (op == Opcode::MXU_MM) {
+          mxu.lhs_reads.reset();
+          // The previous multiply's rows are all read now; they count for the results issued before it
+          // (when it had rows, it is the last entry; otherwise it adds nothing).
+          for (MxuState::Results& r : mxu.results) {
+            if (&r != &mxu.results.back()) r.rows_after += mxu.last_rows;
+          }
+          std::vector<MxuState::Results> still;
+          for (const MxuState::Results& r : mxu.results) {
+            if (r.rows_after < result_latency) still.push_back(r);
+          }
+          mxu.results = std::move(still);
+        }
+      }
       for (int other = 0; other < 3; ++other) {
-        if (other == unit || !in_flight[other]) continue;
-        const Footprint& busy = *in_flight[other];
-        auto race = [&](const std::vector<Range>& mine, const std::vector<Range>& theirs, const char* kind) -> Status {
-          for (const Range& a : mine) {
-            for (const Range& b : theirs) {
-              if (a.Overlaps(b)) {
-                return FailedPrecondition(std::string(kind) + " race: pc " + std::to_string(pc) + " (" +
-                                          kUnitNames[unit] + ") touches VMEM " + RangeText(a) + " while pc " +
-                                          std::to_string(busy.pc) + " (" + kUnitNames[other] +
-                                          ") may still use " + RangeText(b) + "; a SYNC is missing");
+        if (other == unit) continue;
+        std::vector<const Footprint*> busy_list;
+        if (other == kMxu) {
+          busy_list = mxu.InFlight();
+        } else if (in_flight[other]) {
+          busy_list.push_back(&*in_flight[other]);
+        }
+        for (const Footprint* busy_ptr : busy_list) {
+          const Footprint& busy = *busy_ptr;
+          auto race = [&](const std::vector<Range>& mine, const std::vector<Range>& theirs, const char* kind) -> Status {
+            for (const Range& a : mine) {
+              for (const Range& b : theirs) {
+                if (a.Overlaps(b)) {
+                  return FailedPrecondition(std::string(kind) + " race: pc " + std::to_string(pc) + " (" +
+                                            kUnitNames[unit] + ") touches VMEM " + RangeText(a) + " while pc " +
+                                            std::to_string(busy.pc) + " (" + kUnitNames[other] +
+                                            ") may still use " + RangeText(b) + "; a SYNC is missing");
+                }
               }
             }
-          }
-          return OkStatus();
-        };
-        TPU_RETURN_IF_ERROR(race(fp.reads, busy.writes, "read-after-write"));
-        TPU_RETURN_IF_ERROR(race(fp.writes, busy.writes, "write-after-write"));
-        TPU_RETURN_IF_ERROR(race(fp.writes, busy.reads, "write-after-read"));
+            return OkStatus();
+          };
+          std::vector<Range> my_reads = fp.reads, my_writes = fp.writes;
+          my_reads.insert(my_reads.end(), mm_results.reads.begin(), mm_results.reads.end());
+          my_writes.insert(my_writes.end(), mm_results.writes.begin(), mm_results.writes.end());
+          TPU_RETURN_IF_ERROR(race(my_reads, busy.writes, "read-after-write"));
+          TPU_RETURN_IF_ERROR(race(my_writes, busy.writes, "write-after-write"));
+          TPU_RETURN_IF_ERROR(race(my_writes, busy.reads, "write-after-read"));
+        }
       }
-      // The unit accepts an instruction only when idle: its previous one is complete.
-      in_flight[unit] = fp;
+      if (unit == kMxu) {
+        if (op == Opcode::MXU_LW) {
+          mxu.load = fp;
+        } else {
+          mxu.lhs_reads = fp;
+          mxu.last_rows = count;
+          if (count > 0) mxu.results.push_back({mm_results, 0});
+        }
+      } else {
+        // DMA and VPU accept an instruction only when idle: the previous one is complete.
+        in_flight[unit] = fp;
+      }
     }
     pc = next;
   }

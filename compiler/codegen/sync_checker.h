@@ -5,6 +5,14 @@
 // write, or a write of lines another unit may still read, is a race: the reference model (which runs
 // every instruction at issue) and the RTL (which runs units concurrently) could then disagree.
 // HBM is only touched by the DMA unit, whose instructions complete in order, so it cannot race.
+//
+// The MXU overlaps its own commands, so for it "may still be executing" follows its issue rules
+// (docs/isa.md, docs/performance.md): an MXU_LW or MXU_MM issued means the previous MXU_LW is complete;
+// an MXU_MM issued means the previous MXU_MM has read all its LHS lines; the results of an MXU_MM (and
+// the old destination lines ACC reads) are written at most 2*LANES+1 cycles after its last LHS read, so
+// they are complete once the multiplies issued after it have read at least `mxu_result_latency` LHS
+// rows and another MXU_MM issued. Code can therefore hand a finished accumulator to the DMA or VPU
+// without a SYNC on the MXU while the array streams the next tiles.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +26,9 @@ namespace tpu::compiler {
 struct SyncCheckOptions {
   uint32_t lanes = 8;
   uint64_t max_steps = 50'000'000;  // instructions followed before giving up (a loop that never ends)
+  // LHS rows after an MXU_MM's last one that guarantee its results are written; 0 = 2*lanes + 2 (the
+  // RTL's 2*LANES+1 cycles from an LHS read to its result write, plus one).
+  uint64_t mxu_result_latency = 0;
 };
 
 // `code` must already be relocated (or use any addresses: only VMEM addresses matter).
