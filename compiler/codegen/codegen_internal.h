@@ -255,6 +255,8 @@ class CodeGenerator {
   Status EmitMath(const HloInstruction& instruction, MathKind kind);
   StatusOr<VpuSequence> MathSequence(const HloInstruction& instruction, MathKind kind) const;
   Status EmitVpuSequence(const HloInstruction& instruction, const VpuSequence& sequence);
+  // Clears the padded lanes of a stored result whose operation maps +0 to something else.
+  Status ClearPaddedLanes(const HloInstruction& instruction);
   // clamp(lo, x, hi) = min(max(x, lo), hi) with VMAX and VMIN.
   Status EmitClamp(const HloInstruction& instruction);
   // How `value`, the second operand of elementwise `op` in `instruction`, reaches the VPU: an immediate

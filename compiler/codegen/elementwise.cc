@@ -351,11 +351,16 @@ Status CodeGenerator::EmitMath(const HloInstruction& instruction, MathKind kind)
   const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
   if (layout.cols % L() == 0 || !sequence.mask_padding) return OkStatus();
   asm_.Sync(kSyncAll);
+  return ClearPaddedLanes(instruction);
+}
+
+// VAND of the stored result with a row that is all ones in the logical lanes and zero in the padding.
+Status CodeGenerator::ClearPaddedLanes(const HloInstruction& instruction) {
   VpuOp mask;
   mask.opcode = isa::Opcode::VAND;
   Src2 row;
   row.kind = Src2::kRow;
-  TPU_ASSIGN_OR_RETURN(row.constant_row, ConstantRow(0xffffffffu, layout.cols));
+  TPU_ASSIGN_OR_RETURN(row.constant_row, ConstantRow(0xffffffffu, MakeDeviceLayout(instruction.shape(), L()).cols));
   return EmitVpu(instruction, mask, &instruction, row);
 }
 
@@ -515,12 +520,7 @@ Status CodeGenerator::EmitCompare(const HloInstruction& instruction) {
   const bool padding_true = CompareTrueOnPadding(direction, b.kind == Src2::kImmediate && !integer, b.imm);
   if (layout.cols % L() == 0 || !padding_true) return OkStatus();
   asm_.Sync(kSyncAll);
-  VpuOp mask;
-  mask.opcode = isa::Opcode::VAND;
-  Src2 row;
-  row.kind = Src2::kRow;
-  TPU_ASSIGN_OR_RETURN(row.constant_row, ConstantRow(0xffffffffu, layout.cols));
-  return EmitVpu(instruction, mask, &instruction, row);
+  return ClearPaddedLanes(instruction);
 }
 
 // select: the predicate is loaded into the result lines, VSEL overwrites them with on-true where the

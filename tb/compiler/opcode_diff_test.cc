@@ -627,6 +627,9 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("sqrt", UnaryCase("sqrt", F32, Domain::kPositive, false));
   add("tanh", UnaryCase("tanh", F32, Domain::kTanh, false));
   add("logistic", UnaryCase("logistic", F32, Domain::kLogistic, false));
+  // Infinities, NaN, signed zeros and huge values through the exp/rcp sequences.
+  add("tanh_specials", UnaryCase("tanh", F32, Domain::kSpecial, false));
+  add("logistic_specials", UnaryCase("logistic", F32, Domain::kSpecial, false));
   add("power", PowerCase);
   add("broadcast_f32", [](Rng& rng, int i) { return BroadcastCase(F32, rng, i); });
   add("broadcast_s32", [](Rng& rng, int i) { return BroadcastCase(S32, rng, i); });
