@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 namespace tpu::compiler {
@@ -46,6 +47,30 @@ TEST(BufferAssignmentTest, RandomRequestsNeverOverlapWhileLive) {
     }
     EXPECT_LT(result.peak_lines, total);  // some reuse happened
   }
+}
+
+TEST(BufferAssignmentTest, ReportsTheValuesLiveAtThePeak) {
+  // a and b overlap (peak 30 lines); c reuses a's lines after a's last use.
+  BufferAssignment result = AssignBuffers({{0, 10, 0, 1}, {1, 20, 1, 3}, {2, 5, 2, 3}});
+  EXPECT_EQ(result.peak_lines, 30u);
+  std::vector<int64_t> live = result.live_at_peak;
+  std::sort(live.begin(), live.end());
+  EXPECT_EQ(live, (std::vector<int64_t>{0, 1}));
+}
+
+TEST(HbmFitTest, SumsAllocationsAndListsTheLargestWhenTheyDoNotFit) {
+  const std::vector<HbmAllocation> allocations = {{"small", 0}, {"big", 40}, {"middle", 20}};
+  StatusOr<uint64_t> fits = CheckHbmFits(allocations, 61, 32);
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ(*fits, 61u);  // an empty allocation still takes a line, as the runtime allocates it
+  StatusOr<uint64_t> too_big = CheckHbmFits(allocations, 60, 32, 2);
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_EQ(too_big.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(too_big.status().message(),
+            "Ran out of memory in memory space hbm; used: 1.91K; limit: 1.88K\n"
+            "Largest allocations in hbm:\n"
+            "  1. Size: 1.25K, big\n"
+            "  2. Size: 640B, middle");
 }
 
 }  // namespace

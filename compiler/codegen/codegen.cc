@@ -2,6 +2,9 @@
 
 #include "compiler/codegen/codegen_internal.h"
 
+#include <chrono>
+#include <limits>
+
 namespace tpu::compiler {
 namespace codegen_internal {
 
@@ -345,15 +348,18 @@ Status CodeGenerator::ForChunks(uint32_t total, uint32_t chunk,
 }
 
 Status CodeGenerator::EmitCopy(const HloInstruction* from, Location to) {
-  const DeviceLayout layout = MakeDeviceLayout(from->shape(), L());
+  return EmitCopyLines(locations_.at(BufferOf(from)), to, MakeDeviceLayout(from->shape(), L()).lines);
+}
+
+Status CodeGenerator::EmitCopyLines(Location from, Location to, uint32_t lines) {
   TPU_ASSIGN_OR_RETURN(ScopedReg src, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg dst, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg buffer, NewReg());
-  LoadAddress(src, from, 0);
+  asm_.LoadAddress(src, from.kind, from.index, from.offset);
   asm_.LoadAddress(dst, to.kind, to.index, to.offset);
   asm_.Li(buffer, 0);
   // One unit moves both ways and completes in order, so no SYNC is needed between load and store.
-  return ForChunks(layout.lines, options_.vmem_lines, {{src, 1}, {dst, 1}}, [&](Reg count, uint32_t) {
+  return ForChunks(lines, options_.vmem_lines, {{src, 1}, {dst, 1}}, [&](Reg count, uint32_t) {
     asm_.DmaLoad(src, buffer, count, 1);
     asm_.DmaStore(dst, buffer, count, 1);
     return OkStatus();
@@ -498,6 +504,138 @@ Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
   }
 }
 
+namespace {
+
+// Arrays in `shape`, depth first (the order FlattenOutputs lists the root's values in).
+int64_t ArrayCount(const hlo::Shape& shape) {
+  if (!shape.IsTuple()) return 1;
+  int64_t count = 0;
+  for (const hlo::Shape& element : shape.tuple_shapes) count += ArrayCount(element);
+  return count;
+}
+
+// The flattened output number of the array at `index` in `shape`, or -1 if `index` names no array.
+int64_t FlatOutputIndex(const hlo::Shape& shape, const std::vector<int64_t>& index) {
+  int64_t flat = 0;
+  const hlo::Shape* current = &shape;
+  for (int64_t i : index) {
+    if (!current->IsTuple() || i < 0 || i >= static_cast<int64_t>(current->tuple_shapes.size())) return -1;
+    for (int64_t j = 0; j < i; ++j) flat += ArrayCount(current->tuple_shapes[j]);
+    current = &current->tuple_shapes[i];
+  }
+  return current->IsTuple() ? -1 : flat;
+}
+
+}  // namespace
+
+StatusOr<std::vector<int32_t>> CodeGenerator::OutputAliases(const std::vector<const HloInstruction*>& outputs) const {
+  const hlo::HloComputation& entry = *module_.entry_computation();
+  std::vector<int32_t> aliases;
+  for (const hlo::InputOutputAlias& alias : module_.input_output_aliases()) {
+    if (aliases.empty()) aliases.assign(outputs.size(), -1);
+    const int64_t output = FlatOutputIndex(entry.root_instruction()->shape(), alias.output_index);
+    const int64_t parameter = alias.parameter_number;
+    const std::string text = "input_output_alias of output {" + [&] {
+      std::string index;
+      for (int64_t i : alias.output_index) index += (index.empty() ? "" : ",") + std::to_string(i);
+      return index;
+    }() + "} to parameter " + std::to_string(parameter);
+    if (output < 0 || output >= static_cast<int64_t>(outputs.size())) {
+      return InvalidArgument(text + ": the output index names no array of the result");
+    }
+    if (parameter < 0 || parameter >= entry.num_parameters()) return InvalidArgument(text + ": no such parameter");
+    if (!alias.parameter_index.empty()) {
+      return Unimplemented(text + ": aliasing an element of a tuple parameter is not supported");
+    }
+    if (aliases[output] >= 0) return InvalidArgument(text + ": the output already aliases a parameter");
+    if (std::count(aliases.begin(), aliases.end(), parameter) > 0) {
+      return InvalidArgument(text + ": the parameter is already aliased by another output");
+    }
+    const hlo::Shape& parameter_shape = entry.parameter_instruction(parameter)->shape();
+    if (!(MakeDeviceLayout(parameter_shape, L()) == MakeDeviceLayout(outputs[output]->shape(), L()))) {
+      return InvalidArgument(text + ": the output is " + outputs[output]->shape().ToString() + ", the parameter " +
+                             parameter_shape.ToString());
+    }
+    aliases[output] = static_cast<int32_t>(parameter);
+  }
+  return aliases;
+}
+
+bool CodeGenerator::InPlaceAfterLastRead(const HloInstruction& value, const HloInstruction& parameter,
+                                         const std::map<const HloInstruction*, int64_t>& position,
+                                         const std::map<const HloInstruction*, int64_t>& last_use) const {
+  const auto read = last_use.find(&parameter);
+  const int64_t defined_at = position.at(&value);
+  if (read == last_use.end() || read->second < defined_at) return true;
+  if (read->second > defined_at) return false;
+  // The value's own instruction is the last reader. Elementwise VPU ops (EmitElementwise) load a chunk
+  // of each tensor operand, compute and store the chunk at the same offsets before the next chunk is
+  // loaded, so they may overwrite an operand of the same shape; a broadcast of the parameter is read
+  // whole at other offsets, so it may not be overwritten.
+  switch (value.opcode()) {
+    case HloOpcode::kAdd:
+    case HloOpcode::kSubtract:
+    case HloOpcode::kMultiply:
+    case HloOpcode::kMaximum:
+    case HloOpcode::kMinimum:
+    case HloOpcode::kNegate:
+      break;
+    case HloOpcode::kDivide:
+      if (!ScalarConstantValue(*value.operand(1))) return false;
+      break;
+    case HloOpcode::kFusion:
+      if (!IsReluFusion(value)) return false;
+      break;
+    default:
+      return false;
+  }
+  for (const HloInstruction* operand : value.operands()) {
+    if (BufferOf(operand) == &parameter && operand->shape().dimensions != value.shape().dimensions) return false;
+    if (operand->opcode() == HloOpcode::kBroadcast && BufferOf(operand->operand(0)) == &parameter) return false;
+  }
+  return true;
+}
+
+StatusOr<uint64_t> CodeGenerator::CheckHbm(const std::vector<HloInstruction*>& order,
+                                           const BufferAssignment& temps) const {
+  const hlo::HloComputation& entry = *module_.entry_computation();
+  std::vector<HbmAllocation> allocations;
+  auto describe = [](const std::string& what, const HloInstruction& instruction) {
+    return what + " " + instruction.name() + " " + instruction.shape().ToString();
+  };
+  for (size_t i = 0; i < program_.parameters.size(); ++i) {
+    allocations.push_back({describe("parameter " + std::to_string(i), *entry.parameter_instruction(i)),
+                           program_.parameters[i].lines});
+  }
+  std::vector<const HloInstruction*> outputs;
+  FlattenOutputs(entry.root_instruction(), &outputs);
+  for (size_t i = 0; i < program_.outputs.size(); ++i) {
+    if (!program_.output_aliases.empty() && program_.output_aliases[i] >= 0) continue;  // a parameter's buffer
+    allocations.push_back({describe("output " + std::to_string(i), *outputs[i]), program_.outputs[i].lines});
+  }
+  for (size_t i = 0; i < program_.constants.size(); ++i) {
+    allocations.push_back({"constant " + std::to_string(i) + " " + program_.constants[i].shape.ToString(),
+                           program_.constants[i].lines});
+  }
+  if (program_.temp_lines > 0) {
+    // The largest values that occupy the region at its peak.
+    std::vector<const HloInstruction*> live;
+    for (int64_t id : temps.live_at_peak) {
+      if (id < static_cast<int64_t>(order.size())) live.push_back(order[id]);  // else a staged parameter copy
+    }
+    auto lines = [&](const HloInstruction* value) { return MakeDeviceLayout(value->shape(), L()).lines; };
+    std::stable_sort(live.begin(), live.end(), [&](auto* a, auto* b) { return lines(a) > lines(b); });
+    std::string text;
+    for (size_t i = 0; i < live.size() && i < 3; ++i) {
+      text += (i == 0 ? "" : ", ") + live[i]->name() + " " + live[i]->shape().ToString();
+    }
+    if (live.size() > 3) text += ", " + std::to_string(live.size() - 3) + " more";
+    allocations.push_back({"temp region (largest values live at its peak: " + text + ")", program_.temp_lines});
+  }
+  const uint64_t limit = options_.hbm_lines == 0 ? std::numeric_limits<uint64_t>::max() : options_.hbm_lines;
+  return CheckHbmFits(allocations, limit, LineBytes(L()));
+}
+
 StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   const hlo::HloComputation* entry = module_.entry_computation();
   if (entry == nullptr || entry->root_instruction() == nullptr) {
@@ -529,30 +667,9 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   }
   for (const HloInstruction* output : outputs) needed.insert(BufferOf(output));
 
-  // Outputs: a value computed here is written straight into its output region the first time it
-  // appears; parameters, constants and repeated values are copied there at the end.
-  std::vector<std::pair<const HloInstruction*, Location>> output_copies;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const HloInstruction* buffer = BufferOf(outputs[i]);
-    program_.outputs.push_back(MakeDeviceLayout(outputs[i]->shape(), L()));
-    Location location{RegionKind::kOutput, static_cast<uint32_t>(i), 0};
-    const bool computed = buffer->opcode() != HloOpcode::kParameter && buffer->opcode() != HloOpcode::kConstant;
-    if (computed && locations_.count(buffer) == 0) {
-      locations_[buffer] = location;
-    } else {
-      output_copies.push_back({outputs[i], location});
-    }
-  }
-
-  // Constants that are read from memory get a region.
-  for (const HloInstruction* instruction : order) {
-    if (instruction->opcode() == HloOpcode::kConstant && needed.count(instruction) > 0) {
-      locations_[instruction] = Location{RegionKind::kConstant, static_cast<uint32_t>(ConstantRegion(*instruction)), 0};
-    }
-  }
-
-  // Temporaries: liveness-based offsets in the temp region.
-  std::vector<BufferRequest> requests;
+  // Positions in program order and the last position that reads each buffer (end_position: read by a
+  // copy at the end of the program).
+  const int64_t end_position = static_cast<int64_t>(order.size());
   std::map<const HloInstruction*, int64_t> position;
   for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int64_t>(i);
   std::map<const HloInstruction*, int64_t> last_use;
@@ -567,6 +684,84 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
       }
     }
   }
+
+  // input_output_alias: output -> parameter whose buffer receives it.
+  TPU_ASSIGN_OR_RETURN(std::vector<int32_t> aliases, OutputAliases(outputs));
+  if (!aliases.empty()) program_.output_aliases = aliases;
+  auto alias_of = [&](size_t output) { return aliases.empty() ? -1 : aliases[output]; };
+  for (size_t i = 0; i < outputs.size(); ++i) program_.outputs.push_back(MakeDeviceLayout(outputs[i]->shape(), L()));
+  // Outputs that are copied at the end read their value then.
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const HloInstruction* buffer = BufferOf(outputs[i]);
+    const bool computed = buffer->opcode() != HloOpcode::kParameter && buffer->opcode() != HloOpcode::kConstant;
+    if (!computed && !(buffer->opcode() == HloOpcode::kParameter && buffer->parameter_number() == alias_of(i))) {
+      last_use[buffer] = end_position;
+    }
+  }
+
+  // Outputs. An output aliased to parameter p is written into p's buffer: nothing to do when it is p
+  // itself; a value computed here is written there directly when nothing reads p's old contents later
+  // (InPlaceAfterLastRead); otherwise it is computed into a temp and copied into p at the end. Other
+  // outputs: a value computed here is written straight into its output region the first time it
+  // appears; parameters, constants and repeated values are copied there at the end.
+  std::vector<std::pair<const HloInstruction*, Location>> output_copies;  // into output regions
+  std::vector<std::pair<const HloInstruction*, Location>> alias_copies;   // into parameter buffers
+  for (bool aliased_pass : {true, false}) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const int32_t parameter = alias_of(i);
+      if ((parameter >= 0) != aliased_pass) continue;
+      const HloInstruction* buffer = BufferOf(outputs[i]);
+      const bool computed = buffer->opcode() != HloOpcode::kParameter && buffer->opcode() != HloOpcode::kConstant;
+      if (parameter < 0) {
+        Location location{RegionKind::kOutput, static_cast<uint32_t>(i), 0};
+        if (computed && locations_.count(buffer) == 0) {
+          locations_[buffer] = location;
+        } else {
+          output_copies.push_back({outputs[i], location});
+        }
+        continue;
+      }
+      ++aliased_outputs_;
+      if (buffer == entry->parameter_instruction(parameter)) continue;  // already there
+      const HloInstruction* param = entry->parameter_instruction(parameter);
+      const Location location{RegionKind::kParameter, static_cast<uint32_t>(parameter), 0};
+      if (computed && locations_.count(buffer) == 0 && InPlaceAfterLastRead(*buffer, *param, position, last_use)) {
+        locations_[buffer] = location;
+      } else {
+        alias_copies.push_back({outputs[i], location});
+      }
+    }
+  }
+  alias_copies_ = static_cast<uint32_t>(alias_copies.size());
+  for (const auto& [value, location] : alias_copies) last_use[BufferOf(value)] = end_position;
+
+  // Constants that are read from memory get a region.
+  for (const HloInstruction* instruction : order) {
+    if (instruction->opcode() == HloOpcode::kConstant && needed.count(instruction) > 0) {
+      locations_[instruction] = Location{RegionKind::kConstant, static_cast<uint32_t>(ConstantRegion(*instruction)), 0};
+    }
+  }
+
+  // A copy into a parameter buffer whose source is another parameter's old contents that a copy
+  // overwrites too (a permutation of donated parameters) goes through a temp first.
+  std::set<uint32_t> overwritten_at_end;
+  for (const auto& [value, location] : alias_copies) overwritten_at_end.insert(location.index);
+  std::vector<std::pair<const HloInstruction*, int64_t>> staged;  // parameter, temp id
+  std::vector<BufferRequest> requests;
+  for (const auto& [value, location] : alias_copies) {
+    const HloInstruction* source = BufferOf(value);
+    if (source->opcode() == HloOpcode::kParameter &&
+        overwritten_at_end.count(static_cast<uint32_t>(source->parameter_number())) > 0) {
+      BufferRequest request;
+      request.id = end_position + static_cast<int64_t>(staged.size());
+      request.lines = MakeDeviceLayout(source->shape(), L()).lines;
+      request.defined_at = request.last_use = end_position;
+      requests.push_back(request);
+      staged.push_back({source, request.id});
+    }
+  }
+
+  // Temporaries: liveness-based offsets in the temp region.
   for (const HloInstruction* instruction : order) {
     if (needed.count(instruction) == 0 || locations_.count(instruction) > 0) continue;
     if (BufferOf(instruction) != instruction) continue;
@@ -579,7 +774,9 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   }
   BufferAssignment assignment = AssignBuffers(requests);
   for (const BufferRequest& request : requests) {
-    locations_[order[request.id]] = Location{RegionKind::kTemp, 0, assignment.offsets.at(request.id)};
+    if (request.id < end_position) {
+      locations_[order[request.id]] = Location{RegionKind::kTemp, 0, assignment.offsets.at(request.id)};
+    }
   }
   program_.temp_lines = assignment.peak_lines;
 
@@ -605,10 +802,29 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
     first = false;
     TPU_RETURN_IF_ERROR(EmitInstruction(*instruction));
   }
-  for (const auto& [value, location] : output_copies) {
+  // Copies at the end: into output regions first (they may read parameters' old contents), then the
+  // staged parameters into temps, then into the parameter buffers.
+  auto separate = [&]() {
     if (!first) asm_.Sync(kSyncAll);
     first = false;
+  };
+  for (const auto& [value, location] : output_copies) {
+    separate();
     TPU_RETURN_IF_ERROR(EmitCopy(value, location));
+  }
+  std::map<const HloInstruction*, Location> staged_at;
+  for (const auto& [parameter, id] : staged) {
+    separate();
+    staged_at[parameter] = Location{RegionKind::kTemp, 0, assignment.offsets.at(id)};
+    TPU_RETURN_IF_ERROR(EmitCopyLines(locations_.at(parameter), staged_at[parameter],
+                                      MakeDeviceLayout(parameter->shape(), L()).lines));
+  }
+  for (const auto& [value, location] : alias_copies) {
+    separate();
+    const HloInstruction* source = BufferOf(value);
+    const auto staged_source = staged_at.find(source);
+    TPU_RETURN_IF_ERROR(EmitCopyLines(staged_source != staged_at.end() ? staged_source->second : locations_.at(source),
+                                      location, MakeDeviceLayout(value->shape(), L()).lines));
   }
   asm_.Halt();  // waits for every unit
   TPU_RETURN_IF_ERROR(asm_.Finish(&program_.code, &program_.relocations));
@@ -618,9 +834,13 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
                              " words; limit: " + std::to_string(options_.imem_words) + " words");
   }
   TPU_RETURN_IF_ERROR(ValidateProgram(program_));
+  TPU_ASSIGN_OR_RETURN(const uint64_t hbm_lines, CheckHbm(order, assignment));
   if (stats != nullptr) {
     stats->instructions = static_cast<uint32_t>(program_.code.size());
     stats->peak_temp_lines = program_.temp_lines;
+    stats->hbm_lines = hbm_lines;
+    stats->aliased_outputs = aliased_outputs_;
+    stats->alias_copies = alias_copies_;
     stats->dots = dots_;
   }
   return std::move(program_);
@@ -634,13 +854,29 @@ StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& op
   if (module.entry_computation() == nullptr || module.entry_computation()->root_instruction() == nullptr) {
     return InvalidArgument("module " + module.name() + " has no entry computation");
   }
+  using Clock = std::chrono::steady_clock;
+  auto milliseconds = [](Clock::time_point since) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+  };
+  double prepare_ms = 0, codegen_ms = 0;
   auto compile = [&](int dot_passes, bool pipelined_dots) -> StatusOr<Program> {
     PrepareOptions prepare_options;
     prepare_options.dot_passes = dot_passes;
-    TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> prepared, PrepareForCodegen(module, nullptr, prepare_options));
-    CodeGenerator generator(*prepared, options);
+    Clock::time_point start = Clock::now();
+    StatusOr<std::unique_ptr<hlo::HloModule>> prepared = PrepareForCodegen(module, nullptr, prepare_options);
+    prepare_ms += milliseconds(start);
+    TPU_RETURN_IF_ERROR(prepared.status());
+    start = Clock::now();
+    CodeGenerator generator(**prepared, options);
     generator.set_pipelined_dots(pipelined_dots);
-    return generator.Run(stats);
+    StatusOr<Program> program = generator.Run(stats);
+    codegen_ms += milliseconds(start);
+    if (stats != nullptr) {
+      stats->prepare_ms = prepare_ms;
+      stats->codegen_ms = codegen_ms;
+    }
+    if (program.ok() && options.after_prepare) TPU_RETURN_IF_ERROR(options.after_prepare(**prepared));
+    return program;
   };
   // Most precise first; while the code does not fit the IMEM, dots without the software pipeline (less
   // code, dot.cc), then fewer dot passes.

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,11 @@ struct CompileOptions {
   // dot if the program fits the IMEM, else 3 only for the dots whose values reach a compare (a ReLU mask
   // the rounding could flip) or an exp or log (which amplify errors), else 1.
   int dot_passes = 0;
+  // HBM size of the target in lines. Non-zero: a program whose parameters, outputs, constants and temp
+  // region together need more fails to compile with the runtime's out-of-memory message (buffer_assignment.h).
+  uint64_t hbm_lines = 0;
+  // Called with the module the code generator lowers (after PrepareForCodegen), for dumps.
+  std::function<Status(const hlo::HloModule& prepared)> after_prepare;
 };
 
 // What the padding of one dot costs: the MXU computes whole LANES x LANES tiles.
@@ -63,13 +69,20 @@ struct DotPaddingReport {
 struct CompileStats {
   uint32_t instructions = 0;
   uint32_t peak_temp_lines = 0;
+  uint64_t hbm_lines = 0;            // parameters + outputs not aliased + constants + temp region
+  uint32_t aliased_outputs = 0;      // outputs written into their parameter's buffer (input_output_alias)
+  uint32_t alias_copies = 0;         // of those, outputs computed elsewhere and copied at the end
   std::vector<DotPaddingReport> dots;
+  double prepare_ms = 0;  // PrepareForCodegen (every attempt)
+  double codegen_ms = 0;  // code generation (every attempt)
 };
 
 // Compiles the entry computation. Unsupported ops give
 // NotFound("No registered '<op>' OpKernel for XLA_TPU_JIT devices compatible with node <name>");
 // supported ops in a form this version cannot lower give Unimplemented; a program that does not fit the
-// VMEM or IMEM gives ResourceExhausted.
+// VMEM or IMEM gives ResourceExhausted, one that does not fit options.hbm_lines gives
+// ResourceExhausted("Ran out of memory in memory space hbm; used: X; limit: Y") listing the largest
+// allocations. input_output_alias entries of the module become Program::output_aliases.
 StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& options, CompileStats* stats = nullptr);
 
 }  // namespace tpu::compiler

@@ -232,6 +232,17 @@ class CodeGenerator {
   // For add/maximum: the fused form of operand `index` if it is a foldable broadcast.
   bool FoldableBroadcast(const HloInstruction& op, const HloInstruction& operand) const;
 
+  // --- buffers and input_output_alias (codegen.cc) ---
+  // Per flattened output, the parameter its value is written into (-1: none); empty without aliases.
+  StatusOr<std::vector<int32_t>> OutputAliases(const std::vector<const HloInstruction*>& outputs) const;
+  // Whether `value` may be computed straight into `parameter`'s buffer: nothing reads the parameter
+  // after `value` is defined, or only `value`'s own elementwise instruction reads it chunk by chunk.
+  bool InPlaceAfterLastRead(const HloInstruction& value, const HloInstruction& parameter,
+                            const std::map<const HloInstruction*, int64_t>& position,
+                            const std::map<const HloInstruction*, int64_t>& last_use) const;
+  // The program's HBM need in lines (CheckHbmFits against options_.hbm_lines).
+  StatusOr<uint64_t> CheckHbm(const std::vector<HloInstruction*>& order, const BufferAssignment& temps) const;
+
   // --- code ---
   StatusOr<ScopedReg> NewReg() { return AllocateScoped(&regs_); }
   void LoadAddress(Reg reg, const HloInstruction* value, uint32_t extra_lines);
@@ -279,6 +290,7 @@ class CodeGenerator {
   Status EmitReduce(const HloInstruction& instruction);
   Status EmitTranspose(const HloInstruction& instruction);
   Status EmitCopy(const HloInstruction* from, Location to);
+  Status EmitCopyLines(Location from, Location to, uint32_t lines);
   StatusOr<int32_t> ConstantRow(uint32_t bits, int64_t cols);
   // A constant region holding the LANES x LANES identity matrix (MXU transposes and broadcasts).
   int32_t IdentityRegion(float diagonal = 1.0f);
@@ -318,6 +330,8 @@ class CodeGenerator {
   std::map<std::pair<uint32_t, int64_t>, int32_t> constant_rows_;
   std::vector<DotPaddingReport> dots_;
   bool pipelined_dots_ = true;
+  uint32_t aliased_outputs_ = 0;  // outputs written into a parameter's buffer
+  uint32_t alias_copies_ = 0;     // of those, copied there at the end
 };
 
 

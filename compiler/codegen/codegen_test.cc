@@ -50,6 +50,11 @@ StatusOr<RunResult> RunOnModel(const Program& program, const std::vector<hlo::Li
   for (const DeviceLayout& layout : program.outputs) output_bases.push_back(allocate(layout.lines));
   for (const DeviceLayout& layout : program.constants) constant_bases.push_back(allocate(layout.lines));
   const uint64_t temp_base = allocate(program.temp_lines);
+  // input_output_alias: those outputs live in their parameter's buffer.
+  auto aliased = [&](size_t output) { return !program.output_aliases.empty() && program.output_aliases[output] >= 0; };
+  for (size_t i = 0; i < program.outputs.size(); ++i) {
+    if (aliased(i)) output_bases[i] = parameter_bases[program.output_aliases[i]];
+  }
   TPU_ASSIGN_OR_RETURN(std::vector<uint64_t> code,
                        RelocateCode(program, parameter_bases, output_bases, constant_bases, temp_base));
   if (code.size() > config.imem_words) return ResourceExhausted("program does not fit IMEM");
@@ -65,6 +70,7 @@ StatusOr<RunResult> RunOnModel(const Program& program, const std::vector<hlo::Li
   }
   // Poison the outputs and temps: every line the program is supposed to write must really be written.
   for (size_t i = 0; i < program.outputs.size(); ++i) {
+    if (aliased(i)) continue;
     std::vector<uint8_t> poison(size_t{program.outputs[i].lines} * LineBytes(program.lanes), 0xAB);
     TPU_RETURN_IF_ERROR(chip.WriteHbm(output_bases[i], poison.data(), program.outputs[i].lines));
   }

@@ -194,6 +194,28 @@ Status ValidateProgram(const Program& program) {
       }
     }
   }
+  if (!program.output_aliases.empty() && program.output_aliases.size() != program.outputs.size()) {
+    return InvalidArgument("program has " + std::to_string(program.output_aliases.size()) + " output aliases for " +
+                           std::to_string(program.outputs.size()) + " outputs");
+  }
+  std::vector<bool> aliased(program.parameters.size(), false);
+  for (size_t i = 0; i < program.output_aliases.size(); ++i) {
+    const int32_t parameter = program.output_aliases[i];
+    if (parameter < 0) continue;
+    if (static_cast<size_t>(parameter) >= program.parameters.size()) {
+      return InvalidArgument("output " + std::to_string(i) + " aliases parameter " + std::to_string(parameter) +
+                             " that does not exist");
+    }
+    if (aliased[parameter]) {
+      return InvalidArgument("parameter " + std::to_string(parameter) + " is aliased by more than one output");
+    }
+    aliased[parameter] = true;
+    if (!(program.parameters[parameter] == program.outputs[i])) {
+      return InvalidArgument("output " + std::to_string(i) + " (" + program.outputs[i].shape.ToString() +
+                             ") aliases parameter " + std::to_string(parameter) + " of another layout (" +
+                             program.parameters[parameter].shape.ToString() + ")");
+    }
+  }
   for (const Relocation& reloc : program.relocations) {
     if (reloc.instr_index >= program.code.size()) {
       return InvalidArgument("relocation at instruction " + std::to_string(reloc.instr_index) + " past the code end");
@@ -386,6 +408,8 @@ std::vector<uint8_t> SerializeProgram(const Program& program) {
   w.U32(program.temp_lines);
   w.U64(program.mxu_macs);
   w.U64(program.logical_macs);
+  w.U64(program.output_aliases.size());
+  for (int32_t parameter : program.output_aliases) w.U32(static_cast<uint32_t>(parameter));
   return std::move(w.out());
 }
 
@@ -428,6 +452,10 @@ StatusOr<Program> DeserializeProgram(const std::vector<uint8_t>& bytes) {
   program.temp_lines = r.U32("temp lines");
   program.mxu_macs = r.U64("statistics");
   program.logical_macs = r.U64("statistics");
+  const uint64_t alias_count = r.Count(4, "output aliases");
+  for (uint64_t i = 0; i < alias_count && r.ok(); ++i) {
+    program.output_aliases.push_back(static_cast<int32_t>(r.U32("output aliases")));
+  }
   if (!r.ok()) return InvalidArgument(r.error());
   if (!r.AtEnd()) return InvalidArgument("program file has trailing bytes after the program");
   Status valid = ValidateProgram(program);

@@ -65,6 +65,11 @@ struct Program {
   std::vector<DeviceLayout> constants;   // constant tensors the program reads (kConstant regions)
   std::vector<std::vector<uint8_t>> constant_bytes;  // their contents, device layout
   uint32_t temp_lines = 0;               // size of the scratch HBM region (kTemp)
+  // input_output_alias: output_aliases[i] is the parameter whose buffer output i is written into (the
+  // runtime passes that buffer's base as output i's region and hands it back as the output), or -1 for
+  // an output of its own. Empty when no output aliases a parameter. Each parameter appears at most once,
+  // with the output's layout.
+  std::vector<int32_t> output_aliases;
   // Statistics for reports: MACs the program performs on the MXU, padding waste, etc.
   uint64_t mxu_macs = 0;     // MACs of the padded tiles the MXU computes
   uint64_t logical_macs = 0; // MACs of the dots as written in HLO (M*K*N summed)
@@ -83,7 +88,7 @@ Status ValidateProgram(const Program& program);
 // Binary file format for `tpuc -o`: the magic "TPUPROG\0", a format version, then the fields in order
 // (little endian). Load checks the magic, the version, every length against the file size, and runs
 // ValidateProgram.
-inline constexpr uint32_t kProgramFormatVersion = 1;
+inline constexpr uint32_t kProgramFormatVersion = 2;  // 2: output_aliases
 std::vector<uint8_t> SerializeProgram(const Program& program);
 StatusOr<Program> DeserializeProgram(const std::vector<uint8_t>& bytes);
 Status SaveProgram(const Program& program, const std::string& path);

@@ -1,23 +1,31 @@
 // tpuc: compiles an HLO text module for a tpusim configuration.
 //
-//   tpuc FILE.hlo --config=tiny|v2|PATH.cfg [--dump-dir=DIR] [--dot-passes=0|1|3] [-o PROGRAM]
+//   tpuc FILE.hlo --config=tiny|v2|PATH.cfg [--dump-dir=DIR] [--dot-passes=0|1|3] [--batch=N]
+//        [--fill-elided-constants] [-o PROGRAM]
 //
-// Parses and verifies the module, runs the pass pipeline (with --dump-dir, the module after each pass
-// is written as DIR/NN-passname.hlo), generates code, writes DIR/program.asm, and with -o the program
-// file the runtime loads. Prints compile_ms and a padding report per dot. --dot-passes sets
-// CompileOptions::dot_passes (MXU passes per f32 dot; 0 chooses).
+// Parses and verifies the module and compiles it with CompileModule (compiler/driver/compile.h), the
+// entry point the runtime uses too: pass pipeline, codegen preparation, codegen. With --dump-dir, the
+// module after each step is written as DIR/NN-stepname.hlo (00-input.hlo, one file per pass,
+// NN-prepare-for-codegen.hlo) and the disassembly as DIR/program.asm; with -o, the program file the
+// runtime loads. Prints the program's sizes and HBM need, the time of each step, the padding report and
+// compile_ms (parse to program). --dot-passes sets CompileOptions::dot_passes (MXU passes per f32 dot;
+// 0 chooses).
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "compiler/codegen/buffer_assignment.h"
 #include "compiler/codegen/codegen.h"
 #include "compiler/codegen/program.h"
+#include "compiler/driver/compile.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/verifier.h"
-#include "compiler/passes/pass.h"
+#include "compiler/passes/padding_report.h"
+#include "compiler/passes/rebatch.h"
 #include "tpu_isa.h"
 #ifdef TPUC_HAVE_DISASSEMBLER
 #include "sim/model/disassembler.h"
@@ -32,10 +40,12 @@ struct Flags {
   std::string dump_dir;
   std::string output;
   int dot_passes = 0;  // CompileOptions::dot_passes
+  int64_t batch = 0;   // --batch: re-specialize for this batch size (compiler/passes/rebatch.h); 0 = as written
+  bool fill_elided_constants = false;  // --fill-elided-constants: seeded values for `constant({...})`
 };
 
 constexpr const char* kUsage =
-    "usage: tpuc FILE.hlo --config=tiny|v2|PATH.cfg [--dump-dir=DIR] [--dot-passes=0|1|3] [-o PROGRAM]";
+    "usage: tpuc FILE.hlo --config=tiny|v2|PATH.cfg [--dump-dir=DIR] [--dot-passes=0|1|3] [--batch=N] [--fill-elided-constants] [-o PROGRAM]";
 
 StatusOr<Flags> ParseFlags(int argc, char** argv) {
   Flags flags;
@@ -47,6 +57,14 @@ StatusOr<Flags> ParseFlags(int argc, char** argv) {
       const std::string value = arg.substr(13);
       if (value != "0" && value != "1" && value != "3") return InvalidArgument("--dot-passes must be 0, 1 or 3");
       flags.dot_passes = std::stoi(value);
+    } else if (arg.rfind("--batch=", 0) == 0) {
+      const std::string value = arg.substr(8);
+      if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos || std::stoll(value) <= 0) {
+        return InvalidArgument("--batch must be a positive integer");
+      }
+      flags.batch = std::stoll(value);
+    } else if (arg == "--fill-elided-constants") {
+      flags.fill_elided_constants = true;
     } else if (arg.rfind("--dump-dir=", 0) == 0) {
       flags.dump_dir = arg.substr(11);
     } else if (arg == "-o") {
@@ -76,7 +94,7 @@ StatusOr<std::string> ReadFile(const std::string& path) {
   return text.str();
 }
 
-// Reads LANES, VMEM_LINES and IMEM_WORDS from rtl/config/<name>.cfg ("param NAME VALUE # comment").
+// Reads LANES, VMEM_LINES, IMEM_WORDS and HBM_LINES from rtl/config/<name>.cfg ("param NAME VALUE # comment").
 StatusOr<CompileOptions> ReadConfig(const std::string& config) {
   std::string path = config;
   if (config.find('/') == std::string::npos && config.find(".cfg") == std::string::npos) {
@@ -95,6 +113,7 @@ StatusOr<CompileOptions> ReadConfig(const std::string& config) {
     if (name == "LANES") options.lanes = static_cast<uint32_t>(value);
     if (name == "VMEM_LINES") options.vmem_lines = static_cast<uint32_t>(value);
     if (name == "IMEM_WORDS") options.imem_words = static_cast<uint32_t>(value);
+    if (name == "HBM_LINES") options.hbm_lines = value;
   }
   if (options.lanes == 0 || options.vmem_lines == 0) {
     return InvalidArgument(path + " does not define LANES and VMEM_LINES");
@@ -102,19 +121,9 @@ StatusOr<CompileOptions> ReadConfig(const std::string& config) {
   return options;
 }
 
-std::string Disassembly(const Program& program) {
 #ifdef TPUC_HAVE_DISASSEMBLER
-  return model::DisassembleProgram(program.code);
-#else
-  std::string out;
-  char line[64];
-  for (size_t i = 0; i < program.code.size(); ++i) {
-    std::snprintf(line, sizeof(line), "%5zu: %016llx\n", i, static_cast<unsigned long long>(program.code[i]));
-    out += line;
-  }
-  return out;
+std::string Disassemble(const std::vector<uint64_t>& code) { return model::DisassembleProgram(code); }
 #endif
-}
 
 Status Main(int argc, char** argv) {
   TPU_ASSIGN_OR_RETURN(Flags flags, ParseFlags(argc, argv));
@@ -124,43 +133,37 @@ Status Main(int argc, char** argv) {
   auto start = std::chrono::steady_clock::now();
   TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> module, hlo::ParseHloModule(text));
   TPU_RETURN_IF_ERROR(hlo::VerifyHloModule(*module));
+  if (flags.batch > 0) TPU_RETURN_IF_ERROR(Rebatch(flags.batch).Run(module.get()).status());
+  if (flags.fill_elided_constants) TPU_RETURN_IF_ERROR(FillElidedConstants(module.get(), 0).status());
 
-  PassPipeline pipeline("tpuc");
-  AddDefaultPasses(&pipeline);
-  if (!flags.dump_dir.empty()) pipeline.DumpTo(flags.dump_dir);
-  TPU_ASSIGN_OR_RETURN(bool changed, pipeline.Run(module.get()));
-  (void)changed;
-
-  CompileStats stats;
-  TPU_ASSIGN_OR_RETURN(Program program, Compile(*module, options, &stats));
+  CompileModuleOptions compile_options;
+  compile_options.codegen = options;
+  compile_options.dump_dir = flags.dump_dir;
+#ifdef TPUC_HAVE_DISASSEMBLER
+  compile_options.disassemble = Disassemble;
+#endif
+  CompileModuleReport report;
+  TPU_ASSIGN_OR_RETURN(Program program, CompileModule(module.get(), compile_options, &report));
   auto end = std::chrono::steady_clock::now();
   long long compile_ms = std::chrono::duration_cast<std::chrono::milliseconds>(end - start).count();
-
-  if (!flags.dump_dir.empty()) {
-    std::string path = flags.dump_dir + "/program.asm";
-    std::ofstream out(path, std::ios::trunc);
-    if (!out) return InvalidArgument("cannot write '" + path + "'");
-    out << "# " << program.module_name << ": " << program.code.size() << " instructions, lanes " << program.lanes
-        << ", temp " << program.temp_lines << " lines\n";
-    for (const Relocation& reloc : program.relocations) {
-      out << "# reloc " << reloc.instr_index << ": " << RegionKindName(reloc.kind) << " " << reloc.region_index
-          << " + " << reloc.line_offset << "\n";
-    }
-    out << Disassembly(program);
-  }
   if (!flags.output.empty()) TPU_RETURN_IF_ERROR(SaveProgram(program, flags.output));
 
+  const CompileStats& stats = report.codegen;
+  const uint32_t line_bytes = LineBytes(program.lanes);
   std::printf("module: %s\n", program.module_name.c_str());
   std::printf("instructions: %zu\n", program.code.size());
   std::printf("temp_lines: %u (peak)\n", program.temp_lines);
   std::printf("constants: %zu\n", program.constants.size());
-  for (const DotPaddingReport& dot : stats.dots) {
-    std::printf("padding: %s [%lld,%lld]x[%lld,%lld]: logical MACs %llu, padded MACs %llu, waste %.1f%%\n",
-                dot.name.c_str(), static_cast<long long>(dot.m), static_cast<long long>(dot.k),
-                static_cast<long long>(dot.k), static_cast<long long>(dot.n),
-                static_cast<unsigned long long>(dot.logical_macs), static_cast<unsigned long long>(dot.padded_macs),
-                dot.waste_percent());
+  std::printf("hbm: %s (%llu lines; parameters, outputs, constants and temps)\n",
+              HumanReadableBytes(stats.hbm_lines * line_bytes).c_str(), static_cast<unsigned long long>(stats.hbm_lines));
+  std::printf("aliased_outputs: %u (copied at the end: %u)\n", stats.aliased_outputs, stats.alias_copies);
+  for (const StepTiming& step : report.steps) {
+    std::printf("step: %-22s %8.2f ms%s\n", step.name.c_str(), step.ms, step.changed ? "" : " (no change)");
   }
+  // The padding report of the module the pipeline produced, with the target's MXU size.
+  PaddingReportOptions padding_options;
+  padding_options.feature_multiple = options.lanes;
+  std::printf("%s", FormatPaddingReport(ComputePaddingReport(*module, padding_options), padding_options).c_str());
   std::printf("compile_ms: %lld\n", compile_ms);
   return OkStatus();
 }

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "compiler/codegen/codegen.h"
+#include "compiler/driver/compile.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/verifier.h"
 #include "sw/runtime/logging.h"
@@ -77,7 +78,14 @@ Status CheckBufferShape(const hlo::Shape& shape) {
 // ---------------------------------------------------------------------------------------------------------
 // Buffer
 
+Status Buffer::CheckNotDonated() const {
+  if (region_) return OkStatus();
+  return FailedPrecondition("the " + ShapeText(layout_.shape) + " buffer was donated to an execution of " + donated_to_ +
+                            " (input_output_alias) and holds no data any more; use that execution's output");
+}
+
 StatusOr<std::vector<uint8_t>> Buffer::ToDeviceBytes() const {
+  TPU_RETURN_IF_ERROR(CheckNotDonated());
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->driver.CopyFromHbm(static_cast<uint32_t>(hbm_line()), layout_.lines);
 }
@@ -101,6 +109,9 @@ StatusOr<ExecuteResult> LoadedExecutable::Execute(const std::vector<const Buffer
   for (size_t i = 0; i < arguments.size(); ++i) {
     const Buffer* argument = arguments[i];
     if (argument == nullptr) return InvalidArgument("argument " + std::to_string(i) + " is null");
+    if (Status usable = argument->CheckNotDonated(); !usable.ok()) {
+      return Status(usable.code(), "argument " + std::to_string(i) + " of " + program.module_name + ": " + usable.message());
+    }
     const hlo::Shape& expected = program.parameters[i].shape;
     if (argument->shape() != expected) {
       return InvalidArgument("argument " + std::to_string(i) + " of " + program.module_name + ": expected shape " +
@@ -117,12 +128,33 @@ StatusOr<ExecuteResult> LoadedExecutable::Execute(const std::vector<const Buffer
     parameter_bases.push_back(argument->hbm_line());
   }
 
+  // Outputs: aliased ones are written into their parameter's buffer (donated below), the others get
+  // buffers of their own.
+  auto alias_of = [&](size_t output) { return program.output_aliases.empty() ? -1 : program.output_aliases[output]; };
+  for (size_t i = 0; i < program.outputs.size(); ++i) {
+    const int32_t parameter = alias_of(i);
+    if (parameter < 0) continue;
+    for (size_t j = 0; j < arguments.size(); ++j) {
+      if (j != static_cast<size_t>(parameter) && arguments[j] == arguments[parameter]) {
+        return InvalidArgument("argument " + std::to_string(parameter) + " of " + program.module_name +
+                               " is donated to output " + std::to_string(i) +
+                               " (input_output_alias) and may not also be passed as argument " + std::to_string(j));
+      }
+    }
+  }
   ExecuteResult result;
-  std::vector<uint64_t> output_bases;
-  for (const compiler::DeviceLayout& layout : program.outputs) {
+  result.outputs.resize(program.outputs.size());
+  std::vector<uint64_t> output_bases(program.outputs.size(), 0);
+  for (size_t i = 0; i < program.outputs.size(); ++i) {
+    const int32_t parameter = alias_of(i);
+    if (parameter >= 0) {
+      output_bases[i] = parameter_bases[parameter];
+      continue;
+    }
+    const compiler::DeviceLayout& layout = program.outputs[i];
     TPU_ASSIGN_OR_RETURN(std::unique_ptr<HbmRegion> region, state_->Allocate(state_, layout.lines));
-    output_bases.push_back(region->first_line());
-    result.outputs.push_back(std::make_unique<Buffer>(state_, device_, layout, std::move(region)));
+    output_bases[i] = region->first_line();
+    result.outputs[i] = std::make_unique<Buffer>(state_, device_, layout, std::move(region));
   }
   std::unique_ptr<HbmRegion> temp;
   uint64_t temp_base = 0;
@@ -153,6 +185,14 @@ StatusOr<ExecuteResult> LoadedExecutable::Execute(const std::vector<const Buffer
   if (!done.ok()) {
     TPU_LOG(ERROR) << "Execute " << program.module_name << " failed: " << done.ToString();
     return done;
+  }
+  // Donation: the aliased arguments' regions now hold the outputs.
+  for (size_t i = 0; i < program.outputs.size(); ++i) {
+    const int32_t parameter = alias_of(i);
+    if (parameter < 0) continue;
+    const Buffer& donated = *arguments[parameter];
+    result.outputs[i] = std::make_unique<Buffer>(state_, device_, program.outputs[i], std::move(donated.region_));
+    donated.donated_to_ = program.module_name;
   }
   TPU_LOG(INFO) << "Execute " << program.module_name << " done: cycles=" << result.counters.cycles
                 << " mxu_busy_cycles=" << result.counters.mxu_busy_cycles
@@ -242,19 +282,36 @@ StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHostLiteral(const hlo::Liter
 
 StatusOr<std::unique_ptr<LoadedExecutable>> Client::Compile(const std::string& hlo_text, int device) {
   TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> module, hlo::ParseHloModule(hlo_text));
-  return Compile(*module, device);
+  TPU_RETURN_IF_ERROR(hlo::VerifyHloModule(*module));
+  return CompileOwned(std::move(module), device);
 }
 
 StatusOr<std::unique_ptr<LoadedExecutable>> Client::Compile(const hlo::HloModule& module, int device) {
   TPU_RETURN_IF_ERROR(hlo::VerifyHloModule(module));
-  compiler::CompileOptions options;
-  options.lanes = state_->info.lanes;
-  options.vmem_lines = state_->info.vmem_lines;
-  options.imem_words = state_->info.imem_words;
-  TPU_ASSIGN_OR_RETURN(compiler::Program program, compiler::Compile(module, options));
-  TPU_LOG(INFO) << "Compiled " << module.name() << ": " << program.code.size() << " instruction words, "
-                << program.temp_lines << " temp lines";
-  return Load(std::move(program), device);
+  // The pass pipeline rewrites the module in place: compile a copy of the caller's.
+  TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> copy, hlo::ParseHloModule(module.ToString()));
+  return CompileOwned(std::move(copy), device);
+}
+
+StatusOr<std::unique_ptr<LoadedExecutable>> Client::CompileOwned(std::unique_ptr<hlo::HloModule> module, int device) {
+  TPU_RETURN_IF_ERROR(GetDevice(device).status());
+  compiler::CompileModuleOptions options;
+  options.codegen.lanes = state_->info.lanes;
+  options.codegen.vmem_lines = state_->info.vmem_lines;
+  options.codegen.imem_words = state_->info.imem_words;
+  options.codegen.hbm_lines = state_->info.hbm_lines;
+  options.dump_dir = options_.compile_dump_dir;
+  compiler::CompileModuleReport report;
+  StatusOr<compiler::Program> program = compiler::CompileModule(module.get(), options, &report);
+  if (!program.ok()) {
+    TPU_LOG(ERROR) << "Compiling " << module->name() << ": " << program.status().ToString();
+    return program.status();
+  }
+  TPU_LOG(INFO) << "Compiled " << module->name() << " in " << report.total_ms << " ms: " << program->code.size()
+                << " instruction words, " << program->temp_lines << " temp lines, HBM "
+                << HumanReadableBytes(report.codegen.hbm_lines * compiler::LineBytes(program->lanes))
+                << ", " << report.codegen.aliased_outputs << " outputs aliased to parameters";
+  return Load(std::move(*program), device);
 }
 
 StatusOr<std::unique_ptr<LoadedExecutable>> Client::Load(compiler::Program program, int device) {

@@ -41,6 +41,9 @@ struct ClientOptions {
   uint64_t trace_start_cycle = 0;
   uint64_t trace_stop_cycle = 0;
   int trace_depth = 0;
+  // Compile writes the module after every compiler step and program.asm here (compiler/driver/compile.h);
+  // empty: no dumps.
+  std::string compile_dump_dir;
 };
 
 // One TPU core as the runtime exposes it ("TPU:0").
@@ -75,6 +78,12 @@ class HbmRegion {
 };
 
 // An f32 array in device HBM, in the device layout of compiler/codegen/program.h.
+//
+// Donation (input_output_alias): when an executable writes an output into the buffer of a parameter
+// (Program::output_aliases), Execute donates that argument, as PJRT does for donated buffers: its HBM
+// region becomes the output buffer's, and the caller's argument handle no longer holds data
+// (is_donated(); ToLiteral and passing it to another Execute fail with FailedPrecondition naming the
+// executable). The handle itself stays valid and may be destroyed as usual.
 class Buffer {
  public:
   Buffer(std::shared_ptr<DeviceState> state, const Device* device, compiler::DeviceLayout layout,
@@ -84,8 +93,12 @@ class Buffer {
   const hlo::Shape& shape() const { return layout_.shape; }
   const compiler::DeviceLayout& layout() const { return layout_; }
   const Device& device() const { return *device_; }
-  uint64_t hbm_line() const { return region_->first_line(); }
-  uint64_t hbm_lines() const { return region_->lines(); }
+  // The region's first line and size (0 once donated).
+  uint64_t hbm_line() const { return region_ ? region_->first_line() : 0; }
+  uint64_t hbm_lines() const { return region_ ? region_->lines() : 0; }
+  bool is_donated() const { return region_ == nullptr; }
+  // OK, or FailedPrecondition when the buffer was donated to an execution.
+  Status CheckNotDonated() const;
 
   // Copies the value back to the host (host DMA), dropping the layout's padding.
   StatusOr<hlo::Literal> ToLiteral() const;
@@ -93,10 +106,15 @@ class Buffer {
   StatusOr<std::vector<uint8_t>> ToDeviceBytes() const;
 
  private:
+  friend class LoadedExecutable;  // donates argument buffers
+
   std::shared_ptr<DeviceState> state_;
   const Device* device_;
   compiler::DeviceLayout layout_;
-  std::unique_ptr<HbmRegion> region_;
+  // Mutable: a donated argument is passed as `const Buffer*` (PJRT-style handle) and gives its region
+  // to the output.
+  mutable std::unique_ptr<HbmRegion> region_;
+  mutable std::string donated_to_;  // the executable that received the region
 };
 
 struct ExecuteResult {
@@ -118,7 +136,11 @@ class LoadedExecutable {
   const std::string& name() const { return program_.module_name; }
 
   // Runs the program once on `arguments` (one buffer per entry parameter, of the parameter's shape).
-  // InvalidArgument naming both shapes when an argument does not match.
+  // InvalidArgument naming both shapes when an argument does not match. An output the program aliases to
+  // a parameter is written into that argument's buffer, which is donated (see Buffer): result.outputs[i]
+  // then owns the region and the argument handle no longer holds data. A donated argument may not be
+  // passed twice. If the execution fails, nothing is donated but a donated argument's contents are
+  // undefined.
   StatusOr<ExecuteResult> Execute(const std::vector<const Buffer*>& arguments);
 
  private:
@@ -155,7 +177,9 @@ class Client {
   // Allocates an uninitialised buffer.
   StatusOr<std::unique_ptr<Buffer>> CreateUninitializedBuffer(const hlo::Shape& shape, int device = 0);
 
-  // Parses, verifies and compiles HLO text, then loads the program (uploads its constants).
+  // Parses, verifies and compiles HLO text with compiler::CompileModule (the pass pipeline, codegen
+  // preparation and codegen, as tpuc), then loads the program (uploads its constants). A program that
+  // needs more HBM than the device has fails here with the out-of-memory message, before anything runs.
   StatusOr<std::unique_ptr<LoadedExecutable>> Compile(const std::string& hlo_text, int device = 0);
   StatusOr<std::unique_ptr<LoadedExecutable>> Compile(const hlo::HloModule& module, int device = 0);
   // Loads an already compiled program.
@@ -168,6 +192,8 @@ class Client {
  private:
   Client() = default;
   StatusOr<const Device*> GetDevice(int device) const;
+  // Compiles a verified module the client owns (compiler::CompileModule rewrites it) and loads it.
+  StatusOr<std::unique_ptr<LoadedExecutable>> CompileOwned(std::unique_ptr<hlo::HloModule> module, int device);
 
   std::string backend_;
   ClientOptions options_;

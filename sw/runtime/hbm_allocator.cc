@@ -1,26 +1,8 @@
 #include "sw/runtime/hbm_allocator.h"
 
 #include <algorithm>
-#include <cstdio>
 
 namespace tpu::runtime {
-
-std::string HumanReadableBytes(uint64_t bytes) {
-  if (bytes < 1024) return std::to_string(bytes) + "B";
-  static const char kUnits[] = "KMGTPE";
-  double value = static_cast<double>(bytes) / 1024.0;
-  int unit = 0;
-  while (value >= 1024.0 && unit < 5) {
-    value /= 1024.0;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.2f", value);
-  std::string number = text;
-  // "7.48" stays, "9.00" becomes "9.0", "1.50" becomes "1.5".
-  while (number.size() >= 2 && number.back() == '0' && number[number.size() - 2] != '.') number.pop_back();
-  return number + kUnits[unit];
-}
 
 HbmAllocator::HbmAllocator(uint64_t total_lines, uint32_t line_bytes)
     : total_lines_(total_lines), line_bytes_(line_bytes) {
@@ -46,8 +28,7 @@ StatusOr<uint64_t> HbmAllocator::Allocate(uint64_t lines) {
     return first;
   }
   const uint64_t wanted = (used_lines_ + lines) * line_bytes_;
-  std::string message = "Ran out of memory in memory space hbm; used: " + HumanReadableBytes(wanted) +
-                        "; limit: " + HumanReadableBytes(limit_bytes());
+  std::string message = compiler::OutOfMemoryMessage("hbm", wanted, limit_bytes());
   if (used_lines_ + lines <= total_lines_) {
     // Enough bytes in total but no single free region: say so, or the numbers look contradictory.
     message += " (HBM is fragmented: the largest free region is " +

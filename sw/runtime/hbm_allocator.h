@@ -8,13 +8,14 @@
 #include <map>
 #include <string>
 
+#include "compiler/codegen/buffer_assignment.h"
 #include "sw/base/status.h"
 
 namespace tpu::runtime {
 
-// Sizes as the TPU error messages print them: "512B", "1.5K", "9.0G", "7.48G" (powers of 1024, at most two
-// decimals, at least one).
-std::string HumanReadableBytes(uint64_t bytes);
+// Sizes as the TPU error messages print them: "512B", "1.5K", "9.0G", "7.48G" (the compiler's HBM check
+// prints the same).
+using compiler::HumanReadableBytes;
 
 class HbmAllocator {
  public:

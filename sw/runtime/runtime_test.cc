@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "compiler/codegen/assembler.h"
+#include "compiler/codegen/buffer_assignment.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/interpreter/interpreter.h"
 #include "sim/model/chip_config.h"
@@ -399,6 +400,197 @@ TEST(ExecuteTest, ProgramsForAnotherConfigurationAreRefused) {
   ASSERT_NE(client, nullptr);
   compiler::Program program = HandWritten(client->device_info().lanes * 2, false, false);
   EXPECT_EQ(client->Load(std::move(program)).status().code(), StatusCode::kInvalidArgument);
+}
+
+
+// --- input_output_alias and the compile-time HBM check ---
+
+std::string ReadSharedHlo(const std::string& name) {
+  std::ifstream in(std::string(TPU_SOURCE_DIR) + "/../shared/hlo/" + name + ".hlo");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+struct StepRun {
+  std::vector<std::unique_ptr<Buffer>> arguments;
+  ExecuteResult result;
+};
+
+// Uploads `arguments` and runs `executable` on them.
+StepRun RunOn(Client& client, LoadedExecutable& executable, const std::vector<Literal>& arguments) {
+  StepRun run;
+  std::vector<const Buffer*> pointers;
+  for (const Literal& argument : arguments) {
+    run.arguments.push_back(client.BufferFromHostLiteral(argument).value());
+    pointers.push_back(run.arguments.back().get());
+  }
+  StatusOr<ExecuteResult> result = executable.Execute(pointers);
+  EXPECT_TRUE(result.ok()) << result.status();
+  if (result.ok()) run.result = std::move(result).value();
+  return run;
+}
+
+TEST(AliasTest, MnistStepUpdatesTheParametersInPlaceWithoutCopies) {
+  const std::string text = ReadSharedHlo("pytorch_xla_mnist_mlp_train_step");
+  if (text.empty()) GTEST_SKIP() << "shared/hlo/pytorch_xla_mnist_mlp_train_step.hlo is not there";
+  std::unique_ptr<hlo::HloModule> module = hlo::ParseHloModule(text).value();
+  ASSERT_FALSE(module->input_output_aliases().empty());
+  std::unique_ptr<hlo::HloModule> unaliased = hlo::ParseHloModule(text).value();
+  unaliased->mutable_input_output_aliases().clear();
+
+  std::unique_ptr<Client> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  std::unique_ptr<LoadedExecutable> aliased_executable = client->Compile(*module).value();
+  std::unique_ptr<LoadedExecutable> plain_executable = client->Compile(*unaliased).value();
+  const compiler::Program& program = aliased_executable->program();
+  ASSERT_EQ(program.output_aliases.size(), program.outputs.size());
+  for (const hlo::InputOutputAlias& alias : module->input_output_aliases()) {
+    EXPECT_EQ(program.output_aliases[alias.output_index[0]], alias.parameter_number);
+  }
+  // Nothing in the aliased program writes an aliased output's own region.
+  for (const compiler::Relocation& reloc : program.relocations) {
+    if (reloc.kind == compiler::RegionKind::kOutput) EXPECT_LT(program.output_aliases[reloc.region_index], 0);
+  }
+
+  std::mt19937 rng(3);
+  std::vector<Literal> arguments;
+  for (const hlo::HloInstruction* parameter : module->entry_computation()->parameter_instructions()) {
+    arguments.push_back(Literal::Random(parameter->shape(), rng));
+  }
+  StepRun plain = RunOn(*client, *plain_executable, arguments);
+  StepRun aliased = RunOn(*client, *aliased_executable, arguments);
+  ASSERT_EQ(aliased.result.outputs.size(), plain.result.outputs.size());
+
+  // Fewer instructions and DMA lines (the parameters returned unchanged are not copied), same bytes.
+  EXPECT_LT(aliased.result.counters.instructions, plain.result.counters.instructions);
+  EXPECT_LT(aliased.result.counters.dma_lines, plain.result.counters.dma_lines);
+  EXPECT_LT(program.code.size(), plain_executable->program().code.size());
+  for (size_t i = 0; i < plain.result.outputs.size(); ++i) {
+    EXPECT_EQ(aliased.result.outputs[i]->ToDeviceBytes().value(), plain.result.outputs[i]->ToDeviceBytes().value())
+        << "output " << i;
+  }
+  // The updated parameters are the donated argument buffers; the argument handles hold no data.
+  for (size_t i = 0; i < program.outputs.size(); ++i) {
+    const int32_t parameter = program.output_aliases[i];
+    if (parameter < 0) continue;
+    const Buffer& argument = *aliased.arguments[parameter];
+    EXPECT_TRUE(argument.is_donated()) << "parameter " << parameter;
+    EXPECT_EQ(argument.ToLiteral().status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(argument.ToLiteral().status().message().find("donated"), std::string::npos);
+  }
+  for (const auto& argument : plain.arguments) EXPECT_FALSE(argument->is_donated());
+
+  // The device and the process stay usable: a second training step on the first step's outputs (the
+  // donated buffers), compared with the unaliased program on the same values.
+  std::vector<const Buffer*> next;
+  std::vector<Literal> next_values;
+  for (size_t p = 0; p < arguments.size(); ++p) {
+    const Buffer* source = aliased.arguments[p].get();
+    for (size_t i = 0; i < program.outputs.size(); ++i) {
+      if (program.output_aliases[i] == static_cast<int32_t>(p)) source = aliased.result.outputs[i].get();
+    }
+    next.push_back(source);
+    next_values.push_back(source->ToLiteral().value());
+  }
+  // A donated handle is refused, naming the executable.
+  std::vector<const Buffer*> stale = next;
+  stale[2] = aliased.arguments[2].get();
+  StatusOr<ExecuteResult> refused = aliased_executable->Execute(stale);
+  ASSERT_EQ(refused.status().code(), StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_NE(refused.status().message().find(program.module_name), std::string::npos) << refused.status();
+
+  StatusOr<ExecuteResult> second = aliased_executable->Execute(next);
+  ASSERT_TRUE(second.ok()) << second.status();
+  StepRun second_plain = RunOn(*client, *plain_executable, next_values);
+  for (size_t i = 0; i < second->outputs.size(); ++i) {
+    EXPECT_EQ(second->outputs[i]->ToDeviceBytes().value(), second_plain.result.outputs[i]->ToDeviceBytes().value())
+        << "output " << i;
+  }
+}
+
+TEST(AliasTest, ParametersReadAfterTheirUpdateAndSwappedParametersMatchTheInterpreter) {
+  // `updated` is computed before the dot reads w: it waits in a temp and is copied into w at the end.
+  // The second module swaps two donated parameters: one goes through a temp.
+  const char late_read[] = R"(HloModule late_read, input_output_alias={ {0}: (0, {}, must-alias) }
+ENTRY %main (w: f32[12,20], g: f32[12,20]) -> (f32[12,20], f32[12,12]) {
+  %w = f32[12,20]{1,0} parameter(0)
+  %g = f32[12,20]{1,0} parameter(1)
+  %updated = f32[12,20]{1,0} subtract(f32[12,20]{1,0} %w, f32[12,20]{1,0} %g)
+  %product = f32[12,12]{1,0} dot(f32[12,20]{1,0} %w, f32[12,20]{1,0} %g), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  ROOT %out = (f32[12,20]{1,0}, f32[12,12]{1,0}) tuple(f32[12,20]{1,0} %updated, f32[12,12]{1,0} %product)
+}
+)";
+  const char swap[] = R"(HloModule swap, input_output_alias={ {0}: (0, {}, must-alias), {1}: (1, {}, must-alias) }
+ENTRY %main (a: f32[5,9], b: f32[5,9]) -> (f32[5,9], f32[5,9], f32[5,9]) {
+  %a = f32[5,9]{1,0} parameter(0)
+  %b = f32[5,9]{1,0} parameter(1)
+  %sum = f32[5,9]{1,0} add(f32[5,9]{1,0} %a, f32[5,9]{1,0} %b)
+  ROOT %out = (f32[5,9]{1,0}, f32[5,9]{1,0}, f32[5,9]{1,0}) tuple(f32[5,9]{1,0} %b, f32[5,9]{1,0} %a, f32[5,9]{1,0} %sum)
+}
+)";
+  std::unique_ptr<Client> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  for (const char* text : {late_read, swap}) {
+    std::unique_ptr<hlo::HloModule> module = hlo::ParseHloModule(text).value();
+    std::unique_ptr<LoadedExecutable> executable = client->Compile(*module).value();
+    EXPECT_GT(executable->program().temp_lines, 0u);  // the late update, the staged parameters
+    std::mt19937 rng(21);
+    std::vector<Literal> arguments;
+    for (const hlo::HloInstruction* parameter : module->entry_computation()->parameter_instructions()) {
+      arguments.push_back(Literal::Random(parameter->shape(), rng));
+    }
+    StepRun run = RunOn(*client, *executable, arguments);
+    std::vector<Literal> reference = hlo::Interpret(*module, arguments).value();
+    ASSERT_EQ(run.result.outputs.size(), reference.size());
+    for (size_t i = 0; i < reference.size(); ++i) ExpectClose(run.result.outputs[i]->ToLiteral().value(), reference[i]);
+  }
+  EXPECT_EQ(client->hbm_used_bytes(), 0u);
+}
+
+TEST(AliasTest, ADonatedArgumentMayNotBePassedTwice) {
+  const char text[] = R"(HloModule twice, input_output_alias={ {0}: (0, {}, must-alias) }
+ENTRY %main (a: f32[4,8], b: f32[4,8]) -> (f32[4,8]) {
+  %a = f32[4,8]{1,0} parameter(0)
+  %b = f32[4,8]{1,0} parameter(1)
+  %sum = f32[4,8]{1,0} add(f32[4,8]{1,0} %a, f32[4,8]{1,0} %b)
+  ROOT %out = (f32[4,8]{1,0}) tuple(f32[4,8]{1,0} %sum)
+}
+)";
+  std::unique_ptr<Client> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  std::unique_ptr<LoadedExecutable> executable = client->Compile(std::string(text)).value();
+  std::unique_ptr<Buffer> a = client->BufferFromHostLiteral(RandomLiteral(Shape::Make(PrimitiveType::F32, {4, 8}), 1)).value();
+  StatusOr<ExecuteResult> result = executable->Execute({a.get(), a.get()});
+  ASSERT_EQ(result.status().code(), StatusCode::kInvalidArgument) << result.status();
+  EXPECT_NE(result.status().message().find("donated to output 0"), std::string::npos) << result.status();
+  EXPECT_FALSE(a->is_donated());
+}
+
+TEST(HbmCheckTest, AProgramLargerThanHbmFailsAtCompileTimeAndTheClientStaysUsable) {
+  std::unique_ptr<Client> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  // Four buffers of a third of HBM each (two parameters, the temp `sum`, the output): too much.
+  const int64_t rows = static_cast<int64_t>(client->hbm_limit_bytes() / 3 / (4 * 1024));
+  const std::string shape = "f32[" + std::to_string(rows) + ",1024]";
+  const std::string text = "HloModule too_big\nENTRY %main (x: " + shape + ", y: " + shape + ") -> " + shape +
+                           " {\n  %x = " + shape + "{1,0} parameter(0)\n  %y = " + shape +
+                           "{1,0} parameter(1)\n  %sum = " + shape + "{1,0} add(" + shape + "{1,0} %x, " + shape +
+                           "{1,0} %y)\n  ROOT %product = " + shape + "{1,0} multiply(" + shape + "{1,0} %sum, " +
+                           shape + "{1,0} %x)\n}\n";
+  StatusOr<std::unique_ptr<LoadedExecutable>> executable = client->Compile(text);
+  ASSERT_FALSE(executable.ok());
+  EXPECT_EQ(executable.status().code(), StatusCode::kResourceExhausted);
+  const std::string message = executable.status().message();
+  const uint64_t buffer_bytes = static_cast<uint64_t>(rows) * 1024 * 4;
+  EXPECT_EQ(message.rfind(compiler::OutOfMemoryMessage("hbm", 4 * buffer_bytes, client->hbm_limit_bytes()) +
+                              "\nLargest allocations in hbm:\n  1. Size: " + HumanReadableBytes(buffer_bytes) +
+                              ", parameter 0 x " + shape,
+                          0),
+            0u)
+      << message;
+  EXPECT_EQ(client->hbm_used_bytes(), 0u);  // nothing was allocated
+  RunAndCheck(*client, kAddModule, 17);
 }
 
 }  // namespace
