@@ -24,7 +24,9 @@ DramDevice::DramDevice(const DramConfig& config)
       banks_(config.banks()),
       group_last_act_(config.banks() >> config.ba_bits, kNever),
       group_last_rd_(config.banks() >> config.ba_bits, kNever),
-      group_last_wr_(config.banks() >> config.ba_bits, kNever) {}
+      group_last_wr_(config.banks() >> config.ba_bits, kNever),
+      read_due_(size_t(config.tCL + config.tBURST + 2)),
+      read_data_(read_due_.size() * size_t(config.burst_bytes)) {}
 
 void DramDevice::Fail(uint64_t cycle, const char* cmd, int bank, const std::string& what) {
   ++violations_;
@@ -46,7 +48,7 @@ void DramDevice::Require(uint64_t cycle, int64_t since, int need, const char* cm
 
 void DramDevice::CheckRefresh(uint64_t cycle) {
   // Refreshes owed by `cycle`: one per tREFI; at most max_postponed_refreshes may be outstanding.
-  const uint64_t owed = cycle / uint64_t(config_.tREFI);
+  const uint64_t owed = (cycle - std::min(cycle, refresh_base_)) / uint64_t(config_.tREFI);
   if (owed > refreshes_ + uint64_t(config_.max_postponed_refreshes)) {
     std::ostringstream os;
     os << "refresh deadline missed (" << refreshes_ << " REF by cycle " << cycle << ", tREFI "
@@ -101,9 +103,9 @@ void DramDevice::Row(uint64_t cycle, RowCmd cmd, int bank, uint32_t row) {
     Require(cycle, group_last_act_[group], c.tRRD_L, name, bank, "tRRD_L");
     // The short spacing applies between groups; within a group the long one (checked above) covers it.
     if (last_act_group_ != group) Require(cycle, last_act_any_, c.tRRD_S, name, bank, "tRRD_S");
-    if (recent_acts_.size() == 4) Require(cycle, recent_acts_.front(), c.tFAW, name, bank, "tFAW");
-    recent_acts_.push_back(int64_t(cycle));
-    if (recent_acts_.size() > 4) recent_acts_.pop_front();
+    Require(cycle, recent_acts_[oldest_act_], c.tFAW, name, bank, "tFAW");
+    recent_acts_[oldest_act_] = int64_t(cycle);
+    oldest_act_ = (oldest_act_ + 1) % recent_acts_.size();
     k.open = true;
     k.accessed = false;
     k.row = row;
@@ -151,9 +153,14 @@ void DramDevice::Col(uint64_t cycle, ColCmd cmd, int bank, uint32_t col, const u
     if (last_wr_group_ != group) Require(cycle, last_wr_any_, c.tCWL + c.tBURST + c.tWTR_S, name, bank, "tWTR_S");
     k.last_rd = group_last_rd_[group] = last_rd_any_ = int64_t(cycle);
     last_rd_group_ = group;
-    PendingRead r{cycle + uint64_t(c.tCL + c.tBURST), std::vector<uint8_t>(size_t(c.burst_bytes))};
-    ReadBytes(ByteAddress(bank, k.row, col), r.data.data(), r.data.size());
-    reads_.push_back(std::move(r));
+    if (read_count_ == read_due_.size()) {
+      Fail(cycle, name, bank, "more reads in flight than one per cycle allows");
+      return;
+    }
+    const size_t slot = (read_head_ + read_count_) % read_due_.size();
+    read_due_[slot] = cycle + uint64_t(c.tCL + c.tBURST);
+    ReadBytes(ByteAddress(bank, k.row, col), &read_data_[slot * size_t(c.burst_bytes)], size_t(c.burst_bytes));
+    ++read_count_;
   } else {
     Require(cycle, group_last_wr_[group], ccd_l, name, bank, "tCCD_L");
     if (last_wr_group_ != group) Require(cycle, last_wr_any_, ccd_s, name, bank, "tCCD_S");
@@ -171,10 +178,26 @@ void DramDevice::Col(uint64_t cycle, ColCmd cmd, int bank, uint32_t col, const u
   }
 }
 
+void DramDevice::Reset(uint64_t cycle) {
+  for (Bank& b : banks_) b = Bank();
+  std::fill(group_last_act_.begin(), group_last_act_.end(), kNever);
+  std::fill(group_last_rd_.begin(), group_last_rd_.end(), kNever);
+  std::fill(group_last_wr_.begin(), group_last_wr_.end(), kNever);
+  recent_acts_.fill(kNever);
+  last_act_any_ = last_rd_any_ = last_wr_any_ = last_ref_ = last_pre_any_ = kNever;
+  last_act_group_ = last_rd_group_ = last_wr_group_ = -1;
+  read_head_ = read_count_ = 0;
+  refresh_base_ = cycle;
+  refreshes_ = 0;
+  last_cycle_ = cycle;
+}
+
 bool DramDevice::PopReadData(uint64_t cycle, uint8_t* out) {
-  if (reads_.empty() || reads_.front().due > cycle) return false;
-  std::memcpy(out, reads_.front().data.data(), reads_.front().data.size());
-  reads_.pop_front();
+  if (read_count_ == 0 || read_due_[read_head_] > cycle) return false;
+  const size_t bytes = size_t(config_.burst_bytes);
+  std::memcpy(out, &read_data_[read_head_ * bytes], bytes);
+  read_head_ = (read_head_ + 1) % read_due_.size();
+  --read_count_;
   return true;
 }
 

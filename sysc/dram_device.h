@@ -7,7 +7,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -51,6 +50,11 @@ class DramDevice {
   void WriteBytes(uint64_t addr, const uint8_t* src, size_t n);
   void ReadBytes(uint64_t addr, uint8_t* dst, size_t n) const;
   uint64_t ByteAddress(int bank, uint32_t row, uint32_t col) const;
+  // Forgets every written page (all bytes read as zero again); timing state is kept.
+  void ClearStorage() { pages_.clear(); }
+  // Power-up state after a controller reset: banks closed, no reads in flight, timing history and the
+  // refresh deadline restarted at `cycle` (the device keeps its contents).
+  void Reset(uint64_t cycle);
 
   uint64_t violations() const { return violations_; }
   const std::vector<std::string>& violation_messages() const { return messages_; }
@@ -78,18 +82,20 @@ class DramDevice {
   DramConfig config_;
   std::vector<Bank> banks_;
   std::vector<int64_t> group_last_act_, group_last_rd_, group_last_wr_;
-  std::deque<int64_t> recent_acts_;  // last four ACT cycles
+  std::array<int64_t, 4> recent_acts_{kNever, kNever, kNever, kNever};  // last four ACT cycles, ring
+  size_t oldest_act_ = 0;
   int64_t last_act_any_ = kNever, last_rd_any_ = kNever, last_wr_any_ = kNever, last_ref_ = kNever;
   int64_t last_pre_any_ = kNever;
   int last_act_group_ = -1, last_rd_group_ = -1, last_wr_group_ = -1;  // group of the last_*_any_
   uint64_t row_hits_ = 0;
   uint64_t refreshes_ = 0;
+  uint64_t refresh_base_ = 0;  // cycle the refresh deadline counts from (the last Reset)
   uint64_t last_cycle_ = 0;
-  struct PendingRead {
-    uint64_t due;
-    std::vector<uint8_t> data;
-  };
-  std::deque<PendingRead> reads_;
+  // Reads in flight, in RD order: a ring of burst-sized slots allocated once (at most one RD per cycle,
+  // each due CL + burst cycles later), so a simulated cycle never allocates.
+  std::vector<uint64_t> read_due_;
+  std::vector<uint8_t> read_data_;
+  size_t read_head_ = 0, read_count_ = 0;
   std::unordered_map<uint64_t, std::unique_ptr<uint8_t[]>> pages_;
   uint64_t violations_ = 0;
   std::vector<std::string> messages_;

@@ -54,6 +54,9 @@ module hbm_ctrl #(
   parameter int WQ_LO    = 8,
   parameter int RSP_DEPTH = 16,
   parameter int BQ_DEPTH = 8,
+  // 0: B once a burst's last beat is queued (posted writes); 1: B once every beat of the burst has gone
+  // to the device, so memory read behind the controller's back (a backdoor) already holds it.
+  parameter bit B_AFTER_ISSUE = 1'b0,
   localparam int STRB_W  = DATA_W / 8,
   localparam int NB_W    = PC_BITS + BG_BITS + BA_BITS,
   localparam int NBANKS  = 1 << NB_W,
@@ -205,6 +208,8 @@ module hbm_ctrl #(
   logic [ID_W-1:0]   bq_id_q [BQ_DEPTH];
   logic [BQ_PW-1:0]  bq_head_q, bq_tail_q;
   logic [BQ_PW:0]    bq_count_q;
+  logic [BQ_PW-1:0]  wq_burst_q [WQ_DEPTH];           // B queue slot of each write queue entry's burst
+  logic [BQ_DEPTH*WQ_W-1:0] bq_left_q, bq_left_d;     // beats of each burst not yet issued
 
   // Free slots: lowest-index free entry of each queue.
   logic              rq_has_free, wq_has_free;
@@ -236,8 +241,9 @@ module hbm_ctrl #(
   end
 
   logic rd_push, wr_push, ar_accept, aw_accept, rd_burst_done, wr_burst_done;
-  assign ar_ready_o = !rd_busy_q;
-  assign aw_ready_o = !wr_busy_q;
+  // A new burst may be accepted in the cycle the previous one's last beat is queued.
+  assign ar_ready_o = !rd_busy_q || rd_burst_done;
+  assign aw_ready_o = !wr_busy_q || wr_burst_done;
   assign ar_accept  = ar_valid_i && ar_ready_o;
   assign aw_accept  = aw_valid_i && aw_ready_o;
   assign rd_push    = rd_busy_q && !rd_wait_q && rq_has_free;
@@ -665,11 +671,20 @@ module hbm_ctrl #(
     if (dfi_rddata_valid_i) rsp_data_q[rsp_fill_q] <= dfi_rddata_i;
   end
 
-  // ---------------- Write responses: one per burst, once its last beat is queued ----------------
+  // ---------------- Write responses: one per burst, once its last beat is queued (or issued) ----------------
   logic b_pop, b_push;
   assign b_push    = wr_push && w_last_i;
   assign b_pop     = b_valid_o && b_ready_i;
-  assign b_valid_o = bq_count_q != '0;
+  assign b_valid_o = bq_count_q != '0 && (!B_AFTER_ISSUE || bq_left_q[32'(bq_head_q)*WQ_W +: WQ_W] == '0);
+  always_comb begin
+    bq_left_d = bq_left_q;
+    if (wr_push) bq_left_d[32'(bq_tail_q)*WQ_W +: WQ_W] = bq_left_d[32'(bq_tail_q)*WQ_W +: WQ_W] + 1'b1;
+    for (int i = 0; i < WQ_DEPTH; i++) begin
+      if (wq_issue[i]) begin
+        bq_left_d[32'(wq_burst_q[i])*WQ_W +: WQ_W] = bq_left_d[32'(wq_burst_q[i])*WQ_W +: WQ_W] - 1'b1;
+      end
+    end
+  end
   assign b_id_o    = bq_id_q[bq_head_q];
   assign b_resp_o  = 2'b00;
   always_ff @(posedge clk_i or negedge rst_ni) begin
@@ -677,7 +692,9 @@ module hbm_ctrl #(
       bq_head_q <= '0;
       bq_tail_q <= '0;
       bq_count_q <= '0;
+      bq_left_q <= '0;
     end else begin
+      bq_left_q <= bq_left_d;
       if (b_push) bq_tail_q <= bq_tail_q + 1'b1;
       if (b_pop) bq_head_q <= bq_head_q + 1'b1;
       bq_count_q <= bq_count_q + (BQ_PW+1)'(b_push) - (BQ_PW+1)'(b_pop);
@@ -685,6 +702,7 @@ module hbm_ctrl #(
   end
   always_ff @(posedge clk_i) begin
     if (b_push) bq_id_q[bq_tail_q] <= wr_id_q;
+    if (wr_push) wq_burst_q[wq_free] <= bq_tail_q;
   end
 
 `ifndef SYNTHESIS
