@@ -165,9 +165,14 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
         return UnsupportedOp(instruction);
       }
       break;
+    case HloOpcode::kSlice:
+    case HloOpcode::kPad:
+    case HloOpcode::kConcatenate:
+    case HloOpcode::kConvolution:  // the depthwise form prepare.h leaves; EmitDepthwiseConvolution checks it
+      break;
     case HloOpcode::kReduce:
       if (instruction.operand_count() != 2 || ReducerOpcode(instruction) == HloOpcode::kUnknown) {
-        return Unimplemented("reduce " + instruction.name() + ": only a single-operand add or maximum reduction is supported");
+        return Unimplemented("reduce " + instruction.name() + ": only a single-operand add, maximum or minimum reduction is supported");
       }
       break;
     case HloOpcode::kCustomCall:
@@ -204,6 +209,9 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     case HloOpcode::kCustomCall:
     case HloOpcode::kSelect:
     case HloOpcode::kConvert:
+    case HloOpcode::kSlice:
+    case HloOpcode::kPad:
+    case HloOpcode::kConcatenate:
       type_ok = IsDeviceElementType(type);
       break;
     case HloOpcode::kBroadcast:
@@ -220,6 +228,7 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     case HloOpcode::kAbs:
     case HloOpcode::kSign:
     case HloOpcode::kClamp:
+    case HloOpcode::kReduce:  // s32 with INT (reduce.cc)
       type_ok = f32 || IsIntegerValue(shape);
       break;
     case HloOpcode::kDot: {
@@ -425,6 +434,14 @@ Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
       return EmitConvert(instruction);
     case HloOpcode::kTranspose:
       return EmitTranspose(instruction);
+    case HloOpcode::kSlice:
+      return EmitSlice(instruction);
+    case HloOpcode::kPad:
+      return EmitPad(instruction);
+    case HloOpcode::kConcatenate:
+      return EmitConcatenate(instruction);
+    case HloOpcode::kConvolution:
+      return EmitDepthwiseConvolution(instruction);
     case HloOpcode::kFusion: {
       // ReLU fusion: maximum with a zero immediate.
       const HloInstruction* root = instruction.called_computations()[0]->root_instruction();

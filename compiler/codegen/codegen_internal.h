@@ -155,14 +155,16 @@ inline std::optional<float> ScalarConstantValue(const HloInstruction& value) {
   return std::nullopt;
 }
 
-// kAdd or kMaximum when `reduce` applies that op to the two parameters of its computation; kUnknown otherwise.
+// kAdd, kMaximum or kMinimum when `reduce` applies that op to the two parameters of its computation; kUnknown otherwise.
 inline HloOpcode ReducerOpcode(const HloInstruction& reduce) {
   const hlo::HloComputation* reducer = reduce.to_apply();
   if (reducer == nullptr || reducer->num_parameters() != 2 || reducer->root_instruction() == nullptr) {
     return HloOpcode::kUnknown;
   }
   const HloInstruction& root = *reducer->root_instruction();
-  if (root.opcode() != HloOpcode::kAdd && root.opcode() != HloOpcode::kMaximum) return HloOpcode::kUnknown;
+  if (root.opcode() != HloOpcode::kAdd && root.opcode() != HloOpcode::kMaximum && root.opcode() != HloOpcode::kMinimum) {
+    return HloOpcode::kUnknown;
+  }
   if (root.operand_count() != 2 || root.operand(0)->opcode() != HloOpcode::kParameter ||
       root.operand(1)->opcode() != HloOpcode::kParameter || root.operand(0) == root.operand(1)) {
     return HloOpcode::kUnknown;
@@ -289,6 +291,23 @@ class CodeGenerator {
   Status EmitBf16Convert(const HloInstruction& instruction);
   Status EmitReduce(const HloInstruction& instruction);
   Status EmitTranspose(const HloInstruction& instruction);
+  // slice_pad.cc: slice, pad and concatenate as copies of boxes of device rows.
+  Status EmitSlice(const HloInstruction& instruction);
+  Status EmitPad(const HloInstruction& instruction);
+  Status EmitConcatenate(const HloInstruction& instruction);
+  // Copies, for every index i < counts (one entry per non-minor dimension, the last innermost), the
+  // first `tiles` lines of the row at src + sum(i_d * src_steps[d]) to dst + sum(i_d * dst_steps[d]).
+  // With mask_region >= 0, the last tile is ANDed with line mask_line of that constant region.
+  struct RowBox {
+    Location src, dst;
+    std::vector<int64_t> counts, src_steps, dst_steps;
+    uint32_t tiles = 0;
+    int32_t mask_region = -1;
+    uint32_t mask_line = 0;
+  };
+  Status EmitRowBoxCopy(const RowBox& box);
+  // depthwise.cc: the unpadded depthwise convolution of compiler/passes/convolution_lowering.h.
+  Status EmitDepthwiseConvolution(const HloInstruction& instruction);
   Status EmitCopy(const HloInstruction* from, Location to);
   Status EmitCopyLines(Location from, Location to, uint32_t lines);
   StatusOr<int32_t> ConstantRow(uint32_t bits, int64_t cols);

@@ -10,6 +10,8 @@
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/printer.h"
 #include "compiler/interpreter/interpreter.h"
+#include "compiler/passes/convolution_lowering.h"
+#include "compiler/passes/topk_rewrite.h"
 
 namespace tpu::compiler {
 namespace {
@@ -50,7 +52,8 @@ Status InlineCall(HloComputation* caller, HloInstruction* call) {
 }
 
 // Values codegen handles better than as a stored constant: scalar f32 constants (immediates) and
-// their broadcasts (splats), and instructions that produce no array.
+// their broadcasts (splats), broadcasts of rows along the minor dimension, and instructions that produce
+// no array.
 bool KeepAsIs(const HloInstruction& instruction) {
   switch (instruction.opcode()) {
     case HloOpcode::kParameter:
@@ -60,8 +63,14 @@ bool KeepAsIs(const HloInstruction& instruction) {
       return true;
     case HloOpcode::kBroadcast: {
       const HloInstruction& source = *instruction.operand(0);
-      return source.opcode() == HloOpcode::kConstant && source.shape().rank() == 0 &&
-             source.shape().element_type == hlo::PrimitiveType::F32;
+      if (source.opcode() == HloOpcode::kConstant && source.shape().rank() == 0 &&
+          source.shape().element_type == hlo::PrimitiveType::F32) {
+        return true;
+      }
+      // A row along the minor dimension (batch-norm scales, biases): elementwise users read the row
+      // (SRC2_BCAST), so storing the broadcast would only cost HBM and load time.
+      const int rank = instruction.shape().rank();
+      return source.shape().rank() == 1 && rank >= 2 && instruction.dimensions() == std::vector<int64_t>{rank - 1};
     }
     default:
       return instruction.shape().IsTuple();
@@ -135,14 +144,25 @@ bool InitIsIdentity(const HloInstruction& reduce) {
   const HloInstruction& init = *reduce.operand(1);
   const hlo::HloComputation* reducer = reduce.to_apply();
   if (init.opcode() != HloOpcode::kConstant || !init.has_literal() || init.shape().rank() != 0 ||
-      init.shape().element_type != hlo::PrimitiveType::F32 || reducer == nullptr ||
-      reducer->root_instruction() == nullptr) {
+      reducer == nullptr || reducer->root_instruction() == nullptr) {
     return false;
   }
+  const HloOpcode op = reducer->root_instruction()->opcode();
+  if (init.shape().element_type == hlo::PrimitiveType::S32) {
+    const int32_t value = init.literal().Get<int32_t>(0);
+    switch (op) {
+      case HloOpcode::kAdd: return value == 0;
+      case HloOpcode::kMaximum: return value == std::numeric_limits<int32_t>::min();
+      case HloOpcode::kMinimum: return value == std::numeric_limits<int32_t>::max();
+      default: return false;
+    }
+  }
+  if (init.shape().element_type != hlo::PrimitiveType::F32) return false;
   const float value = init.literal().Get<float>(0);
-  switch (reducer->root_instruction()->opcode()) {
+  switch (op) {
     case HloOpcode::kAdd: return value == 0.0f;
     case HloOpcode::kMaximum: return value == -std::numeric_limits<float>::infinity();
+    case HloOpcode::kMinimum: return value == std::numeric_limits<float>::infinity();
     default: return false;
   }
 }
@@ -255,6 +275,40 @@ StatusOr<HloInstruction*> SplitDot(HloComputation* computation, HloInstruction* 
   return computation->AddInstruction(HloInstruction::CreateBinary(dot->shape(), HloOpcode::kAdd, small, hi_hi));
 }
 
+// A deep copy, instruction by instruction (printing and re-parsing would format and parse every
+// weight of a large network).
+StatusOr<std::unique_ptr<hlo::HloModule>> CloneModule(const hlo::HloModule& module) {
+  auto copy = std::make_unique<hlo::HloModule>(module.name());
+  copy->mutable_raw_attributes() = module.raw_attributes();
+  copy->mutable_input_output_aliases() = module.input_output_aliases();
+  std::map<const HloComputation*, HloComputation*> computations;
+  for (const HloComputation* computation : module.computations()) {
+    computations[computation] = copy->AddComputation(std::make_unique<HloComputation>(computation->name()),
+                                                     computation == module.entry_computation());
+  }
+  for (const HloComputation* computation : module.computations()) {
+    HloComputation* target = computations.at(computation);
+    std::map<const HloInstruction*, HloInstruction*> clones;
+    for (const HloInstruction* instruction : computation->MakeInstructionPostOrder()) {
+      std::vector<HloInstruction*> operands;
+      for (const HloInstruction* operand : instruction->operands()) operands.push_back(clones.at(operand));
+      std::unique_ptr<HloInstruction> clone = instruction->CloneWithNewOperands(instruction->shape(), operands);
+      for (size_t i = 0; i < instruction->called_computation_attributes().size(); ++i) {
+        auto called = computations.find(instruction->called_computation_attributes()[i].computation);
+        if (called == computations.end()) {
+          return InvalidArgument(instruction->name() + " calls a computation outside its module");
+        }
+        clone->set_called_computation(i, called->second);
+      }
+      clones[instruction] = target->AddInstruction(std::move(clone));
+    }
+    if (computation->root_instruction() != nullptr) {
+      target->set_root_instruction(clones.at(computation->root_instruction()));
+    }
+  }
+  return copy;
+}
+
 bool DependsOnlyOnConstants(const HloInstruction& instruction) {
   if (!instruction.called_computations().empty()) return false;
   for (const HloInstruction* operand : instruction.operands()) {
@@ -274,7 +328,7 @@ bool IsBf16Rounding(const hlo::HloInstruction& instruction) {
 
 StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule& module, PrepareStats* stats,
                                                             const PrepareOptions& options) {
-  TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> copy, hlo::ParseHloModule(hlo::PrintHloModule(module)));
+  TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> copy, CloneModule(module));
   HloComputation* entry = copy->entry_computation();
   if (entry == nullptr) return InvalidArgument("module " + module.name() + " has no entry computation");
   PrepareStats local;
@@ -294,6 +348,17 @@ StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule
       TPU_RETURN_IF_ERROR(InlineCall(entry, call));
       ++local.inlined_calls;
     }
+  }
+
+  // Top-k sorts become rounds of reductions, convolutions become dots and multiply-adds
+  // (compiler/passes/topk_rewrite.h, convolution_lowering.h); their kernel taps fold into constants below.
+  {
+    TopKRewrite topk;
+    TPU_ASSIGN_OR_RETURN(bool rewritten, topk.Run(copy.get()));
+    if (rewritten) ++local.rewritten_topks;
+    ConvolutionLowering convolutions(ConvolutionLoweringOptions{/*keep_depthwise_windows=*/true});
+    TPU_ASSIGN_OR_RETURN(bool lowered, convolutions.Run(copy.get()));
+    if (lowered) ++local.lowered_convolutions;
   }
 
   for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {

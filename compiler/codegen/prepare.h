@@ -1,6 +1,10 @@
 // Rewrites a copy of a module into the form the code generator lowers, without touching the caller's
 // module (the IR passes own the real simplifications; this is what codegen cannot do without):
 //  - call and fusion instructions are inlined into the entry computation (nested ones too);
+//  - sort + slice top-k patterns become rounds of max/min reductions (compiler/passes/topk_rewrite.h)
+//    and convolutions become dots per kernel tap and VPU multiply-adds
+//    (compiler/passes/convolution_lowering.h): both run here because codegen cannot lower their
+//    originals, while the interpreter and other consumers of the default pipeline keep them;
 //  - rank-2 dots read transposed operands directly (the contracting dimension flips) and a lhs that
 //    contracts its dimension 0 is transposed explicitly;
 //  - reductions over the minor dimension go through a transpose (see ReduceOverMinorThroughTranspose);
@@ -34,6 +38,8 @@ struct PrepareStats {
   int rewritten_reductions = 0;
   int rewritten_reshapes = 0;
   int split_dots = 0;
+  int rewritten_topks = 0;       // modules whose top-k sorts were rewritten (compiler/passes/topk_rewrite.h)
+  int lowered_convolutions = 0;  // modules whose convolutions were lowered (compiler/passes/convolution_lowering.h)
 };
 
 StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule& module,

@@ -3,9 +3,55 @@
 
 namespace tpu::compiler::codegen_internal {
 
-// Reductions that keep only the minor dimension (or reduce everything when the minor dimension has one
-// element): the result is one device row, the VPU combines the operand's rows into an accumulator row
-// in row order. The accumulator starts as row 0; a non-identity init value is applied last.
+namespace {
+
+// The init value's raw bits when it is a scalar f32 or s32 constant.
+std::optional<uint32_t> InitBits(const HloInstruction& init) {
+  if (init.opcode() != HloOpcode::kConstant || !init.has_literal() || init.shape().rank() != 0) return std::nullopt;
+  if (init.shape().element_type == hlo::PrimitiveType::F32) return FloatBits(init.literal().Get<float>(0));
+  if (init.shape().element_type == hlo::PrimitiveType::S32) {
+    return static_cast<uint32_t>(init.literal().Get<int32_t>(0));
+  }
+  return std::nullopt;
+}
+
+bool IsIdentity(HloOpcode op, bool integer, uint32_t bits) {
+  switch (op) {
+    case HloOpcode::kAdd: return integer ? bits == 0u : (bits == 0u || bits == 0x80000000u);
+    case HloOpcode::kMaximum: return bits == (integer ? 0x80000000u : 0xff800000u);
+    case HloOpcode::kMinimum: return bits == (integer ? 0x7fffffffu : 0x7f800000u);
+    default: return false;
+  }
+}
+
+// op(+0, init) == +0, so that applying the init value keeps padded lanes zero.
+bool KeepsPaddingZero(HloOpcode op, bool integer, uint32_t bits) {
+  if (!integer) return ImmediateKeepsPaddingZero(op, bits);
+  const int32_t value = static_cast<int32_t>(bits);
+  switch (op) {
+    case HloOpcode::kAdd: return value == 0;
+    case HloOpcode::kMaximum: return value <= 0;
+    case HloOpcode::kMinimum: return value >= 0;
+    default: return false;
+  }
+}
+
+// How many items ForChunks(total, chunk, ...) advances its pointers by in all.
+uint32_t ForChunksAdvance(uint32_t total, uint32_t chunk) {
+  if (total == 0) return 0;
+  chunk = std::min(chunk, total);
+  const uint32_t full = total / chunk, rest = total % chunk;
+  if (full >= 2) return full * chunk;
+  return rest > 0 ? chunk : 0;
+}
+
+}  // namespace
+
+// Reductions over a block of consecutive non-minor dimensions that ends just before the minor one
+// (dims = {j, ..., rank-2}; or everything when the minor dimension has one element): for every index
+// of the kept leading dimensions, the VPU combines a contiguous block of operand rows into an
+// accumulator row in row order. The accumulator starts as the block's first row; a non-identity init
+// value is applied last. add, maximum and minimum, on f32 or (INT) s32 values.
 Status CodeGenerator::EmitReduce(const HloInstruction& instruction) {
   const HloInstruction& operand = *instruction.operand(0);
   const HloInstruction& init = *instruction.operand(1);
@@ -14,74 +60,101 @@ Status CodeGenerator::EmitReduce(const HloInstruction& instruction) {
   const DeviceLayout in = MakeDeviceLayout(operand.shape(), L());
   std::vector<int64_t> dims = instruction.dimensions();
   std::sort(dims.begin(), dims.end());
-  bool leading = true;  // dims == {0, ..., rank-2} (or {0, ..., rank-1} with a minor dimension of 1)
-  for (size_t i = 0; i < dims.size(); ++i) leading = leading && dims[i] == static_cast<int64_t>(i);
-  const bool keeps_minor = leading && static_cast<int>(dims.size()) == rank - 1;
-  const bool all_with_unit_minor = leading && static_cast<int>(dims.size()) == rank && in.cols == 1;
+  const int64_t first = dims.empty() ? 0 : dims[0];
+  bool consecutive = !dims.empty();
+  for (size_t i = 0; i < dims.size(); ++i) consecutive = consecutive && dims[i] == first + static_cast<int64_t>(i);
+  const bool keeps_minor = consecutive && dims.back() == rank - 2;
+  const bool all_with_unit_minor = consecutive && first == 0 && dims.back() == rank - 1 && in.cols == 1;
   if (rank == 0 || (!keeps_minor && !all_with_unit_minor)) {
     return Unimplemented("reduce " + instruction.name() + " over dimensions {" + [&] {
       std::string text;
       for (int64_t d : instruction.dimensions()) text += (text.empty() ? "" : ",") + std::to_string(d);
       return text;
-    }() + "} of " + operand.shape().ToString() + ": only reductions that keep just the minor dimension are supported");
+    }() + "} of " + operand.shape().ToString() +
+                         ": only reductions over consecutive dimensions that end just before the minor one are supported");
   }
-  if (!IsScalarF32Constant(init)) {
-    return Unimplemented("reduce " + instruction.name() + ": the init value must be a scalar f32 constant");
+  const bool integer = IsIntegerValue(operand.shape());
+  if (!integer && operand.shape().element_type != hlo::PrimitiveType::F32) {
+    return Unimplemented("reduce " + instruction.name() + " of " + operand.shape().ToString() +
+                         ": only f32 and s32 values are supported");
   }
-  const uint32_t init_bits = FloatBits(init.literal().Get<float>(0));
-  const bool init_is_identity = op == HloOpcode::kAdd ? (init_bits == 0u || init_bits == 0x80000000u)
-                                                      : init_bits == 0xff800000u;
-  if (!init_is_identity && !ImmediateKeepsPaddingZero(op, init_bits) && in.cols % L() != 0) {
+  const std::optional<uint32_t> init_bits = InitBits(init);
+  if (!init_bits) {
+    return Unimplemented("reduce " + instruction.name() + ": the init value must be a scalar f32 or s32 constant");
+  }
+  const bool init_is_identity = IsIdentity(op, integer, *init_bits);
+  if (!init_is_identity && !KeepsPaddingZero(op, integer, *init_bits) && in.cols % L() != 0) {
     return Unimplemented("reduce " + instruction.name() + ": an init value that is not the identity of the reduction");
   }
+  isa::Opcode opcode = isa::Opcode::VADD;
+  if (op == HloOpcode::kMaximum) opcode = isa::Opcode::VMAX;
+  if (op == HloOpcode::kMinimum) {
+    const std::optional<isa::Opcode> vmin = VpuOpcodeFor(HloOpcode::kMinimum);
+    if (!vmin) return UnsupportedOp(instruction);
+    opcode = *vmin;
+  }
+  const uint8_t int_flag = integer ? isa::flag::VADD_INT : 0;
   auto vop = [&](Reg dst, Reg src1, Reg src2, Reg count, uint8_t flags, uint32_t imm) {
-    if (op == HloOpcode::kAdd) {
-      asm_.Vadd(dst, src1, src2, count, flags, imm);
-    } else {
-      asm_.Vmax(dst, src1, src2, count, flags, imm);
-    }
+    asm_.Emit(opcode, {dst, src1, src2, count, static_cast<uint8_t>(flags | int_flag), imm});
   };
   const uint32_t tiles = static_cast<uint32_t>(in.column_tiles(L()));
-  const uint32_t rows = static_cast<uint32_t>(in.rows);
-  if (tiles == 0 || rows == 0) {
+  // Kept leading rows (outer) and reduced rows per kept index (block).
+  int64_t outer = 1;
+  for (int64_t d = 0; d < first; ++d) outer *= operand.shape().dimensions[d];
+  const uint32_t rows = static_cast<uint32_t>(outer == 0 ? 0 : in.rows / outer);
+  if (tiles == 0 || rows == 0 || outer == 0) {
     return Unimplemented("reduce " + instruction.name() + " of an empty operand");
   }
   if (options_.vmem_lines < 2 * tiles) return VmemOverflow(instruction, 2 * tiles);
   // VMEM: the accumulator at line 0 (addressed through s0), then a chunk of operand rows.
   const uint32_t chunk_rows = (options_.vmem_lines - tiles) / tiles;
   TPU_ASSIGN_OR_RETURN(ScopedReg in_hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg tiles_reg, NewReg());
   LoadAddress(in_hbm, &operand, 0);
-  asm_.Li(tiles_reg, tiles);
-  asm_.DmaLoad(in_hbm, kZeroReg, tiles_reg, 1);
-  asm_.Addi(in_hbm, in_hbm, tiles);
-  TPU_RETURN_IF_ERROR(ForChunks(rows - 1, chunk_rows, {{in_hbm, tiles}}, [&](Reg count, uint32_t) -> Status {
-    TPU_ASSIGN_OR_RETURN(ScopedReg buffer, NewReg());
-    TPU_ASSIGN_OR_RETURN(ScopedReg lines, NewReg());
-    TPU_ASSIGN_OR_RETURN(ScopedReg row, NewReg());
-    TPU_ASSIGN_OR_RETURN(ScopedReg row_end, NewReg());
-    asm_.Mul(lines, count, tiles_reg);
-    asm_.Li(buffer, tiles);
-    asm_.DmaLoad(in_hbm, buffer, lines, 1);
-    asm_.Sync(kSyncDma);
-    asm_.Addi(row, buffer, 0);
-    asm_.Add(row_end, buffer, lines);
-    Assembler::Label loop = asm_.NewLabel();
-    asm_.Bind(loop);
-    vop(kZeroReg, kZeroReg, row, tiles_reg, 0, 0);
-    asm_.Add(row, row, tiles_reg);
-    asm_.Bne(row, row_end, loop);
-    asm_.Sync(kSyncVpu);  // the next chunk's DMA overwrites the rows just read
-    return OkStatus();
-  }));
-  if (!init_is_identity) {
-    asm_.Sync(kSyncDma);
-    vop(kZeroReg, kZeroReg, kZeroReg, tiles_reg, isa::flag::VADD_SRC2_IMM, init_bits);
-    asm_.Sync(kSyncVpu);
-  }
-  TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
   LoadAddress(out_hbm, &instruction, 0);
-  asm_.DmaStore(out_hbm, kZeroReg, tiles_reg, 1);  // after the accumulator's DMA load: same unit, in order
+  asm_.Li(tiles_reg, tiles);
+  auto reduce_block = [&]() -> Status {
+    asm_.DmaLoad(in_hbm, kZeroReg, tiles_reg, 1);
+    asm_.Addi(in_hbm, in_hbm, tiles);
+    TPU_RETURN_IF_ERROR(ForChunks(rows - 1, chunk_rows, {{in_hbm, tiles}}, [&](Reg count, uint32_t) -> Status {
+      TPU_ASSIGN_OR_RETURN(ScopedReg buffer, NewReg());
+      TPU_ASSIGN_OR_RETURN(ScopedReg lines, NewReg());
+      TPU_ASSIGN_OR_RETURN(ScopedReg row, NewReg());
+      TPU_ASSIGN_OR_RETURN(ScopedReg row_end, NewReg());
+      asm_.Mul(lines, count, tiles_reg);
+      asm_.Li(buffer, tiles);
+      asm_.DmaLoad(in_hbm, buffer, lines, 1);
+      asm_.Sync(kSyncDma);
+      asm_.Addi(row, buffer, 0);
+      asm_.Add(row_end, buffer, lines);
+      Assembler::Label loop = asm_.NewLabel();
+      asm_.Bind(loop);
+      vop(kZeroReg, kZeroReg, row, tiles_reg, 0, 0);
+      asm_.Add(row, row, tiles_reg);
+      asm_.Bne(row, row_end, loop);
+      asm_.Sync(kSyncVpu);  // the next chunk's DMA overwrites the rows just read
+      return OkStatus();
+    }));
+    // ForChunks leaves in_hbm at its last chunk: move it to the next block.
+    asm_.Addi(in_hbm, in_hbm, (rows - 1 - ForChunksAdvance(rows - 1, chunk_rows)) * tiles);
+    if (!init_is_identity) {
+      asm_.Sync(kSyncDma);
+      vop(kZeroReg, kZeroReg, kZeroReg, tiles_reg, isa::flag::VADD_SRC2_IMM, *init_bits);
+      asm_.Sync(kSyncVpu);
+    }
+    asm_.DmaStore(out_hbm, kZeroReg, tiles_reg, 1);  // after the accumulator's DMA load: same unit, in order
+    asm_.Addi(out_hbm, out_hbm, tiles);
+    return OkStatus();
+  };
+  if (outer == 1) return reduce_block();
+  TPU_ASSIGN_OR_RETURN(ScopedReg remaining, NewReg());
+  asm_.Li(remaining, static_cast<uint32_t>(outer));
+  Assembler::Label next = asm_.NewLabel();
+  asm_.Bind(next);
+  TPU_RETURN_IF_ERROR(reduce_block());
+  asm_.Addi(remaining, remaining, static_cast<uint32_t>(-1));
+  asm_.Bne(remaining, kZeroReg, next);
   return OkStatus();
 }
 

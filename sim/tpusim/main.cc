@@ -3,6 +3,7 @@
 //
 //   tpusim run FILE.hlo --backend=rtl|model --config=tiny|v2 --seed=N [--outputs=DIR]
 //                       [--trace=FILE.fst --trace-start=C --trace-stop=C --trace-depth=D]
+//                       [--batch=N] [--fill-elided-constants] [--root=NAME]
 //   tpusim info --backend=rtl|model --config=tiny|v2
 //
 // Exit status: 0 success, 1 bad input or a failed run (the message says which), 2 an output outside the
@@ -29,6 +30,7 @@
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/verifier.h"
 #include "compiler/interpreter/interpreter.h"
+#include "compiler/passes/rebatch.h"
 #include "sim/tpusim/output_compare.h"
 #include "sw/runtime/client.h"
 #include "tpu_config.h"
@@ -60,7 +62,7 @@ const char kUsage[] =
     "usage:\n"
     "  tpusim run FILE.hlo [--backend=rtl|model] [--config=NAME] [--seed=N] [--outputs=DIR]\n"
     "                      [--trace=FILE.fst] [--trace-start=CYCLE] [--trace-stop=CYCLE] [--trace-depth=D]\n"
-    "                      [--timeout-cycles=N]\n"
+    "                      [--timeout-cycles=N] [--batch=N] [--fill-elided-constants] [--root=NAME]\n"
     "  tpusim info [--backend=rtl|model] [--config=NAME]\n"
     "\n"
     "run     parses and verifies FILE.hlo, fills its parameters with seeded uniform values in [-1, 1),\n"
@@ -70,6 +72,12 @@ const char kUsage[] =
     "        --trace* write an FST waveform of a cycle window (rtl backend only).\n"
     "        --perturb-output=X adds X to the first element of output 0 before the comparison (to check\n"
     "        that a wrong result is caught).\n"
+    "        --batch=N re-specializes the module for batch N (the leading dimension of the entry\n"
+    "        parameters, propagated through the shapes; compiler/passes/rebatch.h).\n"
+    "        --fill-elided-constants gives constants the dump elided (`constant({...})`) seeded values\n"
+    "        (from --seed) chosen by their use: positive where they feed rsqrt/log/a divisor, weights\n"
+    "        scaled by 1/sqrt(fan-in); device and interpreter run the same values.\n"
+    "        --root=NAME makes entry instruction NAME the root: its value is the one output compared.\n"
     "info    prints the devices and the configuration registers the driver discovers.\n"
     "defaults: --backend=model --config=<the configuration of this build> --seed=0\n";
 
@@ -82,7 +90,9 @@ struct Flags {
 bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
   static const char* const kKnown[] = {"backend", "config",      "seed",        "outputs",        "trace",
                                        "trace-start", "trace-stop", "trace-depth", "timeout-cycles",
-                                       "perturb-output"};
+                                       "perturb-output", "batch", "root", "fill-elided-constants"};
+  // Flags that take no value.
+  static const char* const kSwitches[] = {"fill-elided-constants"};
   if (argc < 2) {
     *error = "missing command";
     return false;
@@ -104,7 +114,11 @@ bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
     }
     std::string name = arg.substr(2), value;
     const size_t equals = name.find('=');
-    if (equals != std::string::npos) {
+    bool is_switch = false;
+    for (const char* k : kSwitches) is_switch = is_switch || name == k;
+    if (is_switch && equals == std::string::npos) {
+      value = "1";
+    } else if (equals != std::string::npos) {
       value = name.substr(equals + 1);
       name = name.substr(0, equals);
     } else if (i + 1 < argc) {
@@ -238,13 +252,41 @@ int Run(const Flags& flags) {
     std::cerr << flags.file << ": " << parsed.status() << "\n";
     return kExitError;
   }
-  const hlo::HloModule& module = **parsed;
+  hlo::HloModule& module = **parsed;
   if (Status verified = hlo::VerifyHloModule(module); !verified.ok()) {
     std::cerr << flags.file << ": " << verified << "\n";
     return kExitError;
   }
   uint64_t seed = 0;
   if (!ParseUnsigned(flags, "seed", 0, &seed)) return kExitError;
+  // Re-specialization for this run, before anything compiles or interprets the module.
+  if (flags.values.count("batch")) {
+    uint64_t batch = 0;
+    if (!ParseUnsigned(flags, "batch", 0, &batch)) return kExitError;
+    StatusOr<bool> rebatched = compiler::Rebatch(static_cast<int64_t>(batch)).Run(&module);
+    if (!rebatched.ok()) {
+      std::cerr << flags.file << ": --batch=" << batch << ": " << rebatched.status() << "\n";
+      return kExitError;
+    }
+  }
+  if (auto root = flags.values.find("root"); root != flags.values.end()) {
+    const std::string name = !root->second.empty() && root->second[0] == '%' ? root->second.substr(1) : root->second;
+    if (Status status = compiler::SetEntryRoot(&module, name); !status.ok()) {
+      std::cerr << flags.file << ": --root: " << status << "\n";
+      return kExitError;
+    }
+  }
+  if (flags.values.count("fill-elided-constants")) {
+    StatusOr<int> filled = compiler::FillElidedConstants(&module, seed ^ 0x5eed5eedu);
+    if (!filled.ok()) {
+      std::cerr << flags.file << ": --fill-elided-constants: " << filled.status() << "\n";
+      return kExitError;
+    }
+  }
+  if (Status verified = hlo::VerifyHloModule(module); !verified.ok()) {
+    std::cerr << flags.file << ": after re-specialization: " << verified << "\n";
+    return kExitError;
+  }
   double perturbation = 0;
   if (auto it = flags.values.find("perturb-output"); it != flags.values.end()) {
     char* end = nullptr;
