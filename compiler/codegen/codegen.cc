@@ -799,7 +799,17 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
 
   // Code: one instruction after the other, separated by a full SYNC so that no unit of the previous
   // instruction still touches VMEM the next one reuses.
+  // Each step's code is recorded as a range of words (CompileStats::code_ranges, program.asm).
   bool first = true;
+  std::vector<CodeRange> code_ranges;
+  auto emit = [&](std::string what, const std::function<Status()>& body) -> Status {
+    if (!first) asm_.Sync(kSyncAll);
+    first = false;
+    const uint32_t begin = asm_.size();
+    TPU_RETURN_IF_ERROR(body());
+    code_ranges.push_back(CodeRange{std::move(what), begin, asm_.size()});
+    return OkStatus();
+  };
   for (const HloInstruction* instruction : order) {
     if (needed.count(instruction) == 0) continue;
     switch (instruction->opcode()) {
@@ -815,33 +825,36 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
       default:
         break;
     }
-    if (!first) asm_.Sync(kSyncAll);
-    first = false;
-    TPU_RETURN_IF_ERROR(EmitInstruction(*instruction));
+    const std::string name = instruction->name().empty() ? "(unnamed)" : instruction->name();
+    TPU_RETURN_IF_ERROR(emit(name + " = " + instruction->shape().ToString() + " " + instruction->opcode_name(),
+                             [&] { return EmitInstruction(*instruction); }));
   }
   // Copies at the end: into output regions first (they may read parameters' old contents), then the
   // staged parameters into temps, then into the parameter buffers.
-  auto separate = [&]() {
-    if (!first) asm_.Sync(kSyncAll);
-    first = false;
-  };
-  for (const auto& [value, location] : output_copies) {
-    separate();
-    TPU_RETURN_IF_ERROR(EmitCopy(value, location));
+  for (const auto& copy : output_copies) {
+    const HloInstruction* value = copy.first;
+    const Location location = copy.second;
+    TPU_RETURN_IF_ERROR(emit("copy " + value->name() + " to output " + std::to_string(location.index),
+                             [&] { return EmitCopy(value, location); }));
   }
   std::map<const HloInstruction*, Location> staged_at;
-  for (const auto& [parameter, id] : staged) {
-    separate();
-    staged_at[parameter] = Location{RegionKind::kTemp, 0, assignment.offsets.at(id)};
-    TPU_RETURN_IF_ERROR(EmitCopyLines(locations_.at(parameter), staged_at[parameter],
-                                      MakeDeviceLayout(parameter->shape(), L()).lines));
+  for (const auto& stage : staged) {
+    const HloInstruction* parameter = stage.first;
+    const Location temp{RegionKind::kTemp, 0, assignment.offsets.at(stage.second)};
+    staged_at[parameter] = temp;
+    TPU_RETURN_IF_ERROR(emit("copy " + parameter->name() + " to a temp (it is overwritten below)", [&] {
+      return EmitCopyLines(locations_.at(parameter), temp, MakeDeviceLayout(parameter->shape(), L()).lines);
+    }));
   }
-  for (const auto& [value, location] : alias_copies) {
-    separate();
+  for (const auto& copy : alias_copies) {
+    const HloInstruction* value = copy.first;
+    const Location location = copy.second;
     const HloInstruction* source = BufferOf(value);
     const auto staged_source = staged_at.find(source);
-    TPU_RETURN_IF_ERROR(EmitCopyLines(staged_source != staged_at.end() ? staged_source->second : locations_.at(source),
-                                      location, MakeDeviceLayout(value->shape(), L()).lines));
+    const Location from = staged_source != staged_at.end() ? staged_source->second : locations_.at(source);
+    TPU_RETURN_IF_ERROR(emit("copy " + value->name() + " into parameter " + std::to_string(location.index) +
+                                 " (input_output_alias)",
+                             [&] { return EmitCopyLines(from, location, MakeDeviceLayout(value->shape(), L()).lines); }));
   }
   asm_.Halt();  // waits for every unit
   TPU_RETURN_IF_ERROR(asm_.Finish(&program_.code, &program_.relocations));
@@ -858,6 +871,7 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
     stats->hbm_lines = hbm_lines;
     stats->aliased_outputs = aliased_outputs_;
     stats->alias_copies = alias_copies_;
+    stats->code_ranges = std::move(code_ranges);
     stats->dots = dots_;
   }
   return std::move(program_);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "compiler/hlo/printer.h"
 #include "compiler/passes/pass.h"
@@ -65,7 +66,8 @@ std::string HexListing(const std::vector<uint64_t>& code) {
 }  // namespace
 
 std::string ProgramListing(const Program& program,
-                           const std::function<std::string(const std::vector<uint64_t>&)>& disassemble) {
+                           const std::function<std::string(const std::vector<uint64_t>&)>& disassemble,
+                           const std::vector<CodeRange>& code_ranges) {
   std::string out = "# " + program.module_name + ": " + std::to_string(program.code.size()) +
                     " instructions, lanes " + std::to_string(program.lanes) + ", temp " +
                     std::to_string(program.temp_lines) + " lines\n";
@@ -79,7 +81,16 @@ std::string ProgramListing(const Program& program,
     out += "# reloc " + std::to_string(reloc.instr_index) + ": " + RegionKindName(reloc.kind) + " " +
            std::to_string(reloc.region_index) + " + " + std::to_string(reloc.line_offset) + "\n";
   }
-  return out + (disassemble ? disassemble(program.code) : HexListing(program.code));
+  std::istringstream words(disassemble ? disassemble(program.code) : HexListing(program.code));
+  auto range = code_ranges.begin();
+  std::string line;
+  for (uint32_t word = 0; std::getline(words, line); ++word) {
+    for (; range != code_ranges.end() && range->begin <= word; ++range) {
+      if (range->begin == word) out += "# --- " + range->what + "\n";
+    }
+    out += line + "\n";
+  }
+  return out;
 }
 
 StatusOr<Program> CompileModule(hlo::HloModule* module, const CompileModuleOptions& options,
@@ -119,7 +130,7 @@ StatusOr<Program> CompileModule(hlo::HloModule* module, const CompileModuleOptio
   report->steps.push_back(StepTiming{"codegen", report->codegen.codegen_ms, true});
   if (dumps.enabled()) {
     TPU_RETURN_IF_ERROR(dumps.ModuleText("prepare-for-codegen", prepared_text));
-    TPU_RETURN_IF_ERROR(dumps.Text("program.asm", ProgramListing(program, options.disassemble)));
+    TPU_RETURN_IF_ERROR(dumps.Text("program.asm", ProgramListing(program, options.disassemble, report->codegen.code_ranges)));
   }
   report->total_ms = MillisecondsSince(start);
   return program;

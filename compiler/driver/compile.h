@@ -47,9 +47,11 @@ struct CompileModuleReport {
 StatusOr<Program> CompileModule(hlo::HloModule* module, const CompileModuleOptions& options,
                                 CompileModuleReport* report = nullptr);
 
-// program.asm: a header (module, instruction count, lanes, HBM regions and aliases), one line per
-// relocation, then the disassembly.
+// program.asm: a header (module, instruction count, lanes, temp region and aliases), one line per
+// relocation, then the disassembly (one line per word) with a "# ---" line naming the HLO instruction
+// or copy each range of `code_ranges` comes from.
 std::string ProgramListing(const Program& program,
-                           const std::function<std::string(const std::vector<uint64_t>&)>& disassemble);
+                           const std::function<std::string(const std::vector<uint64_t>&)>& disassemble,
+                           const std::vector<CodeRange>& code_ranges = {});
 
 }  // namespace tpu::compiler

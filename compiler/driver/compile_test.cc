@@ -110,6 +110,13 @@ TEST(CompileModuleTest, DumpsEveryStepAndTheProgram) {
   std::istringstream lines(listing);
   for (std::string line; std::getline(lines, line);) code_lines += !line.empty() && line[0] != '#';
   EXPECT_EQ(code_lines, program->code.size()) << listing;
+  // The code of each step is named, in program order: the call was inlined into a multiply.
+  const size_t multiply = listing.find("# --- ");
+  ASSERT_NE(multiply, std::string::npos) << listing;
+  EXPECT_NE(listing.find(" multiply\n", multiply), std::string::npos) << listing;
+  EXPECT_LT(listing.find(" multiply\n"), listing.find(" subtract\n")) << listing;
+  ASSERT_FALSE(report.codegen.code_ranges.empty());
+  EXPECT_EQ(report.codegen.code_ranges.back().end + 1, program->code.size());  // then HALT
 
   // Timings: every pass, then the preparation and codegen.
   ASSERT_EQ(report.steps.size(), pipeline.pass_names().size() + 2);
