@@ -235,6 +235,19 @@ ENTRY %main (x: f32[64,64], y: f32[64,64], z: f32[8]) -> f32[64,64] {
             "  5. Size: 32B, parameter 2 z f32[8]");
 }
 
+TEST(CloneHloModuleTest, CopiesPrintIdenticallyAndIndependently) {
+  std::unique_ptr<hlo::HloModule> module = Parse(kStep);
+  StatusOr<std::unique_ptr<hlo::HloModule>> copy = CloneHloModule(*module);
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_EQ((*copy)->ToString(), module->ToString());
+  // Changing the copy leaves the original as it was: nothing is shared.
+  const std::string before = module->ToString();
+  (*copy)->entry_computation()->root_instruction()->set_name("renamed");
+  (*copy)->mutable_input_output_aliases().clear();
+  EXPECT_NE((*copy)->ToString(), before);
+  EXPECT_EQ(module->ToString(), before);
+}
+
 TEST(HbmMessageTest, MatchesTheRuntimeAllocatorsFormat) {
   EXPECT_EQ(OutOfMemoryMessage("hbm", 9ull << 30, 8ull << 30), "Ran out of memory in memory space hbm; used: 9.0G; limit: 8.0G");
   EXPECT_EQ(HumanReadableBytes(512), "512B");
