@@ -225,11 +225,14 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     case HloOpcode::kMaximum:
     case HloOpcode::kMinimum:
     case HloOpcode::kNegate:
+    case HloOpcode::kReduce:  // s32 with INT (reduce.cc)
+      type_ok = f32 || IsIntegerValue(shape);
+      break;
     case HloOpcode::kAbs:
     case HloOpcode::kSign:
     case HloOpcode::kClamp:
-    case HloOpcode::kReduce:  // s32 with INT (reduce.cc)
-      type_ok = f32 || IsIntegerValue(shape);
+      // Signed compares on the INT lanes: u32 would need unsigned ones.
+      type_ok = f32 || type == hlo::PrimitiveType::S32 || type == hlo::PrimitiveType::S64;
       break;
     case HloOpcode::kDot: {
       // bf16 operands reach the MXU exactly; a bf16 result is rounded from the f32 accumulators.

@@ -10,8 +10,8 @@
 // Opcodes the compiler does not lower yet (NotFound / Unimplemented) are skipped with a message.
 //
 // TPU_DIFF_ITERATIONS=N runs N cases per opcode (default 6), TPU_DIFF_SEED=S changes the base seed
-// (default 1) and TPU_DIFF_CASE=I runs only case I; a failure prints the module and the line that
-// reproduces it.
+// (default 1), TPU_DIFF_CASE=I runs only case I and TPU_DIFF_RTL=0 leaves the rtl backend out; a failure
+// prints the module and the line that reproduces it.
 #include <gtest/gtest.h>
 
 #include <cmath>
