@@ -519,10 +519,13 @@ DiffCase SliceCase(Rng& rng, int index) {
   const std::vector<int64_t> in = RandomDims(rng, RankOf(index));
   std::vector<int64_t> out;
   std::string slice = "slice={";
+  // Every other case keeps the minor dimension a prefix, the form rows of whole tiles copy fastest.
+  const bool minor_prefix = index % 2 == 0;
   for (size_t i = 0; i < in.size(); ++i) {
-    const int64_t start = static_cast<int64_t>(rng() % in[i]);
+    const bool prefix = minor_prefix && i + 1 == in.size();
+    const int64_t start = prefix ? 0 : static_cast<int64_t>(rng() % in[i]);
     const int64_t limit = start + 1 + static_cast<int64_t>(rng() % (in[i] - start));
-    const int64_t stride = rng() % 3 == 0 ? 2 : 1;
+    const int64_t stride = !prefix && rng() % 3 == 0 ? 2 : 1;
     out.push_back((limit - start + stride - 1) / stride);
     slice += std::string(i ? ", " : "") + "[" + std::to_string(start) + ":" + std::to_string(limit) +
              (stride == 1 ? "" : ":" + std::to_string(stride)) + "]";
@@ -536,8 +539,12 @@ DiffCase PadCase(Rng& rng, int index) {
   const std::vector<int64_t> in = RandomDims(rng, RankOf(index), 5000);
   std::vector<int64_t> out;
   std::string padding = "padding=";
+  // Every other case pads only the leading dimensions at their edges (as convolutions' pads do).
+  const bool edges_only = index % 2 == 1;
   for (size_t i = 0; i < in.size(); ++i) {
-    const int64_t low = rng() % 4, high = rng() % 4, interior = rng() % 4 == 0 ? 1 : 0;
+    const bool minor = i + 1 == in.size();
+    const int64_t low = edges_only && minor ? 0 : rng() % 4, high = edges_only && minor ? 0 : rng() % 4;
+    const int64_t interior = !edges_only && rng() % 4 == 0 ? 1 : 0;
     out.push_back(low + high + in[i] + (in[i] - 1) * interior);
     padding += std::string(i ? "x" : "") + std::to_string(low) + "_" + std::to_string(high) +
                (interior ? "_" + std::to_string(interior) : "");
@@ -551,7 +558,8 @@ DiffCase ConcatenateCase(Rng& rng, int index) {
   ModuleBuilder b;
   const int rank = RankOf(index);
   std::vector<int64_t> dims = RandomDims(rng, rank, 6000);
-  const int64_t axis = static_cast<int64_t>(rng() % rank);
+  // Every other case joins along dimension 0 (whole rows).
+  const int64_t axis = index % 2 == 1 ? 0 : static_cast<int64_t>(rng() % rank);
   std::vector<Value> parts;
   std::vector<int64_t> out = dims;
   out[axis] = 0;
@@ -583,6 +591,40 @@ DiffCase ConvolutionCase(Rng& rng, int index) {
   Value y = b.Op(F32, {batch, out_size(height), out_size(width), out_features}, "convolution", {x, w},
                  window_text + ", dim_labels=b01f_01io->b01f");
   return Finish(b, "convolution", {y}, rng, false);
+}
+
+// A random chain of elementwise instructions on one shape (with broadcasts, compares and selects), two
+// of its values as outputs: buffer reuse and liveness between lowerings, values kept in [-4, 4].
+DiffCase ChainCase(Rng& rng, int index) {
+  ModuleBuilder b;
+  const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
+  Value x = b.Parameter(F32, dims, Domain::kUnit);
+  Value y = b.Parameter(F32, dims, Domain::kUnit);
+  Value row = b.Parameter(F32, {dims.back()}, Domain::kUnit);
+  std::vector<Value> values = {x, y};
+  auto pick = [&] { return values[rng() % values.size()]; };
+  auto constant = [&](double c) { return b.Op(F32, dims, "broadcast", {b.ScalarConstant(F32, c)}, "dimensions={}"); };
+  const int length = 3 + static_cast<int>(rng() % 6);
+  for (int step = 0; step < length; ++step) {
+    const Value a = pick(), c = pick();
+    Value v;
+    switch (rng() % 12) {
+      case 0: v = b.Op(F32, dims, "add", {a, c}); break;
+      case 1: v = b.Op(F32, dims, "subtract", {a, b.Op(F32, dims, "broadcast", {row}, "dimensions={" + std::to_string(dims.size() - 1) + "}")}); break;
+      case 2: v = b.Op(F32, dims, "multiply", {a, c}); break;
+      case 3: v = b.Op(F32, dims, "tanh", {a}); break;
+      case 4: v = b.Op(F32, dims, "logistic", {a}); break;
+      case 5: v = b.Op(F32, dims, "maximum", {a, constant(0)}); break;
+      case 6: v = b.Op(F32, dims, "select", {b.Op(PRED, dims, "compare", {a, c}, "direction=GT"), a, c}); break;
+      case 7: v = b.Op(F32, dims, "clamp", {b.ScalarConstant(F32, -0.5), a, b.ScalarConstant(F32, 0.5)}); break;
+      case 8: v = b.Op(F32, dims, "sqrt", {b.Op(F32, dims, "abs", {a})}); break;
+      case 9: v = b.Op(F32, dims, "negate", {a}); break;
+      case 10: v = b.Op(F32, dims, "divide", {a, b.Op(F32, dims, "add", {b.Op(F32, dims, "abs", {c}), constant(1)})}); break;
+      default: v = b.Op(F32, dims, "power", {a, constant(2)}); break;
+    }
+    values.push_back(v);
+  }
+  return Finish(b, "chain", {values.back(), values[values.size() / 2]}, rng, false);
 }
 
 struct OpcodeSpec {
@@ -648,6 +690,7 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("pad", PadCase);
   add("concatenate", ConcatenateCase);
   add("convolution", ConvolutionCase);
+  add("elementwise_chain", ChainCase);
   return specs;
 }
 
