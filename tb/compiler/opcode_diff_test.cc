@@ -951,6 +951,9 @@ TEST(TrainingModuleDiffTest, RealisticArgumentsInterpreterModelAndRtlAgree) {
        {{8, Domain::kPositive}, {9, Domain::kPositive}, {10, Domain::kPositive}, {11, Domain::kPositive},
         {12, Domain::kPositive}, {14, Domain::kInteger}}},
       {"pytorch_xla_mlp_sigmoid_l1_momentum_train_step", {{0, Domain::kPositive}}},
+      {"pytorch_xla_mlp_tanh_mse_adam_train_step",
+       {{0, Domain::kPositive}, {11, Domain::kPositive}, {12, Domain::kPositive}, {13, Domain::kPositive},
+        {14, Domain::kPositive}}},
   };
   const uint32_t base_seed = static_cast<uint32_t>(EnvInt("TPU_DIFF_SEED", 1));
   const int iterations = std::max(1, EnvInt("TPU_DIFF_ITERATIONS", 6) / 3);

@@ -57,8 +57,11 @@ struct TrainingModule {
 // (one-hot by an iota compare), optax Adam (abs, power, sqrt, divide, bias corrections 1 - b^t).
 // pytorch_xla_mlp_sigmoid_l1_momentum_train_step: MLP 12-24-4 with sigmoid (logistic), L1 loss (abs,
 // sign), clip_grad_value_ (clamp), SGD with momentum and weight decay, input_output_alias.
+// pytorch_xla_mlp_tanh_mse_adam_train_step: MLP 16-24-6 with tanh, MSE loss (power 2), torch.optim.Adam
+// with a tensor step count (scalar power, sqrt and divide on the device), input_output_alias.
 const TrainingModule kModules[] = {{"jax_mlp_tanh_adam_train_step", 14},
-                                   {"pytorch_xla_mlp_sigmoid_l1_momentum_train_step", 10}};
+                                   {"pytorch_xla_mlp_sigmoid_l1_momentum_train_step", 10},
+                                   {"pytorch_xla_mlp_tanh_mse_adam_train_step", 14}};
 
 std::string ModulePath(const char* name) { return std::string(TPU_SOURCE_DIR) + "/tb/system/hlo/" + name + ".hlo"; }
 
