@@ -275,6 +275,30 @@ StatusOr<HloInstruction*> SplitDot(HloComputation* computation, HloInstruction* 
   return computation->AddInstruction(HloInstruction::CreateBinary(dot->shape(), HloOpcode::kAdd, small, hi_hi));
 }
 
+// A reshape that flattens a few rows, x[R,C] -> [R*C] (the top-k match matrix of a classifier), moves
+// elements between lanes: each row becomes a column (slice + transpose), the columns are stacked
+// (concatenate) and the [R*C,1] column becomes the row (ReshapeThroughTranspose below). Only for
+// R <= 64, where the slices stay few. Returns the replacement or nullptr.
+HloInstruction* FlattenRowsThroughColumns(HloComputation* computation, HloInstruction* reshape) {
+  const hlo::Shape& in = reshape->operand(0)->shape();
+  const hlo::Shape& out = reshape->shape();
+  if (!in.IsArray() || in.rank() != 2 || out.rank() != 1) return nullptr;
+  const int64_t rows = in.dimensions[0], cols = in.dimensions[1];
+  // Rows of a multiple of 128 elements (every configuration's lane count divides it) keep their layout.
+  if (rows <= 1 || rows > 64 || cols <= 1 || cols % 128 == 0) return nullptr;
+  const hlo::PrimitiveType type = in.element_type;
+  auto add = [&](std::unique_ptr<HloInstruction> instruction) { return computation->AddInstruction(std::move(instruction)); };
+  std::vector<HloInstruction*> columns;
+  for (int64_t r = 0; r < rows; ++r) {
+    auto row = HloInstruction::Create(HloOpcode::kSlice, ArrayShape(type, {1, cols}), {reshape->operand(0)});
+    row->set_slice({r, 0}, {r + 1, cols}, {1, 1});
+    columns.push_back(add(HloInstruction::CreateTranspose(ArrayShape(type, {cols, 1}), add(std::move(row)), {1, 0})));
+  }
+  auto stacked = HloInstruction::Create(HloOpcode::kConcatenate, ArrayShape(type, {rows * cols, 1}), columns);
+  stacked->set_dimensions({0});
+  return add(HloInstruction::CreateReshape(ArrayShape(type, {rows * cols}), add(std::move(stacked))));
+}
+
 // A deep copy, instruction by instruction (printing and re-parsing would format and parse every
 // weight of a large network).
 StatusOr<std::unique_ptr<hlo::HloModule>> CloneModule(const hlo::HloModule& module) {
@@ -365,6 +389,16 @@ StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule
     if (instruction->opcode() != HloOpcode::kDot) continue;
     TPU_ASSIGN_OR_RETURN(bool changed, CanonicalizeDot(entry, instruction));
     if (changed) ++local.canonicalized_dots;
+  }
+
+  for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {
+    if (instruction->opcode() != HloOpcode::kReshape || instruction->operand(0)->opcode() == HloOpcode::kConstant) {
+      continue;
+    }
+    HloInstruction* flattened = FlattenRowsThroughColumns(entry, instruction);
+    if (flattened == nullptr) continue;
+    TPU_RETURN_IF_ERROR(entry->ReplaceInstruction(instruction, flattened));
+    ++local.rewritten_reshapes;
   }
 
   for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {

@@ -138,6 +138,17 @@ TEST(ConvolutionNetworkLoweringsTest, ConcatenatesAlongRowsAndWholeTiles) {
                              F32({5, 23})));
 }
 
+// x[R,C] -> [R*C] (the top-k match matrix of the classifier) moves elements between lanes.
+TEST(ConvolutionNetworkLoweringsTest, FlattensAFewRows) {
+  ExpectRunsWithinTolerance("flatten", Module("flatten", {{"x", F32({5, 11})}},
+                                              {"%f = " + F32({55}) + " reshape(" + F32({5, 11}) + " %x)"}, F32({55})));
+  ExpectRunsWithinTolerance(
+      "flatten_pred", Module("flatten_pred", {{"x", F32({5, 3})}, {"y", F32({5, 3})}},
+                             {"%c = pred[5,3] compare(" + F32({5, 3}) + " %x, " + F32({5, 3}) + " %y), direction=GT",
+                              "%f = pred[15] reshape(pred[5,3] %c)", "%s = s32[15] convert(pred[15] %f)"},
+                             "s32[15]"));
+}
+
 TEST(ConvolutionNetworkLoweringsTest, ReducesSeveralDimensionsAndWithMinimum) {
   ExpectRunsWithinTolerance(
       "reduce_hw", Module("reduce_hw", {{"x", F32({3, 5, 7, 13})}},
@@ -222,6 +233,16 @@ TEST(EfficientNetTest, BadRespecializationsAreClearErrors) {
   RunResult elided = RunTpusim(kEfficientNet + " --batch=1");
   EXPECT_EQ(elided.exit_code, 1);
   EXPECT_NE(elided.output.find("has no values (the dump elided them)"), std::string::npos) << elided.output;
+}
+
+// At the dump's batch of 250 the network does not fit one core, as on a real TPU core: the compiler
+// reports which memory runs out (today the IMEM, before the HBM check: the dot code grows with the rows).
+TEST(EfficientNetTest, AtTheDumpsBatchItDoesNotFitOneCore) {
+  if (!std::ifstream(kEfficientNet)) GTEST_SKIP() << "no " << kEfficientNet;
+  RunResult run = RunTpusim(kEfficientNet + " --backend=model " + EFFICIENTNET_CONFIG_FLAG + " --fill-elided-constants");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_NE(run.output.find("ResourceExhausted"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("Ran out of memory in memory space"), std::string::npos) << run.output;
 }
 
 }  // namespace
