@@ -98,6 +98,7 @@ Literal RandomLiteral(const Shape& shape, Domain domain, Rng& rng) {
         break;
       }
       case PRED: literal.Set<bool>(i, rng() % 2 == 1); break;
+      case PrimitiveType::BF16: literal.SetFromDouble(i, RandomFloat(rng, domain)); break;
       default: break;
     }
   }
@@ -354,7 +355,9 @@ Generator ConvertCase(PrimitiveType from, PrimitiveType to) {
   return [=](Rng& rng, int index) {
     ModuleBuilder b;
     const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
-    Value x = b.Parameter(from, dims, from == F32 ? Domain::kExp : Domain::kInteger);
+    // bf16 conversions see infinities, NaN and rounding ties too.
+    const bool bf16 = from == PrimitiveType::BF16 || to == PrimitiveType::BF16;
+    Value x = b.Parameter(from, dims, bf16 ? Domain::kSpecial : from == F32 ? Domain::kExp : Domain::kInteger);
     return Finish(b, "convert", {b.Op(to, dims, "convert", {x})}, rng, true);
   };
 }
@@ -448,7 +451,7 @@ DiffCase ReduceCase(const std::string& reducer, Rng& rng, int index) {
 
 // dot of rank-2 operands: plain, the lhs contracting its dimension 0, the rhs contracting its dimension 1,
 // or an operand through an explicit transpose.
-DiffCase DotCase(Rng& rng, int index) {
+DiffCase DotCase(Rng& rng, int index, PrimitiveType operand_type, PrimitiveType result_type) {
   ModuleBuilder b;
   const int64_t m = RandomSize(rng), k = RandomSize(rng), n = RandomSize(rng);
   const int variant = index % 4;
@@ -456,25 +459,25 @@ DiffCase DotCase(Rng& rng, int index) {
   std::string lhs_contracting = "1", rhs_contracting = "0";
   switch (variant) {
     case 1:
-      lhs = b.Parameter(F32, {k, m}, Domain::kUnit);
+      lhs = b.Parameter(operand_type, {k, m}, Domain::kUnit);
       lhs_contracting = "0";
-      rhs = b.Parameter(F32, {k, n}, Domain::kUnit);
+      rhs = b.Parameter(operand_type, {k, n}, Domain::kUnit);
       break;
     case 2:
-      lhs = b.Parameter(F32, {m, k}, Domain::kUnit);
-      rhs = b.Parameter(F32, {n, k}, Domain::kUnit);
+      lhs = b.Parameter(operand_type, {m, k}, Domain::kUnit);
+      rhs = b.Parameter(operand_type, {n, k}, Domain::kUnit);
       rhs_contracting = "1";
       break;
     case 3:
-      lhs = b.Parameter(F32, {m, k}, Domain::kUnit);
-      rhs = b.Op(F32, {k, n}, "transpose", {b.Parameter(F32, {n, k}, Domain::kUnit)}, "dimensions={1,0}");
+      lhs = b.Parameter(operand_type, {m, k}, Domain::kUnit);
+      rhs = b.Op(operand_type, {k, n}, "transpose", {b.Parameter(operand_type, {n, k}, Domain::kUnit)}, "dimensions={1,0}");
       break;
     default:
-      lhs = b.Parameter(F32, {m, k}, Domain::kUnit);
-      rhs = b.Parameter(F32, {k, n}, Domain::kUnit);
+      lhs = b.Parameter(operand_type, {m, k}, Domain::kUnit);
+      rhs = b.Parameter(operand_type, {k, n}, Domain::kUnit);
       break;
   }
-  Value d = b.Op(F32, {m, n}, "dot", {lhs, rhs},
+  Value d = b.Op(result_type, {m, n}, "dot", {lhs, rhs},
                  "lhs_contracting_dims={" + lhs_contracting + "}, rhs_contracting_dims={" + rhs_contracting + "}");
   return Finish(b, "dot", {d}, rng, false);
 }
@@ -680,7 +683,11 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("transpose_s32", [](Rng& rng, int i) { return TransposeCase(S32, rng, i); });
   add("reduce_add", [](Rng& rng, int i) { return ReduceCase("add", rng, i); });
   add("reduce_max", [](Rng& rng, int i) { return ReduceCase("maximum", rng, i); });
-  add("dot", DotCase);
+  add("dot", [](Rng& rng, int i) { return DotCase(rng, i, F32, F32); });
+  // bf16 operands reach the MXU unrounded; a bf16 result is rounded from the f32 sums.
+  add("dot_bf16", [](Rng& rng, int i) { return DotCase(rng, i, PrimitiveType::BF16, i % 2 ? PrimitiveType::BF16 : F32); });
+  add("convert_f32_bf16", ConvertCase(F32, PrimitiveType::BF16));
+  add("convert_bf16_f32", ConvertCase(PrimitiveType::BF16, F32));
   add("iota_f32", [](Rng& rng, int i) { return IotaCase(F32, rng, i); });
   add("iota_s32", [](Rng& rng, int i) { return IotaCase(S32, rng, i); });
   add("constant", ConstantCase);
