@@ -5,7 +5,8 @@
 // then for every output row (batch, spatial dims but the last) the accumulator (Wo lines) is zeroed and,
 // for every tap, one strided DMA gathers the tap's window (Wo lines of tile t, HBM stride
 // stride_w * tiles) and the VPU multiplies it by the tap's kernel line (SRC2_BCAST) and adds it to the
-// accumulator; one strided DMA stores the accumulator. No HBM temporaries; every input line is read
+// accumulator (the next tap's window loads into a second buffer meanwhile); one strided DMA stores the
+// accumulator. No HBM temporaries; every input line is read
 // KH*KW/(stride_h*stride_w) times. The taps run in kernel order with products added to +0 first, the
 // order the interpreter sums them in. Padded lanes: 0 * 0 terms keep them +0.
 #include "compiler/codegen/codegen_internal.h"
@@ -30,10 +31,11 @@ Status CodeGenerator::EmitDepthwiseConvolution(const HloInstruction& instruction
   const uint32_t out_width = static_cast<uint32_t>(out.dimensions[rank - 2]);
   uint32_t taps = 1;
   for (const hlo::WindowDimension& w : window) taps *= static_cast<uint32_t>(w.size);
-  // VMEM: accumulator [0, Wo), window [Wo, 2 Wo), kernel lines [2 Wo, 2 Wo + taps).
-  const uint64_t vmem_needed = 2ull * out_width + taps;
+  // VMEM: accumulator [0, Wo), two window buffers [Wo, 3 Wo) (the next tap's window loads while the VPU
+  // works on the current one), kernel lines [3 Wo, 3 Wo + taps).
+  const uint64_t vmem_needed = 3ull * out_width + taps;
   if (vmem_needed > options_.vmem_lines) return VmemOverflow(instruction, vmem_needed);
-  const uint32_t window_vmem = out_width, kernel_vmem = 2 * out_width;
+  const uint32_t window_vmem = out_width, kernel_vmem = 3 * out_width;
 
   // Lines between consecutive indices of every dimension but the minor one, in the input and output.
   auto row_steps = [&](const hlo::Shape& shape) {
@@ -78,8 +80,10 @@ Status CodeGenerator::EmitDepthwiseConvolution(const HloInstruction& instruction
   auto emit_taps = [&]() -> Status {
     TPU_ASSIGN_OR_RETURN(ScopedReg tap_x, NewReg());
     TPU_ASSIGN_OR_RETURN(ScopedReg kernel_line, NewReg());
-    TPU_ASSIGN_OR_RETURN(ScopedReg window_buffer, NewReg());
-    asm_.Li(window_buffer, window_vmem);
+    TPU_ASSIGN_OR_RETURN(ScopedReg window0, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg window1, NewReg());
+    asm_.Li(window0, window_vmem);
+    asm_.Li(window1, window_vmem + out_width);
     asm_.Li(kernel_line, kernel_vmem);
     asm_.Addi(tap_x, x, 0);
     const hlo::WindowDimension& last = window[spatial - 1];
@@ -100,15 +104,24 @@ Status CodeGenerator::EmitDepthwiseConvolution(const HloInstruction& instruction
         asm_.Bne(remaining, kZeroReg, top);
         return OkStatus();
       }
+      // Tap k multiplies window k % 2 while window (k + 1) % 2 loads.
+      const uint32_t tap_step = static_cast<uint32_t>(in_steps[rank - 2]);
+      asm_.Sync(kSyncVpu);  // the previous row of taps may still read window 0
+      asm_.DmaLoad(tap_x, window0, width, gather_stride);
       for (int64_t k = 0; k < last.size; ++k) {
-        asm_.DmaLoad(tap_x, window_buffer, width, gather_stride);
-        asm_.Sync(kSyncDma);
-        asm_.Emit(isa::Opcode::VMUL, {window_buffer, window_buffer, kernel_line, width, isa::flag::VMUL_SRC2_BCAST, 0});
-        asm_.Emit(isa::Opcode::VADD, {acc, acc, window_buffer, width, 0, 0});
-        asm_.Sync(kSyncVpu);  // the next tap's DMA overwrites the window
-        asm_.Addi(tap_x, tap_x, static_cast<uint32_t>(in_steps[rank - 2]));
+        const Reg current = k % 2 == 0 ? window0.get() : window1.get();
+        const Reg next = k % 2 == 0 ? window1.get() : window0.get();
+        asm_.Sync(kSyncDma);  // tap k's window is loaded
+        if (k + 1 < last.size) {
+          asm_.Sync(kSyncVpu);  // tap k - 1 has read `next`
+          asm_.Addi(tap_x, tap_x, tap_step);
+          asm_.DmaLoad(tap_x, next, width, gather_stride);
+        }
+        asm_.Emit(isa::Opcode::VMUL, {current, current, kernel_line, width, isa::flag::VMUL_SRC2_BCAST, 0});
+        asm_.Emit(isa::Opcode::VADD, {acc, acc, current, width, 0, 0});
         asm_.Addi(kernel_line, kernel_line, 1);
       }
+      asm_.Addi(tap_x, tap_x, tap_step);
       return OkStatus();
     };
     return over(0);
@@ -120,6 +133,7 @@ Status CodeGenerator::EmitDepthwiseConvolution(const HloInstruction& instruction
       asm_.Sync(kSyncDma);  // the previous row's store reads the accumulator
       asm_.Vsplat(acc, width, 0);
       TPU_RETURN_IF_ERROR(emit_taps());
+      asm_.Sync(kSyncVpu);  // the last tap's add
       asm_.DmaStore(y, acc, width, static_cast<uint32_t>(out_steps[rank - 2]));
       return OkStatus();
     }
