@@ -172,6 +172,19 @@ inline HloOpcode ReducerOpcode(const HloInstruction& reduce) {
   return root.opcode();
 }
 
+// Lines between consecutive indices of each non-minor dimension of `shape` in the device layout (the
+// last entry is the column tiles of a row); empty for rank 0 and 1.
+inline std::vector<int64_t> RowSteps(const hlo::Shape& shape, uint32_t lanes) {
+  const int rank = shape.rank();
+  std::vector<int64_t> steps(rank > 1 ? rank - 1 : 0, 0);
+  int64_t step = MakeDeviceLayout(shape, lanes).column_tiles(lanes);
+  for (int d = rank - 2; d >= 0; --d) {
+    steps[d] = step;
+    step *= shape.dimensions[d];
+  }
+  return steps;
+}
+
 // How the second operand of an elementwise op reaches the VPU.
 struct Src2 {
   enum Kind { kTensor, kImmediate, kRow } kind = kTensor;

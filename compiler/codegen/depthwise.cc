@@ -37,17 +37,7 @@ Status CodeGenerator::EmitDepthwiseConvolution(const HloInstruction& instruction
   if (vmem_needed > options_.vmem_lines) return VmemOverflow(instruction, vmem_needed);
   const uint32_t window_vmem = out_width, kernel_vmem = 3 * out_width;
 
-  // Lines between consecutive indices of every dimension but the minor one, in the input and output.
-  auto row_steps = [&](const hlo::Shape& shape) {
-    std::vector<int64_t> steps(rank - 1);
-    int64_t step = tiles;
-    for (int d = rank - 2; d >= 0; --d) {
-      steps[d] = step;
-      step *= shape.dimensions[d];
-    }
-    return steps;
-  };
-  const std::vector<int64_t> in_steps = row_steps(in), out_steps = row_steps(out);
+  const std::vector<int64_t> in_steps = RowSteps(in, L()), out_steps = RowSteps(out, L());
 
   TPU_ASSIGN_OR_RETURN(ScopedReg x, NewReg());       // input line of the current output row's first tap, tile t
   TPU_ASSIGN_OR_RETURN(ScopedReg y, NewReg());       // output line of the current row, tile t

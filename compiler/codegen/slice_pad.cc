@@ -5,19 +5,6 @@
 namespace tpu::compiler::codegen_internal {
 namespace {
 
-// Lines between consecutive indices of each non-minor dimension of a device layout.
-std::vector<int64_t> RowSteps(const hlo::Shape& shape, uint32_t lanes) {
-  const DeviceLayout layout = MakeDeviceLayout(shape, lanes);
-  const int rank = shape.rank();
-  std::vector<int64_t> steps(rank > 1 ? rank - 1 : 0, 0);
-  int64_t step = layout.column_tiles(lanes);
-  for (int d = rank - 2; d >= 0; --d) {
-    steps[d] = step;
-    step *= shape.dimensions[d];
-  }
-  return steps;
-}
-
 std::string DimsText(const std::vector<int64_t>& values) {
   std::string text;
   for (int64_t v : values) text += (text.empty() ? "" : ",") + std::to_string(v);
