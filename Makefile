@@ -7,7 +7,7 @@ SIM_DIR := build/sim
 APT_PACKAGES := verilator libsystemc-dev gtkwave yosys libboost-dev googletest libgtest-dev cmake g++ make
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test sim wave lint synth bench-mxu bench-hbm clean
+.PHONY: all deps build test sim wave lint synth bench-mxu bench-hbm bench-gemm clean
 
 all: build
 
@@ -53,6 +53,11 @@ bench-mxu: build
 
 bench-hbm: build
 	cmake --build $(BUILD_DIR) --target bench-hbm
+
+# The GEMM benchmark runs on the v2 configuration whatever CONFIG says: it builds only tpusim in build/v2.
+bench-gemm: deps
+	cmake -S . -B build/v2 -DTPU_CONFIG=v2
+	cmake --build build/v2 -j$(JOBS) --target bench-gemm
 
 clean:
 	rm -rf build

@@ -245,8 +245,9 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
   const bool partial = g.partial_k || g.partial_n;
   const uint32_t rest = g.partial_k ? g.k_rest : g.n_rest;
   if (partial) {
-    // Weight rows past K (or N) of a partial tile must be zero, not stale data (0 * NaN is NaN). The DMA
-    // fills only the first `rest` lines of the partial buffers, so their tails are cleared once here.
+    // Weight rows past K (or N) of a partial tile must be zero, not stale data (0 * NaN is NaN), and
+    // rows past N become output columns past N. The DMA fills only the first `rest` lines of the
+    // partial buffers, so their tails are cleared once here.
     TPU_ASSIGN_OR_RETURN(ScopedReg from, NewReg());
     TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
     asm_.Li(count, lanes - rest);
@@ -257,15 +258,30 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
     asm_.Sync(kSyncVpu);
   }
 
-  // HBM offset of weight tile (k, n) from the rhs base, for the differences between tiles.
-  auto tile_offset = [&](int64_t k, int64_t n) { return k * g.kt_step + n * g.nt_step; };
+  // The chunk's steps in order: (K tile, N tile) of each multiply, group by group.
+  struct Tile {
+    uint32_t k, n;
+  };
+  std::vector<Tile> tiles;
+  std::vector<std::pair<uint32_t, uint32_t>> groups;  // (first N tile, tiles) per group
+  groups.push_back({0, first_group});
+  for (uint32_t n = first_group; n < NT; ++n) groups.push_back({n, 1});
+  for (const auto& [n0, G] : groups) {
+    for (uint32_t k = 0; k < KT; ++k) {
+      for (uint32_t i = 0; i < G; ++i) tiles.push_back({k, n0 + i});
+    }
+  }
+  auto offset = [&](size_t p) -> int64_t {  // HBM lines of step p's weight tile from the rhs base
+    return p < tiles.size() ? int64_t{tiles[p].k} * g.kt_step + int64_t{tiles[p].n} * g.nt_step : 0;
+  };
+  auto weight_rows = [&](size_t p) { return p < tiles.size() ? g.WeightRows(tiles[p].k, tiles[p].n) : lanes; };
 
   for (uint64_t chunk = 0; chunk < chunks; ++chunk) {
     const uint32_t m0 = static_cast<uint32_t>(chunk * R);
     const uint32_t rows = chunk + 1 == chunks ? last_rows : R;
     TPU_ASSIGN_OR_RETURN(ScopedReg rows_reg, NewReg());
     TPU_ASSIGN_OR_RETURN(ScopedReg lane_count, NewReg());
-    TPU_ASSIGN_OR_RETURN(ScopedReg wbuf, NewReg());       // weight buffer the next tile goes to
+    TPU_ASSIGN_OR_RETURN(ScopedReg wbuf, NewReg());       // weight buffer of the next MXU_LW
     TPU_ASSIGN_OR_RETURN(ScopedReg wsum, NewReg());       // sum of the two buffer addresses (to toggle)
     TPU_ASSIGN_OR_RETURN(ScopedReg w_hbm, NewReg());      // HBM line of the next weight tile to load
     TPU_ASSIGN_OR_RETURN(ScopedReg lhs_slice, NewReg());  // lhs slice of the current K tile
@@ -287,20 +303,26 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
     LoadAddress(w_hbm, rhs, 0);
     LoadAddress(store_hbm, &instruction, m0 * NT);
 
-    // Loads weight tile (k, n) (w_hbm points at it) into the next buffer, then the MXU's back buffer;
-    // afterwards w_hbm points at (next_k, next_n).
-    auto load_weights = [&](uint32_t k, int64_t n, bool n_is_last, int64_t next_k, int64_t next_n) {
-      const uint32_t weight_rows = g.WeightRows(k, n_is_last ? NT - 1 : 0);
-      Reg target = wbuf;
-      if (weight_rows != lanes) {
-        asm_.Addi(tmp, wbuf, partial_weights - weights);
-        target = tmp;
-      }
-      asm_.DmaLoad(w_hbm, target, weight_rows != lanes ? rest_count.get() : lane_count.get(), g.rhs_row_lines);
-      asm_.Addi(w_hbm, w_hbm, static_cast<uint32_t>(tile_offset(next_k, next_n) - tile_offset(k, n)));
+    // Weight tile t goes to buffer t % 2 (the partial twin for a partial tile). At step p the MXU loads
+    // tile p+1 (loaded two steps earlier, so a DMA round trip never sits between two multiplies) and the
+    // DMA fetches tile p+2 into the buffer tile p was loaded from: the MXU accepted multiply p, so that
+    // load is complete.
+    auto buffer_of = [&](size_t t, Reg base) -> Reg {  // `base` holds buffer t % 2's full address
+      if (weight_rows(t) == lanes) return base;
+      asm_.Addi(tmp, base, partial_weights - weights);
+      return tmp;
+    };
+    auto fetch = [&](size_t t, Reg base) {  // DMA tile t (w_hbm points at it), then advance w_hbm
+      if (t >= tiles.size()) return;
+      const bool full = weight_rows(t) == lanes;
+      asm_.DmaLoad(w_hbm, buffer_of(t, base), full ? lane_count.get() : rest_count.get(), g.rhs_row_lines);
+      if (t + 1 < tiles.size()) asm_.Addi(w_hbm, w_hbm, static_cast<uint32_t>(offset(t + 1) - offset(t)));
+    };
+    auto load_next = [&](size_t p) {  // step p's weight work (after its MXU_MM)
       asm_.Sync(kSyncDma);
-      asm_.MxuLoadWeights(target, g.transposed);
+      if (p + 1 < tiles.size()) asm_.MxuLoadWeights(buffer_of(p + 1, wbuf), g.transposed);
       asm_.Sub(wbuf, wsum, wbuf);
+      fetch(p + 2, wbuf);
     };
     // Stores accumulator `index` of a group's set (the other set unless `current`) to the next column.
     auto store = [&](uint32_t index, bool current) {
@@ -314,7 +336,8 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
       asm_.Addi(store_hbm, store_hbm, 1);
     };
 
-    // Prologue: lhs slice 0 (all slices when the first group is a single tile) and the first weights.
+    // Prologue: lhs slice 0 (all slices when the first group is a single tile) and weight tiles 0 and 1;
+    // the MXU loads tile 0.
     {
       TPU_ASSIGN_OR_RETURN(ScopedReg src, NewReg());
       TPU_ASSIGN_OR_RETURN(ScopedReg dst, NewReg());
@@ -328,18 +351,17 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
           asm_.Addi(dst, dst, R);
         }
       }
-    }
-    if (first_group == 2) {
-      load_weights(0, 0, NT == 1, 0, 1);
-    } else {
-      load_weights(0, 0, NT == 1, 1, 0);
+      fetch(0, wbuf);
+      asm_.Sub(dst, wsum, wbuf);
+      fetch(1, dst);
+      asm_.Sync(kSyncDma);
+      asm_.MxuLoadWeights(buffer_of(0, wbuf), g.transposed);
+      asm_.Sub(wbuf, wsum, wbuf);
     }
 
-    // One group of `G` N tiles starting at tile n0, `stores` accumulators of the previous group to store,
-    // `next_group` tiles in the next group (0: none in this chunk). A looped group is emitted once for
-    // its first n0; the tiles it covers must then be alike (none of them next to the last N tile).
-    auto emit_group = [&](int64_t n0, uint32_t G, uint32_t stores, uint32_t next_group,
-                          bool load_slices) -> Status {
+    // One group: `base` is the step of its first multiply, `stores` accumulators of the previous group
+    // to store. A looped group is emitted once for its first instance; the instances must be alike.
+    auto emit_group = [&](size_t base, uint32_t G, uint32_t stores, bool load_slices) -> Status {
       asm_.Sub(acc_cur, acc_sum, acc_cur);
       asm_.Li(lhs_slice, lhs_base);
       ScopedReg slice_src, slice_dst;
@@ -358,32 +380,7 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
             acc = tmp;
           }
           asm_.MxuMatmul(lhs_slice, acc, rows_reg, /*accumulate=*/k != 0, /*swap=*/true);
-          // The tile after (k, n0+i) and the one after that, relative to n0.
-          int64_t nk = k, nn = i + 1;
-          if (i + 1 == G) {
-            nk = k + 1;
-            nn = 0;
-          }
-          if (nk == KT) {
-            nk = 0;
-            nn = G;
-          }
-          const bool next_exists = nk != 0 || nn != G || next_group != 0;
-          if (next_exists) {
-            const uint32_t next_group_size = nn >= G ? next_group : G;
-            const int64_t group_start = nn >= G ? G : 0;
-            int64_t ak = nk, an = nn + 1;
-            if (an - group_start == next_group_size) {
-              ak = nk + 1;
-              an = group_start;
-            }
-            if (ak == KT) {
-              ak = 0;
-              an = group_start + next_group_size;
-            }
-            const bool next_is_last_n = n0 + nn == NT - 1;
-            load_weights(static_cast<uint32_t>(nk), nn, next_is_last_n, ak, an);
-          }
+          load_next(base + size_t{k} * G + i);
           if (i == 0 && load_slices && k + 1 < KT) {
             asm_.DmaLoad(slice_src, slice_dst, rows_reg, KT);
             asm_.Addi(slice_src, slice_src, 1);
@@ -393,11 +390,12 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
         }
         asm_.Addi(lhs_slice, lhs_slice, R);
       };
-      // Steps with their own work come first; the uniform middle ones loop; the last two are unrolled
-      // (their next weights may be a partial K tile or the next group's).
+      // Steps with their own work come first; the uniform middle ones loop; the last three steps are
+      // unrolled (the tiles they load may be a partial K tile or the next group's).
       const uint32_t first_uniform = std::min(KT, 1 + stores);
       for (uint32_t k = 0; k < first_uniform; ++k) k_step(k);
-      const uint32_t tail_start = std::max(first_uniform, KT >= 2 ? KT - 2 : 0);
+      const uint32_t tail_k = (3 + G - 1) / G;  // K tiles that hold the group's last three steps
+      const uint32_t tail_start = std::max(first_uniform, KT > tail_k ? KT - tail_k : 0);
       if (tail_start > first_uniform + 1) {
         TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
         asm_.Li(end, lhs_base + tail_start * R);
@@ -409,25 +407,25 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
         for (uint32_t k = first_uniform; k < tail_start; ++k) k_step(k);
       }
       for (uint32_t k = tail_start; k < KT; ++k) k_step(k);
-      // A store issued in the last step has no later weight load (and its SYNC) behind it before the
-      // next group's first multiply overwrites the accumulator set it reads.
+      // A store issued in the last step has no SYNC on the DMA behind it before the next group's first
+      // multiply overwrites the accumulator set it reads.
       if (stores != 0 && stores + 1 >= KT) asm_.Sync(kSyncDma);
       return OkStatus();
     };
-
-    // Groups: the first one, then single N tiles: the one after a two-tile first group (it stores two
-    // accumulators), a loop over the uniform ones, the one before the last (its next weights may be a
-    // partial N tile), the last one.
-    TPU_RETURN_IF_ERROR(emit_group(0, first_group, 0, NT > first_group ? 1 : 0, first_group == 2));
+    TPU_RETURN_IF_ERROR(emit_group(0, first_group, 0, first_group == 2));
     uint32_t pending = first_group;  // accumulators of the previous group still to store
     uint32_t n = first_group;
+    auto step_of = [&](uint32_t tile) { return size_t{first_group} * KT + size_t{tile - first_group} * KT; };
     auto single = [&](uint32_t tile) -> Status {
-      TPU_RETURN_IF_ERROR(emit_group(tile, 1, pending, tile + 1 < NT ? 1 : 0, false));
+      TPU_RETURN_IF_ERROR(emit_group(step_of(tile), 1, pending, false));
       pending = 1;
       return OkStatus();
     };
+    // Single tiles: the one after a two-tile first group (it stores two accumulators), a loop over the
+    // uniform ones, then the last three alone (the tiles their last steps load may be the partial last
+    // N tile, or none).
     if (n < NT && pending != 1) TPU_RETURN_IF_ERROR(single(n++));
-    const uint32_t uniform_end = NT >= 2 ? NT - 2 : 0;  // tiles [n, NT-2) are alike
+    const uint32_t uniform_end = NT >= 3 ? NT - 3 : 0;  // tiles [n, NT-3) are alike
     if (uniform_end > n + 1) {
       TPU_ASSIGN_OR_RETURN(ScopedReg left, NewReg());
       asm_.Li(left, uniform_end - n);
@@ -439,10 +437,9 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
       n = uniform_end;
     }
     while (n < NT) TPU_RETURN_IF_ERROR(single(n++));
-    const uint32_t stored_before = pending;
     // Epilogue: the last group's accumulators, once the MXU is done.
     asm_.Sync(kSyncMxu);
-    for (uint32_t i = 0; i < stored_before; ++i) store(i, /*current=*/true);
+    for (uint32_t i = 0; i < pending; ++i) store(i, /*current=*/true);
   }
   return true;
 }
