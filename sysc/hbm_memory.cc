@@ -1,91 +1,179 @@
 #include "sysc/hbm_memory.h"
 
-#include <stdexcept>
-#include <string>
+#include <cstring>
+#include <type_traits>
+
+#include "Vhbm_subsystem.h"
+#include "sysc/hbm_config.h"
+#include "tpu_config.h"
 
 namespace tpu::sysc {
 
-HbmMemory::HbmMemory(sc_core::sc_module_name name, uint64_t lines, unsigned latency_cycles,
-                     sc_core::sc_time clock_period)
+namespace {
+
+// The C++ type Verilator gives a SystemC port of W bits.
+template <unsigned W>
+using Pin = std::conditional_t<W == 1, bool,
+            std::conditional_t<(W <= 32), uint32_t, std::conditional_t<(W <= 64), uint64_t, sc_dt::sc_bv<W>>>>;
+
+// `width` (<= 32) bits of a pin value from bit `lsb`.
+template <typename T>
+uint32_t Field(const T& v, unsigned lsb, unsigned width) {
+  if constexpr (std::is_integral_v<T>) {
+    return uint32_t((uint64_t(v) >> lsb) & ((uint64_t{1} << width) - 1));
+  } else {
+    return uint32_t(v.range(int(lsb + width - 1), int(lsb)).to_uint());
+  }
+}
+
+constexpr unsigned kChannels = unsigned(cfg::kHbmChannels);
+constexpr unsigned kBankBits = unsigned(cfg::kHbmBgBits + cfg::kHbmBaBits);
+constexpr unsigned kRowBits = unsigned(cfg::kHbmRowBits);
+constexpr unsigned kColBits = unsigned(cfg::kHbmColBits);
+constexpr unsigned kBeatBits = HbmGeometry::kBeatBytes * 8;
+constexpr unsigned kBeatWords = kBeatBits / 32;
+
+}  // namespace
+
+struct HbmMemory::Dfi {
+  sc_core::sc_signal<Pin<kChannels * 3>> row_cmd{"dfi_row_cmd"};
+  sc_core::sc_signal<Pin<kChannels * kBankBits>> row_bank{"dfi_row_bank"};
+  sc_core::sc_signal<Pin<kChannels * kRowBits>> row_addr{"dfi_row_addr"};
+  sc_core::sc_signal<Pin<kChannels * 2>> col_cmd{"dfi_col_cmd"};
+  sc_core::sc_signal<Pin<kChannels * kBankBits>> col_bank{"dfi_col_bank"};
+  sc_core::sc_signal<Pin<kChannels * kColBits>> col_addr{"dfi_col_addr"};
+  sc_core::sc_signal<Pin<kChannels * kBeatBits>> wrdata{"dfi_wrdata"};
+  sc_core::sc_signal<Pin<kChannels * kBeatBits / 8>> wrmask{"dfi_wrmask"};
+  sc_core::sc_signal<Pin<kChannels>> rddata_valid{"dfi_rddata_valid"};
+  sc_core::sc_signal<Pin<kChannels * kBeatBits>> rddata{"dfi_rddata"};
+  // Reused every cycle: the model never allocates per cycle.
+  Pin<kChannels * kBeatBits> rddata_value;
+  uint8_t beat[HbmGeometry::kBeatBytes] = {};
+  uint8_t mask[HbmGeometry::kBeatBytes / 8] = {};
+  uint32_t valid_driven = 0;
+};
+
+HbmMemory::HbmMemory(sc_core::sc_module_name name)
     : sc_core::sc_module(name),
-      lines_(lines),
-      latency_cycles_(latency_cycles),
-      clock_period_(clock_period),
-      store_(lines * kLineBytes) {
-  if (latency_cycles_ < 1) throw std::invalid_argument("HbmMemory: latency_cycles must be at least 1");
-  if (clock_period_ == sc_core::SC_ZERO_TIME) throw std::invalid_argument("HbmMemory: zero clock period");
-  SC_METHOD(DriveReady);  // runs once at initialization: the memory never back-pressures
+      lines_(cfg::kHbmLines),
+      dram_(ConfiguredHbmGeometry()),
+      dfi_(std::make_unique<Dfi>()),
+      rtl_(std::make_unique<Vhbm_subsystem>("rtl")) {
+  Vhbm_subsystem& r = *rtl_;
+  r.clk_i(hbm_clk_);
+  r.rst_ni(rst_ni);
+  r.req_valid_i(req_valid_q_);
+  r.req_ready_o(req_ready_o);
+  r.req_write_i(req_write_q_);
+  r.req_addr_i(req_addr_q_);
+  r.req_wdata_i(req_wdata_q_);
+  r.rsp_valid_o(rsp_valid_o);
+  r.rsp_rdata_o(rsp_rdata_o);
+  r.dfi_row_cmd_o(dfi_->row_cmd);
+  r.dfi_row_bank_o(dfi_->row_bank);
+  r.dfi_row_addr_o(dfi_->row_addr);
+  r.dfi_col_cmd_o(dfi_->col_cmd);
+  r.dfi_col_bank_o(dfi_->col_bank);
+  r.dfi_col_addr_o(dfi_->col_addr);
+  r.dfi_wrdata_o(dfi_->wrdata);
+  r.dfi_wrmask_o(dfi_->wrmask);
+  r.dfi_rddata_valid_i(dfi_->rddata_valid);
+  r.dfi_rddata_i(dfi_->rddata);
   SC_METHOD(OnClock);
-  sensitive << clk_i.pos();
+  sensitive << clk_i;
   dont_initialize();
 }
 
-void HbmMemory::DriveReady() { req_ready_o.write(true); }
+HbmMemory::~HbmMemory() = default;
 
-uint64_t HbmMemory::CurrentCycle() const {
-  return static_cast<uint64_t>(sc_core::sc_time_stamp() / clock_period_);
-}
-
-// Runs on rising clock edges, reading the chip's outputs as they were just before the edge. While no
-// request is in flight and hbm_req_valid is low it sleeps until valid rises, so an idle port costs
-// nothing per cycle.
+// The subsystem samples, at the rising edge of its clock, the request and the read data latched here for
+// the cycle that just ended; its outputs (ready, response, DFI commands) settle during the next cycle.
 void HbmMemory::OnClock() {
-  if (!clk_i.posedge()) {
-    // Woken by req_valid rising between edges: sample it at the next edge.
-    next_trigger(clk_i.posedge_event());
+  Dfi& d = *dfi_;
+  if (!clk_i.read()) {
+    if (clock_high_) hbm_clk_.write(false);
+    clock_high_ = false;
     return;
   }
   if (!rst_ni.read()) {
-    in_flight_.clear();
-  } else if (req_valid_i.read()) {
-    const uint64_t line = req_addr_i.read();
-    const bool in_range = line < lines_;
-    if (!in_range) ++out_of_range_requests_;
-    Response response{CurrentCycle() + latency_cycles_ - 1, Line()};
-    uint8_t bytes[kLineBytes];
-    if (req_write_i.read()) {
-      ++write_requests_;
-      if (in_range) {
-        LineToBytes(req_wdata_i.read(), bytes);
-        store_.Write(line * kLineBytes, bytes, kLineBytes);
+    // The controllers forget their state: the devices start over with every bank closed.
+    for (unsigned c = 0; c < kChannels; ++c) dram_.channel(int(c)).Reset(cycle_);
+    in_flight_ = 0;
+    req_valid_q_.write(false);
+    if (d.valid_driven != 0) d.rddata_valid.write(0);
+    d.valid_driven = 0;
+    return;
+  }
+  const bool req_valid = req_valid_i.read();
+  if (in_flight_ == 0 && !req_valid) return;  // idle: HBM time stands still
+  if (req_valid && req_ready_o.read()) {
+    ++in_flight_;
+    if (req_write_i.read()) ++write_requests_;
+    else ++read_requests_;
+    if (req_addr_i.read() >= lines_) ++out_of_range_requests_;
+  }
+  if (rsp_valid_o.read()) --in_flight_;
+
+  // DFI commands of the cycle that just ended.
+  const auto row_cmd = d.row_cmd.read();
+  const auto col_cmd = d.col_cmd.read();
+  for (unsigned c = 0; c < kChannels; ++c) {
+    DramDevice& device = dram_.channel(int(c));
+    const auto row = RowCmd(Field(row_cmd, 3 * c, 3));
+    if (row != RowCmd::kNop) {
+      device.Row(cycle_, row, int(Field(d.row_bank.read(), kBankBits * c, kBankBits)),
+                 Field(d.row_addr.read(), kRowBits * c, kRowBits));
+    }
+    const auto col = ColCmd(Field(col_cmd, 2 * c, 2));
+    if (col == ColCmd::kNop) continue;
+    if (col == ColCmd::kWr) {
+      const auto& data = d.wrdata.read();
+      const auto& mask = d.wrmask.read();
+      for (unsigned w = 0; w < kBeatWords; ++w) {
+        const uint32_t word = data.get_word(int(c * kBeatWords + w));
+        std::memcpy(d.beat + 4 * w, &word, 4);
       }
-    } else {
-      ++read_requests_;
-      if (in_range) {
-        store_.Read(line * kLineBytes, bytes, kLineBytes);
-        response.data = BytesToLine(bytes);
+      for (unsigned w = 0; w < 2; ++w) {
+        const uint32_t word = Field(mask, 64 * c + 32 * w, 32);
+        std::memcpy(d.mask + 4 * w, &word, 4);
       }
     }
-    in_flight_.push_back(std::move(response));
+    device.Col(cycle_, col, int(Field(d.col_bank.read(), kBankBits * c, kBankBits)),
+               Field(d.col_addr.read(), kColBits * c, kColBits), d.beat, d.mask);
   }
+  // Read data due in the cycle that just ended, sampled with it.
+  uint32_t valid = 0;
+  for (unsigned c = 0; c < kChannels; ++c) {
+    if (!dram_.channel(int(c)).PopReadData(cycle_, d.beat)) continue;
+    valid |= 1u << c;
+    for (unsigned w = 0; w < kBeatWords; ++w) {
+      uint32_t word;
+      std::memcpy(&word, d.beat + 4 * w, 4);
+      d.rddata_value.set_word(int(c * kBeatWords + w), word);
+    }
+  }
+  if (valid != 0) d.rddata.write(d.rddata_value);
+  if (valid != d.valid_driven) d.rddata_valid.write(Pin<kChannels>(valid));
+  d.valid_driven = valid;
+  ++cycle_;
 
-  const bool respond = !in_flight_.empty() && in_flight_.front().drive_cycle <= CurrentCycle();
-  if (respond) {
-    rsp_rdata_o.write(in_flight_.front().data);
-    in_flight_.pop_front();
+  // The chip's request of the cycle that just ended, then the edge.
+  req_valid_q_.write(req_valid);
+  if (req_valid) {
+    req_write_q_.write(req_write_i.read());
+    req_addr_q_.write(req_addr_i.read());
+    req_wdata_q_.write(req_wdata_i.read());
   }
-  if (respond != rsp_valid_driven_) {
-    rsp_valid_o.write(respond);
-    rsp_valid_driven_ = respond;
-  }
-
-  if (in_flight_.empty() && !rsp_valid_driven_ && !req_valid_i.read()) {
-    next_trigger(req_valid_i.posedge_event());
-  } else {
-    next_trigger(clk_i.posedge_event());
-  }
+  hbm_clk_.write(true);
+  clock_high_ = true;
 }
 
 bool HbmMemory::DebugRead(uint64_t byte_address, void* data, size_t bytes) const {
-  if (!store_.Contains(byte_address, bytes)) return false;
-  store_.Read(byte_address, static_cast<uint8_t*>(data), bytes);
-  return true;
+  return dram_.ReadBytes(byte_address, static_cast<uint8_t*>(data), bytes);
 }
 
 bool HbmMemory::DebugWrite(uint64_t byte_address, const void* data, size_t bytes) {
-  if (!store_.Contains(byte_address, bytes)) return false;
-  store_.Write(byte_address, static_cast<const uint8_t*>(data), bytes);
-  return true;
+  return dram_.WriteBytes(byte_address, static_cast<const uint8_t*>(data), bytes);
 }
 
 }  // namespace tpu::sysc

@@ -1,33 +1,39 @@
-// HbmMemory: the simple memory behind the chip's HBM controller port (docs/architecture.md).
+// HbmMemory: the chip's HBM behind its line port (docs/architecture.md, docs/hbm.md).
 //
-// What it models: a memory of `lines` lines of kLineBytes each that accepts one request per clock cycle
-// (hbm_req_ready is always high) and returns exactly one response per accepted request, reads and writes
-// alike, in request order, `latency_cycles` cycles after the cycle it accepted the request. A read returns
-// the line as it is after every earlier accepted write. Storage is sparse: a 64 KiB page is allocated on
-// its first write and everything never written reads as zero, so gigabytes are addressable.
+// What it models: the synthesizable HBM subsystem (rtl/hbm/hbm_subsystem.sv: the line port on one HBM2
+// channel controller per configured channel, verilated) in front of one HBM2 device model per channel
+// (sysc/dram_device.h: sparse storage, every JEDEC timing rule checked). Geometry from the configuration
+// (HBM_CHANNELS, HBM_*_BITS); timing DRAMSim3's HBM2_8Gb_x128. The port keeps its protocol: one response
+// per accepted request, in request order; hbm_req_ready depends only on the subsystem's state.
 //
-// What it does not model: banks, rows, refresh, channel parallelism, bandwidth limits other than one
-// request per cycle, or any timing rule. It is the stand-in that the synthesizable HBM controller plus
-// the DRAM device model replace; the chip-side port protocol stays the same.
+// Speed: the subsystem and the devices are clocked only while a request is presented or in flight (a
+// gated clock). While the port is idle HBM time stands still: no refresh is due and none is issued, as
+// if the memory had been in self-refresh; the devices count only the cycles they were clocked.
+// Reads see every earlier accepted write; a write is answered once it is in the device, so the backdoor
+// (DebugRead) sees every write the chip has had answered.
 //
-// A request to a line >= `lines` (the chip checks addresses before issuing, so this is a chip bug) reads
-// zeros or drops the write, is still answered, and is counted in out_of_range_requests().
+// A request to a line >= lines() (the chip checks addresses before issuing, so this is a chip bug) is
+// counted in out_of_range_requests(); the controllers drop the address bits above the geometry.
 #pragma once
 
 #include <systemc>
 
 #include <cstdint>
-#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
 
+#include "sysc/hbm_map.h"
 #include "sysc/line.h"
-#include "sysc/sparse_store.h"
+
+class Vhbm_subsystem;
 
 namespace tpu::sysc {
 
 class HbmMemory : public sc_core::sc_module {
  public:
   sc_core::sc_in<bool> clk_i;
-  sc_core::sc_in<bool> rst_ni;  // active low, synchronous: drops requests in flight
+  sc_core::sc_in<bool> rst_ni;  // active low: resets the controllers; the devices keep their contents
   sc_core::sc_in<bool> req_valid_i;
   sc_core::sc_out<bool> req_ready_o;
   sc_core::sc_in<bool> req_write_i;
@@ -37,44 +43,45 @@ class HbmMemory : public sc_core::sc_module {
   sc_core::sc_out<Line> rsp_rdata_o;
 
   SC_HAS_PROCESS(HbmMemory);
-  // name:           module name
-  // lines:          capacity in lines of kLineBytes bytes (tpu::cfg::kHbmLines for the chip)
-  // latency_cycles: clock cycles from the rising edge that accepts a request to the rising edge at which
-  //                 the chip samples its response; at least 1 (tpu::cfg::kHbmLatency for the chip)
-  // clock_period:   period of clk_i, used to tell cycles from simulation time while the model sleeps
-  HbmMemory(sc_core::sc_module_name name, uint64_t lines, unsigned latency_cycles,
-            sc_core::sc_time clock_period);
+  explicit HbmMemory(sc_core::sc_module_name name);
+  ~HbmMemory() override;
 
   uint64_t lines() const { return lines_; }
-  unsigned latency_cycles() const { return latency_cycles_; }
 
-  // Backdoor access in bytes at HBM byte address line * kLineBytes; takes no simulated time and is
-  // not seen by the port. Returns false (and transfers nothing) when the range leaves the memory.
+  // Backdoor access in bytes at HBM byte address line * kLineBytes, through the controllers' mapping
+  // into the devices' storage; takes no simulated time and is not seen by the port. Returns false (and
+  // transfers nothing) when the range leaves the memory.
   bool DebugRead(uint64_t byte_address, void* data, size_t bytes) const;
   bool DebugWrite(uint64_t byte_address, const void* data, size_t bytes);
   // Forgets all contents (every line reads as zero).
-  void Clear() { store_.Clear(); }
+  void Clear() { dram_.Clear(); }
 
+  HbmDram& dram() { return dram_; }
+  // Timing violations the device models saw (zero when the controllers behaved), with messages.
+  uint64_t violations() const { return dram_.violations(); }
+  std::vector<std::string> violation_messages() const { return dram_.violation_messages(); }
   uint64_t read_requests() const { return read_requests_; }
   uint64_t write_requests() const { return write_requests_; }
   uint64_t out_of_range_requests() const { return out_of_range_requests_; }
 
  private:
-  struct Response {
-    uint64_t drive_cycle;  // the cycle after whose rising edge rsp_valid is driven
-    Line data;
-  };
+  struct Dfi;  // the DFI signals, typed by the configuration's widths (hbm_memory.cc)
 
-  void DriveReady();
+  // Both clock edges: at a rising edge while the port is busy, hands the cycle's DFI commands to the
+  // devices, latches the chip's request and raises the subsystem's clock; at a falling edge lowers it.
   void OnClock();
-  uint64_t CurrentCycle() const;
 
   const uint64_t lines_;
-  const unsigned latency_cycles_;
-  const sc_core::sc_time clock_period_;
-  SparseStore store_;
-  std::deque<Response> in_flight_;
-  bool rsp_valid_driven_ = false;
+  HbmDram dram_;
+  std::unique_ptr<Dfi> dfi_;
+  std::unique_ptr<Vhbm_subsystem> rtl_;
+  uint64_t cycle_ = 0;        // HBM cycles clocked so far (the devices' time)
+  uint64_t in_flight_ = 0;    // requests accepted and not yet answered
+  bool clock_high_ = false;
+  // The subsystem's clock and its latched request inputs (the chip's request of the cycle just ended).
+  sc_core::sc_signal<bool> hbm_clk_{"hbm_clk"}, req_valid_q_{"req_valid_q"}, req_write_q_{"req_write_q"};
+  sc_core::sc_signal<uint32_t> req_addr_q_{"req_addr_q"};
+  sc_core::sc_signal<Line> req_wdata_q_{"req_wdata_q"};
   uint64_t read_requests_ = 0;
   uint64_t write_requests_ = 0;
   uint64_t out_of_range_requests_ = 0;

@@ -24,7 +24,7 @@ Platform::Platform(sc_core::sc_module_name name, std::unique_ptr<Vtpu_chip> chip
       options_(options),
       clk_("clk", ClockPeriod()),
       rst_n_("rst_n", false),
-      hbm_("hbm", tpu::cfg::kHbmLines, static_cast<unsigned>(tpu::cfg::kHbmLatency), ClockPeriod()),
+      hbm_("hbm"),
       host_memory_("host_memory", tpu::cfg::kHostMemBytes, options.host_memory_latency),
       bridge_("bridge", &hbm_, ClockPeriod(), options.mmio_timeout_cycles, options.min_host_latency_cycles),
       mmio_initiator_("mmio_initiator") {

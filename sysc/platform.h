@@ -3,7 +3,7 @@
 //
 //   host thread --TLM b_transport--> HostBridge.mmio_socket --mmio pins--> tpu_chip
 //   tpu_chip --host_req pins--> HostBridge --TLM b_transport--> HostMemory
-//   tpu_chip --hbm_req pins--> HbmMemory
+//   tpu_chip --hbm_req pins--> HbmMemory (HBM controllers, verilated, and one HBM2 device model per channel)
 //
 // Clock: 1 ns period (1 GHz), rising edge at every whole nanosecond, so cycle = time / 1 ns. Reset:
 // rst_ni is low from time 0 until the first Reset() has run, and low for `reset_cycles` cycles on every

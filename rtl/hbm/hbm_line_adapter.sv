@@ -2,6 +2,11 @@
 // order, no ready) on CHANNELS AXI-style channel controllers (rtl/hbm/hbm_ctrl.sv), which answer reads
 // (R) and writes (B) by ID, reordered by their schedulers and across channels.
 //
+// Requests enter a one-entry buffer, so req_ready depends only on the adapter's state (never on the
+// request itself): a master may compute valid from ready-independent state, and a cycle-based model
+// may drive ready for the next cycle at a clock edge. The buffered request goes to its channel as soon
+// as that channel and a tag allow, in the cycle the buffer takes the next one.
+//
 // Tags: each accepted request takes the next of 2^ID_W tags as its AXI ID; responses land in a reorder
 // buffer indexed by tag and leave it in tag order, one per cycle. A request is accepted only while a tag
 // is free, so the buffer never overflows and R/B are always ready. Same-line order inside a channel is
@@ -63,16 +68,19 @@ module hbm_line_adapter #(
   localparam int BEAT_W = BPL > 1 ? BPL_BITS : 1;
   localparam int LINE_BYTES = LINE_W / 8;
 
-  // ---------------- Request decode ----------------
+  // ---------------- Request buffer and decode ----------------
+  logic              buf_valid_q, buf_write_q;
+  logic [31:0]       buf_addr_q;
+  logic [LINE_W-1:0] buf_wdata_q;
   logic [31:0]       unit, local_unit;
   logic [CH_W-1:0]   ch;
   logic [SUB_W-1:0]  sub;
   logic [ADDR_W-1:0] beat_addr;
   always_comb begin
-    unit       = req_addr_i >> LPB_BITS;
+    unit       = buf_addr_q >> LPB_BITS;
     local_unit = unit >> CH_BITS;
     ch         = CH_W'(unit & 32'(CHANNELS - 1));
-    sub        = SUB_W'(req_addr_i & 32'(LPB - 1));
+    sub        = SUB_W'(buf_addr_q & 32'(LPB - 1));
     beat_addr  = ADDR_W'(64'(local_unit) << (BPL_BITS + 6));
   end
 
@@ -97,9 +105,10 @@ module hbm_line_adapter #(
   // A channel's write buffer takes the next line in the cycle its last beat leaves.
   logic [CHANNELS-1:0] w_free;
   assign w_free     = ~w_pending_q | (w_ready_i & w_last_o);
-  assign chan_ready = req_write_i ? (aw_ready_i[ch] && w_free[ch]) : ar_ready_i[ch];
-  assign accept      = req_valid_i && tag_free && chan_ready;
-  assign req_ready_o = tag_free && chan_ready;
+  // accept: the buffered request goes to its channel with the next tag.
+  assign chan_ready  = buf_write_q ? (aw_ready_i[ch] && w_free[ch]) : ar_ready_i[ch];
+  assign accept      = buf_valid_q && tag_free && chan_ready;
+  assign req_ready_o = !buf_valid_q || accept;
 
   assign ar_id_o   = tail_q[ID_W-1:0];
   assign aw_id_o   = tail_q[ID_W-1:0];
@@ -111,9 +120,9 @@ module hbm_line_adapter #(
   always_comb begin
     ar_valid_o = '0;
     aw_valid_o = '0;
-    if (req_valid_i && tag_free) begin
-      ar_valid_o[ch] = !req_write_i;
-      aw_valid_o[ch] = req_write_i && w_free[ch];
+    if (buf_valid_q && tag_free) begin
+      ar_valid_o[ch] = !buf_write_q;
+      aw_valid_o[ch] = buf_write_q && w_free[ch];
     end
   end
 
@@ -153,8 +162,11 @@ module hbm_line_adapter #(
       tail_q      <= '0;
       done_q      <= '0;
       w_pending_q <= '0;
+      buf_valid_q <= 1'b0;
       for (int c = 0; c < CHANNELS; c++) w_beat_q[c] <= '0;
     end else begin
+      if (req_valid_i && req_ready_o) buf_valid_q <= 1'b1;
+      else if (accept) buf_valid_q <= 1'b0;
       done_q <= done_d;
       if (rsp_valid_o) head_q <= head_q + 1'b1;
       if (accept) tail_q <= tail_q + 1'b1;
@@ -167,15 +179,20 @@ module hbm_line_adapter #(
           end
         end
       end
-      if (accept && req_write_i) w_pending_q[ch] <= 1'b1;
+      if (accept && buf_write_q) w_pending_q[ch] <= 1'b1;
     end
   end
 
   // Data paths without reset.
   always_ff @(posedge clk_i) begin
+    if (req_valid_i && req_ready_o) begin
+      buf_write_q <= req_write_i;
+      buf_addr_q  <= req_addr_i;
+      buf_wdata_q <= req_wdata_i;
+    end
     if (accept) sel_q[tail_q[ID_W-1:0]] <= sub;
-    if (accept && req_write_i) begin
-      w_line_q[ch] <= req_wdata_i;
+    if (accept && buf_write_q) begin
+      w_line_q[ch] <= buf_wdata_q;
       w_sub_q[ch]  <= sub;
     end
   end

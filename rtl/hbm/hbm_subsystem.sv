@@ -104,7 +104,11 @@ module hbm_subsystem #(
       .ROW_LSB  (COL_BITS + BG_BITS + BA_BITS),
       // A write is answered once it is in the device, so the host's backdoor reads see every write the
       // chip has had answered.
-      .B_AFTER_ISSUE (1'b1)
+      .B_AFTER_ISSUE (1'b1),
+      .RQ_DEPTH (8),
+      .WQ_DEPTH (8),
+      .WQ_HI    (6),
+      .WQ_LO    (2)
     ) u_ctrl (
       .clk_i              (clk_i),
       .rst_ni             (rst_ni),

@@ -14,7 +14,7 @@ class PatternTest : public ::testing::TestWithParam<Pattern> {};
 
 TEST_P(PatternTest, NoMismatchNoViolation) {
   RunOptions options;
-  options.transactions = 20000;  // six patterns: 1.2 * 10^5 transactions
+  options.transactions = 20000;  // seven patterns: 1.4 * 10^5 transactions
   const RunResult r = hbm_tb::Run(GetParam(), options);
   std::string messages;
   for (const auto& m : r.messages) messages += m + "\n";
