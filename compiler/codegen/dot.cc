@@ -213,8 +213,8 @@ Status CodeGenerator::EmitDotSerial(const HloInstruction& instruction, const Dot
 // tile) stays in VMEM; a chunk runs its (K tile, N tile) steps on the MXU back to back:
 //
 //   step s:  MXU_MM  lhs slice k -> accumulator of n, SWAP (weights of step s), ACC unless k = 0
-//            DMA_LD  weight tile of step s+1 into the other weight buffer
-//            SYNC DMA; MXU_LW it (the MXU loads it while MXU_MM s streams)
+//            SYNC DMA; MXU_LW weight tile s+1 (fetched a step earlier; loaded while MXU_MM s streams)
+//            DMA_LD  weight tile s+2 into the buffer tile s came from
 //            and, beside the multiply: the next lhs slice (first N tiles) or the store of a finished
 //            accumulator (one per step).
 //
