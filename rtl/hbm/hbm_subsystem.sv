@@ -36,6 +36,10 @@ module hbm_subsystem #(
   localparam int ID_W  = 6;
   localparam int LEN_W = 4;
   localparam int ADDR_W = 32;
+  // Queue entries per controller: two bursts of a wide line, at least 8. Small queues keep the
+  // verilated controllers cheap per cycle (docs/hbm.md: 16/32 entries cost 28 times the chip's time).
+  localparam int BEATS_PER_LINE = LINE_W > DATA_W ? LINE_W / DATA_W : 1;
+  localparam int QUEUE = 2 * BEATS_PER_LINE > 8 ? 2 * BEATS_PER_LINE : 8;
 
   logic [CHANNELS-1:0]        ar_valid, ar_ready, r_valid, aw_valid, aw_ready, w_valid, w_ready, w_last;
   logic [CHANNELS-1:0]        b_valid;
@@ -105,10 +109,10 @@ module hbm_subsystem #(
       // A write is answered once it is in the device, so the host's backdoor reads see every write the
       // chip has had answered.
       .B_AFTER_ISSUE (1'b1),
-      .RQ_DEPTH (8),
-      .WQ_DEPTH (8),
-      .WQ_HI    (6),
-      .WQ_LO    (2)
+      .RQ_DEPTH (QUEUE),
+      .WQ_DEPTH (QUEUE),
+      .WQ_HI    (QUEUE * 3 / 4),
+      .WQ_LO    (QUEUE / 4)
     ) u_ctrl (
       .clk_i              (clk_i),
       .rst_ni             (rst_ni),
