@@ -1,5 +1,6 @@
 #include "sysc/hbm_memory.h"
 
+#include <cstdio>
 #include <cstring>
 #include <type_traits>
 
@@ -140,6 +141,13 @@ void HbmMemory::OnClock() {
     }
     device.Col(cycle_, col, int(Field(d.col_bank.read(), kBankBits * c, kBankBits)),
                Field(d.col_addr.read(), kColBits * c, kColBits), d.beat, d.mask);
+  }
+  // A timing violation is a controller bug: say so on stderr (with the rule) the first time it happens.
+  if (dram_.violations() != violations_reported_) {
+    if (violations_reported_ == 0) {
+      for (const std::string& m : dram_.violation_messages()) std::fprintf(stderr, "hbm: %s\n", m.c_str());
+    }
+    violations_reported_ = dram_.violations();
   }
   // Read data due in the cycle that just ended, sampled with it.
   uint32_t valid = 0;

@@ -57,7 +57,8 @@ class HbmMemory : public sc_core::sc_module {
   void Clear() { dram_.Clear(); }
 
   HbmDram& dram() { return dram_; }
-  // Timing violations the device models saw (zero when the controllers behaved), with messages.
+  // Timing violations the device models saw (zero when the controllers behaved), with messages; the
+  // first ones are also printed to stderr when they happen.
   uint64_t violations() const { return dram_.violations(); }
   std::vector<std::string> violation_messages() const { return dram_.violation_messages(); }
   uint64_t read_requests() const { return read_requests_; }
@@ -77,6 +78,7 @@ class HbmMemory : public sc_core::sc_module {
   std::unique_ptr<Vhbm_subsystem> rtl_;
   uint64_t cycle_ = 0;        // HBM cycles clocked so far (the devices' time)
   uint64_t in_flight_ = 0;    // requests accepted and not yet answered
+  uint64_t violations_reported_ = 0;
   bool clock_high_ = false;
   // The subsystem's clock and its latched request inputs (the chip's request of the cycle just ended).
   sc_core::sc_signal<bool> hbm_clk_{"hbm_clk"}, req_valid_q_{"req_valid_q"}, req_write_q_{"req_write_q"};
