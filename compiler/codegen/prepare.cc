@@ -269,7 +269,10 @@ StatusOr<HloInstruction*> SplitDot(HloComputation* computation, HloInstruction* 
   HloInstruction* hi_lo = pass(split[0][0], split[1][1]);
   HloInstruction* lo_hi = pass(split[0][1], split[1][0]);
   HloInstruction* hi_hi = pass(split[0][0], split[1][0]);
-  for (HloInstruction* part : {hi_lo, lo_hi, hi_hi}) part->set_name("");
+  // Named after the dot so that the code listing and the padding report say where each pass comes from.
+  hi_lo->set_name(dot->name() + ".hi_lo");
+  lo_hi->set_name(dot->name() + ".lo_hi");
+  hi_hi->set_name(dot->name() + ".hi_hi");
   HloInstruction* small = computation->AddInstruction(
       HloInstruction::CreateBinary(dot->shape(), HloOpcode::kAdd, hi_lo, lo_hi));
   return computation->AddInstruction(HloInstruction::CreateBinary(dot->shape(), HloOpcode::kAdd, small, hi_hi));
@@ -299,40 +302,6 @@ HloInstruction* FlattenRowsThroughColumns(HloComputation* computation, HloInstru
   return add(HloInstruction::CreateReshape(ArrayShape(type, {rows * cols}), add(std::move(stacked))));
 }
 
-// A deep copy, instruction by instruction (printing and re-parsing would format and parse every
-// weight of a large network).
-StatusOr<std::unique_ptr<hlo::HloModule>> CloneModule(const hlo::HloModule& module) {
-  auto copy = std::make_unique<hlo::HloModule>(module.name());
-  copy->mutable_raw_attributes() = module.raw_attributes();
-  copy->mutable_input_output_aliases() = module.input_output_aliases();
-  std::map<const HloComputation*, HloComputation*> computations;
-  for (const HloComputation* computation : module.computations()) {
-    computations[computation] = copy->AddComputation(std::make_unique<HloComputation>(computation->name()),
-                                                     computation == module.entry_computation());
-  }
-  for (const HloComputation* computation : module.computations()) {
-    HloComputation* target = computations.at(computation);
-    std::map<const HloInstruction*, HloInstruction*> clones;
-    for (const HloInstruction* instruction : computation->MakeInstructionPostOrder()) {
-      std::vector<HloInstruction*> operands;
-      for (const HloInstruction* operand : instruction->operands()) operands.push_back(clones.at(operand));
-      std::unique_ptr<HloInstruction> clone = instruction->CloneWithNewOperands(instruction->shape(), operands);
-      for (size_t i = 0; i < instruction->called_computation_attributes().size(); ++i) {
-        auto called = computations.find(instruction->called_computation_attributes()[i].computation);
-        if (called == computations.end()) {
-          return InvalidArgument(instruction->name() + " calls a computation outside its module");
-        }
-        clone->set_called_computation(i, called->second);
-      }
-      clones[instruction] = target->AddInstruction(std::move(clone));
-    }
-    if (computation->root_instruction() != nullptr) {
-      target->set_root_instruction(clones.at(computation->root_instruction()));
-    }
-  }
-  return copy;
-}
-
 bool DependsOnlyOnConstants(const HloInstruction& instruction) {
   if (!instruction.called_computations().empty()) return false;
   for (const HloInstruction* operand : instruction.operands()) {
@@ -352,7 +321,7 @@ bool IsBf16Rounding(const hlo::HloInstruction& instruction) {
 
 StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule& module, PrepareStats* stats,
                                                             const PrepareOptions& options) {
-  TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> copy, CloneModule(module));
+  TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> copy, hlo::CloneModule(module));
   HloComputation* entry = copy->entry_computation();
   if (entry == nullptr) return InvalidArgument("module " + module.name() + " has no entry computation");
   PrepareStats local;

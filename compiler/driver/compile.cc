@@ -94,38 +94,6 @@ std::string ProgramListing(const Program& program,
   return out;
 }
 
-StatusOr<std::unique_ptr<hlo::HloModule>> CloneHloModule(const hlo::HloModule& module) {
-  auto copy = std::make_unique<hlo::HloModule>(module.name());
-  copy->mutable_raw_attributes() = module.raw_attributes();
-  copy->mutable_input_output_aliases() = module.input_output_aliases();
-  std::map<const hlo::HloComputation*, hlo::HloComputation*> computations;
-  for (const hlo::HloComputation* computation : module.computations()) {
-    computations[computation] = copy->AddComputation(std::make_unique<hlo::HloComputation>(computation->name()),
-                                                     computation == module.entry_computation());
-  }
-  for (const hlo::HloComputation* computation : module.computations()) {
-    hlo::HloComputation* target = computations.at(computation);
-    std::map<const hlo::HloInstruction*, hlo::HloInstruction*> clones;
-    for (const hlo::HloInstruction* instruction : computation->MakeInstructionPostOrder()) {
-      std::vector<hlo::HloInstruction*> operands;
-      for (const hlo::HloInstruction* operand : instruction->operands()) operands.push_back(clones.at(operand));
-      std::unique_ptr<hlo::HloInstruction> clone = instruction->CloneWithNewOperands(instruction->shape(), operands);
-      for (size_t i = 0; i < instruction->called_computation_attributes().size(); ++i) {
-        auto called = computations.find(instruction->called_computation_attributes()[i].computation);
-        if (called == computations.end()) {
-          return InvalidArgument(instruction->name() + " calls a computation outside its module");
-        }
-        clone->set_called_computation(i, called->second);
-      }
-      clones[instruction] = target->AddInstruction(std::move(clone));
-    }
-    if (computation->root_instruction() != nullptr) {
-      target->set_root_instruction(clones.at(computation->root_instruction()));
-    }
-  }
-  return copy;
-}
-
 StatusOr<Program> CompileModule(hlo::HloModule* module, const CompileModuleOptions& options,
                                 CompileModuleReport* report) {
   if (module == nullptr) return InvalidArgument("CompileModule: no module");

@@ -43,10 +43,6 @@ struct CompileModuleReport {
   std::vector<std::string> dumped_files;  // file names written to the dump directory, in order
 };
 
-// A deep copy of a module, instruction by instruction (printing and re-parsing would format and parse
-// every weight of a large network: seconds for EfficientNet with its constants filled in).
-StatusOr<std::unique_ptr<hlo::HloModule>> CloneHloModule(const hlo::HloModule& module);
-
 // Compiles `module` (parsed and verified by the caller; the pass pipeline rewrites it in place).
 StatusOr<Program> CompileModule(hlo::HloModule* module, const CompileModuleOptions& options,
                                 CompileModuleReport* report = nullptr);

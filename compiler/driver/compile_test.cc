@@ -235,9 +235,9 @@ ENTRY %main (x: f32[64,64], y: f32[64,64], z: f32[8]) -> f32[64,64] {
             "  5. Size: 32B, parameter 2 z f32[8]");
 }
 
-TEST(CloneHloModuleTest, CopiesPrintIdenticallyAndIndependently) {
+TEST(CloneModuleTest, CopiesPrintIdenticallyAndIndependently) {
   std::unique_ptr<hlo::HloModule> module = Parse(kStep);
-  StatusOr<std::unique_ptr<hlo::HloModule>> copy = CloneHloModule(*module);
+  StatusOr<std::unique_ptr<hlo::HloModule>> copy = hlo::CloneModule(*module);
   ASSERT_TRUE(copy.ok()) << copy.status();
   EXPECT_EQ((*copy)->ToString(), module->ToString());
   // Changing the copy leaves the original as it was: nothing is shared.

@@ -1,6 +1,7 @@
 #include "compiler/hlo/hlo_ir.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_set>
 
 #include "compiler/hlo/printer.h"
@@ -546,5 +547,37 @@ int64_t HloModule::RemoveUnusedComputations() {
 }
 
 std::string HloModule::ToString() const { return PrintHloModule(*this); }
+
+StatusOr<std::unique_ptr<HloModule>> CloneModule(const HloModule& module) {
+  auto copy = std::make_unique<HloModule>(module.name());
+  copy->mutable_raw_attributes() = module.raw_attributes();
+  copy->mutable_input_output_aliases() = module.input_output_aliases();
+  std::map<const HloComputation*, HloComputation*> computations;
+  for (const HloComputation* computation : module.computations()) {
+    computations[computation] = copy->AddComputation(std::make_unique<HloComputation>(computation->name()),
+                                                     computation == module.entry_computation());
+  }
+  for (const HloComputation* computation : module.computations()) {
+    HloComputation* target = computations.at(computation);
+    std::map<const HloInstruction*, HloInstruction*> clones;
+    for (const HloInstruction* instruction : computation->MakeInstructionPostOrder()) {
+      std::vector<HloInstruction*> operands;
+      for (const HloInstruction* operand : instruction->operands()) operands.push_back(clones.at(operand));
+      std::unique_ptr<HloInstruction> clone = instruction->CloneWithNewOperands(instruction->shape(), operands);
+      for (size_t i = 0; i < instruction->called_computation_attributes().size(); ++i) {
+        auto called = computations.find(instruction->called_computation_attributes()[i].computation);
+        if (called == computations.end()) {
+          return InvalidArgument(instruction->name() + " calls a computation outside its module");
+        }
+        clone->set_called_computation(i, called->second);
+      }
+      clones[instruction] = target->AddInstruction(std::move(clone));
+    }
+    if (computation->root_instruction() != nullptr) {
+      target->set_root_instruction(clones.at(computation->root_instruction()));
+    }
+  }
+  return copy;
+}
 
 }  // namespace tpu::hlo

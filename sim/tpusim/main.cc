@@ -3,7 +3,7 @@
 //
 //   tpusim run FILE.hlo --backend=rtl|model --config=tiny|v2 --seed=N [--outputs=DIR]
 //                       [--trace=FILE.fst --trace-start=C --trace-stop=C --trace-depth=D]
-//                       [--batch=N] [--fill-elided-constants] [--root=NAME]
+//                       [--batch=N] [--fill-elided-constants] [--root=NAME] [--dump-dir=DIR]
 //   tpusim info --backend=rtl|model --config=tiny|v2
 //
 // Exit status: 0 success, 1 bad input or a failed run (the message says which), 2 an output outside the
@@ -63,6 +63,7 @@ const char kUsage[] =
     "  tpusim run FILE.hlo [--backend=rtl|model] [--config=NAME] [--seed=N] [--outputs=DIR]\n"
     "                      [--trace=FILE.fst] [--trace-start=CYCLE] [--trace-stop=CYCLE] [--trace-depth=D]\n"
     "                      [--timeout-cycles=N] [--batch=N] [--fill-elided-constants] [--root=NAME]\n"
+    "                      [--dump-dir=DIR]\n"
     "  tpusim info [--backend=rtl|model] [--config=NAME]\n"
     "\n"
     "run     parses and verifies FILE.hlo, fills its parameters with seeded uniform values in [-1, 1),\n"
@@ -78,6 +79,8 @@ const char kUsage[] =
     "        (from --seed) chosen by their use: positive where they feed rsqrt/log/a divisor, weights\n"
     "        scaled by 1/sqrt(fan-in); device and interpreter run the same values.\n"
     "        --root=NAME makes entry instruction NAME the root: its value is the one output compared.\n"
+    "        --dump-dir=DIR writes the module after each compiler step and the program listing to DIR\n"
+    "        (as tpuc --dump-dir).\n"
     "info    prints the devices and the configuration registers the driver discovers.\n"
     "defaults: --backend=model --config=<the configuration of this build> --seed=0\n";
 
@@ -90,7 +93,7 @@ struct Flags {
 bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
   static const char* const kKnown[] = {"backend", "config",      "seed",        "outputs",        "trace",
                                        "trace-start", "trace-stop", "trace-depth", "timeout-cycles",
-                                       "perturb-output", "batch", "root", "fill-elided-constants"};
+                                       "perturb-output", "batch", "root", "fill-elided-constants", "dump-dir"};
   // Flags that take no value.
   static const char* const kSwitches[] = {"fill-elided-constants"};
   if (argc < 2) {
@@ -171,6 +174,7 @@ StatusOr<std::unique_ptr<runtime::Client>> MakeClient(const Flags& flags) {
     return InvalidArgument("bad flag value");
   }
   options.trace_file = FlagOr(flags, "trace", "");
+  options.compile_dump_dir = FlagOr(flags, "dump-dir", "");
   options.trace_start_cycle = start;
   options.trace_stop_cycle = stop;
   options.trace_depth = static_cast<int>(depth);

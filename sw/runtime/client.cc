@@ -289,7 +289,7 @@ StatusOr<std::unique_ptr<LoadedExecutable>> Client::Compile(const std::string& h
 StatusOr<std::unique_ptr<LoadedExecutable>> Client::Compile(const hlo::HloModule& module, int device) {
   TPU_RETURN_IF_ERROR(hlo::VerifyHloModule(module));
   // The pass pipeline rewrites the module in place: compile a copy of the caller's.
-  TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> copy, compiler::CloneHloModule(module));
+  TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> copy, hlo::CloneModule(module));
   return CompileOwned(std::move(copy), device);
 }
 
