@@ -799,6 +799,9 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
     }
   }
   program_.temp_lines = assignment.peak_lines;
+  // A module far too large for the HBM fails here, before its code is generated (the check runs again
+  // at the end with the constant rows the lowerings add).
+  TPU_RETURN_IF_ERROR(CheckHbm(order, assignment).status());
 
   // Code: one instruction after the other, separated by a full SYNC so that no unit of the previous
   // instruction still touches VMEM the next one reuses.

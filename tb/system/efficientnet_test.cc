@@ -244,13 +244,13 @@ TEST(EfficientNetTest, BadRespecializationsAreClearErrors) {
 }
 
 // At the dump's batch of 250 the network does not fit one core, as on a real TPU core: the compiler
-// reports which memory runs out (today the IMEM, before the HBM check: the dot code grows with the rows).
+// reports the HBM need with the seeds' message before it generates any code.
 TEST(EfficientNetTest, AtTheDumpsBatchItDoesNotFitOneCore) {
   if (!std::ifstream(kEfficientNet)) GTEST_SKIP() << "no " << kEfficientNet;
   RunResult run = RunTpusim(kEfficientNet + " --backend=model " + EFFICIENTNET_CONFIG_FLAG + " --fill-elided-constants");
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_NE(run.output.find("ResourceExhausted"), std::string::npos) << run.output;
-  EXPECT_NE(run.output.find("Ran out of memory in memory space"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("Ran out of memory in memory space hbm; used: "), std::string::npos) << run.output;
 }
 
 }  // namespace
