@@ -4,10 +4,7 @@
 // re-specialized to batch 1: its logits (--root) and its two counts, each within the tolerance of
 // docs/numerics.md of the interpreter (tpusim exits 0 only then).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -15,33 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "tb/system/tpusim_process.h"
+
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-  double seconds = 0;
-};
-
-RunResult RunTpusim(const std::string& arguments) {
-  const std::string command = std::string(TPUSIM_BINARY) + " run " + arguments + " 2>&1";
-  RunResult result;
-  const auto start = std::chrono::steady_clock::now();
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t read;
-  while ((read = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, read);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return result;
-}
+using tpu::system_test::MakeTempDir;
+using tpu::system_test::RunTpusim;
+using tpu::system_test::TpusimRun;
 
 std::string WriteModule(const std::string& name, const std::string& text) {
-  char pattern[] = "/tmp/tpusim_efficientnet_test.XXXXXX";
-  const char* dir = mkdtemp(pattern);
-  const std::string path = std::string(dir ? dir : "/tmp") + "/" + name + ".hlo";
+  const std::string path = MakeTempDir("efficientnet_test") + "/" + name + ".hlo";
   std::ofstream(path) << text;
   return path;
 }
@@ -87,7 +67,7 @@ void ExpectRunsWithinTolerance(const std::string& name, const std::string& text,
   backends.push_back("rtl");
 #endif
   for (const std::string& backend : backends) {
-    RunResult run = RunTpusim(path + " --backend=" + backend + " --seed=" + std::to_string(seed));
+    TpusimRun run = RunTpusim("run " + path + " --backend=" + backend + " --seed=" + std::to_string(seed));
     EXPECT_EQ(run.exit_code, 0) << backend << "\n" << text << "\n" << run.output;
     EXPECT_NE(run.output.find("output 0:"), std::string::npos) << run.output;
   }
@@ -218,12 +198,12 @@ const std::string kEfficientNet = std::string(TPU_SHARED_HLO_DIR) + "/efficientn
 // The logits of the forward pass at batch 1, then its two counts (top-5 and top-1 matches).
 TEST(EfficientNetTest, RunsAtBatchOneWithinToleranceOfTheInterpreter) {
   if (!std::ifstream(kEfficientNet)) GTEST_SKIP() << "no " << kEfficientNet;
-  RunResult logits = RunTpusim(kEfficientNet + " --backend=model " + EFFICIENTNET_CONFIG_FLAG +
+  TpusimRun logits = RunTpusim("run " + kEfficientNet + " --backend=model " + EFFICIENTNET_CONFIG_FLAG +
                                " --batch=1 --fill-elided-constants --root=add.2010 --seed=1");
   EXPECT_EQ(logits.exit_code, 0) << logits.output;
   EXPECT_NE(logits.output.find("output 0: f32[1,1000]"), std::string::npos) << logits.output;
   std::printf("logits run: %.1f s\n%s", logits.seconds, logits.output.c_str());
-  RunResult counts = RunTpusim(kEfficientNet + " --backend=model " + EFFICIENTNET_CONFIG_FLAG +
+  TpusimRun counts = RunTpusim("run " + kEfficientNet + " --backend=model " + EFFICIENTNET_CONFIG_FLAG +
                                " --batch=1 --fill-elided-constants --seed=1");
   EXPECT_EQ(counts.exit_code, 0) << counts.output;
   EXPECT_NE(counts.output.find("output 1: s32[]"), std::string::npos) << counts.output;
@@ -232,13 +212,13 @@ TEST(EfficientNetTest, RunsAtBatchOneWithinToleranceOfTheInterpreter) {
 
 TEST(EfficientNetTest, BadRespecializationsAreClearErrors) {
   if (!std::ifstream(kEfficientNet)) GTEST_SKIP() << "no " << kEfficientNet;
-  RunResult zero = RunTpusim(kEfficientNet + " --batch=0");
+  TpusimRun zero = RunTpusim("run " + kEfficientNet + " --batch=0");
   EXPECT_EQ(zero.exit_code, 1);
   EXPECT_NE(zero.output.find("batch size must be positive"), std::string::npos) << zero.output;
-  RunResult root = RunTpusim(kEfficientNet + " --batch=1 --root=no.such.instruction");
+  TpusimRun root = RunTpusim("run " + kEfficientNet + " --batch=1 --root=no.such.instruction");
   EXPECT_EQ(root.exit_code, 1);
   EXPECT_NE(root.output.find("no instruction named 'no.such.instruction'"), std::string::npos) << root.output;
-  RunResult elided = RunTpusim(kEfficientNet + " --batch=1");
+  TpusimRun elided = RunTpusim("run " + kEfficientNet + " --batch=1");
   EXPECT_EQ(elided.exit_code, 1);
   EXPECT_NE(elided.output.find("has no values (the dump elided them)"), std::string::npos) << elided.output;
 }
@@ -247,7 +227,7 @@ TEST(EfficientNetTest, BadRespecializationsAreClearErrors) {
 // reports the HBM need with the seeds' message before it generates any code.
 TEST(EfficientNetTest, AtTheDumpsBatchItDoesNotFitOneCore) {
   if (!std::ifstream(kEfficientNet)) GTEST_SKIP() << "no " << kEfficientNet;
-  RunResult run = RunTpusim(kEfficientNet + " --backend=model " + EFFICIENTNET_CONFIG_FLAG + " --fill-elided-constants");
+  TpusimRun run = RunTpusim("run " + kEfficientNet + " --backend=model " + EFFICIENTNET_CONFIG_FLAG + " --fill-elided-constants");
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_NE(run.output.find("ResourceExhausted"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("Ran out of memory in memory space hbm; used: "), std::string::npos) << run.output;

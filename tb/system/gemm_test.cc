@@ -13,42 +13,19 @@
 #include <sstream>
 #include <string>
 
+#include "tb/system/tpusim_process.h"
+
 namespace {
 
-struct TpusimRun {
-  int exit_code = -1;
-  std::string output;
-};
-
-TpusimRun Tpusim(const std::string& arguments) {
-  TpusimRun run;
-  FILE* pipe = popen((std::string(TPUSIM_BINARY) + " " + arguments + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return run;
-  char buffer[4096];
-  size_t read;
-  while ((read = fread(buffer, 1, sizeof(buffer), pipe)) > 0) run.output.append(buffer, read);
-  const int status = pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
+using tpu::system_test::MakeTempDir;
+using tpu::system_test::ReadBytes;
+using tpu::system_test::RunTpusim;
+using tpu::system_test::TpusimRun;
 
 uint64_t Counter(const std::string& output, const std::string& name) {
   std::smatch match;
   if (!std::regex_search(output, match, std::regex("(^|\n)" + name + ": ([0-9]+)\n"))) return 0;
   return std::stoull(match[2].str());
-}
-
-std::string ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
-
-std::string TempDir() {
-  char pattern[] = "/tmp/tpusim_gemm_test.XXXXXX";
-  const char* dir = mkdtemp(pattern);
-  return dir ? dir : "/tmp";
 }
 
 // dot(a[m,k], b) with b [k,n] or, transposed, [n,k], as XLA prints it.
@@ -74,15 +51,15 @@ class GemmRtl : public ::testing::TestWithParam<GemmCase> {};
 
 TEST_P(GemmRtl, MatchesTheInterpreterAndTheRtlIsByteIdenticalToTheModel) {
   const GemmCase& c = GetParam();
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir("gemm_test");
   const std::string hlo = dir + "/gemm.hlo";
   std::ofstream(hlo) << GemmHlo(c.m, c.k, c.n, c.transposed, c.in, c.out);
-  const TpusimRun model = Tpusim("run " + hlo + " --backend=model --seed=4 --outputs=" + dir + "/model");
+  const TpusimRun model = RunTpusim("run " + hlo + " --backend=model --seed=4 --outputs=" + dir + "/model");
   ASSERT_EQ(model.exit_code, 0) << model.output;
   EXPECT_NE(model.output.find("output 0: " + std::string(c.out) + "["), std::string::npos) << model.output;
   EXPECT_GT(Counter(model.output, "mxu_busy_cycles"), 0u) << model.output;
 #ifdef TPUSIM_HAVE_RTL
-  const TpusimRun rtl = Tpusim("run " + hlo + " --backend=rtl --seed=4 --outputs=" + dir + "/rtl");
+  const TpusimRun rtl = RunTpusim("run " + hlo + " --backend=rtl --seed=4 --outputs=" + dir + "/rtl");
   ASSERT_EQ(rtl.exit_code, 0) << rtl.output;
   const std::string model_bytes = ReadBytes(dir + "/model/out0.bin");
   EXPECT_FALSE(model_bytes.empty());
@@ -121,11 +98,11 @@ TEST(GemmUtilization, MidSizeTinyGemmKeepsTheMxuBusy) {
   if (std::string(TPU_CONFIG_NAME) != "tiny") GTEST_SKIP() << "the bound is derived for the tiny configuration";
   constexpr uint64_t L = 8, R = 128, rows = 16 * 16 * R;
   constexpr uint64_t overhead = (R + 2 * L) + (L + 1) + (2 * L + 1) + R + 4 * 64 + 64;
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir("gemm_test");
   const std::string hlo = dir + "/gemm.hlo";
   std::ofstream(hlo) << GemmHlo(128, 128, 128, false, "bf16", "f32");
   auto report = [&](const std::string& backend) {
-    const TpusimRun run = Tpusim("run " + hlo + " --backend=" + backend + " --seed=2");
+    const TpusimRun run = RunTpusim("run " + hlo + " --backend=" + backend + " --seed=2");
     EXPECT_EQ(run.exit_code, 0) << run.output;
     const uint64_t cycles = Counter(run.output, "cycles"), busy = Counter(run.output, "mxu_busy_cycles");
     EXPECT_EQ(busy, rows) << run.output;

@@ -19,44 +19,19 @@
 #include "compiler/hlo/literal.h"
 #include "compiler/hlo/shape.h"
 #include "sim/tpusim/output_compare.h"
+#include "tb/system/tpusim_process.h"
 
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-RunResult RunTpusim(const std::string& arguments) {
-  const std::string command = std::string(TPUSIM_BINARY) + " " + arguments + " 2>&1";
-  RunResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t read;
-  while ((read = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, read);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-std::string TempDir() {
-  char pattern[] = "/tmp/tpusim_system_test.XXXXXX";
-  const char* dir = mkdtemp(pattern);
-  return dir ? dir : "/tmp";
-}
+using tpu::system_test::MakeTempDir;
+using tpu::system_test::ReadBytes;
+using tpu::system_test::RunTpusim;
+using tpu::system_test::TpusimRun;
 
 std::string WriteFile(const std::string& dir, const std::string& name, const std::string& text) {
   const std::string path = dir + "/" + name;
   std::ofstream(path) << text;
   return path;
-}
-
-std::string ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
 }
 
 // dot(x[m,k], w[k,n]) + broadcast(b[n]), the shape of a dense layer without the activation.
@@ -80,7 +55,7 @@ const std::string kDenseLayer = std::string(TPU_SOURCE_DIR) + "/sim/dense_layer.
 const std::string kConfig = TPU_CONFIG_NAME;
 
 // Every output line of a successful run says ok, and the counters are there.
-void ExpectPassingRun(const RunResult& run, int outputs) {
+void ExpectPassingRun(const TpusimRun& run, int outputs) {
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(std::regex_search(run.output, std::regex("(^|\n)cycles: [1-9][0-9]*\n"))) << run.output;
   EXPECT_TRUE(std::regex_search(run.output, std::regex("\nmxu_busy_cycles: [0-9]+\n"))) << run.output;
@@ -93,8 +68,8 @@ void ExpectPassingRun(const RunResult& run, int outputs) {
 }
 
 TEST(TpusimRunTest, DenseLayerOnTheModel) {
-  const std::string dir = TempDir();
-  RunResult run = RunTpusim("run " + kDenseLayer + " --backend=model --config=" + kConfig +
+  const std::string dir = MakeTempDir("system_test");
+  TpusimRun run = RunTpusim("run " + kDenseLayer + " --backend=model --config=" + kConfig +
                             " --seed=1 --outputs=" + dir + "/out");
   ExpectPassingRun(run, 1);
   EXPECT_NE(run.output.find("output 0: f32[64,128] "), std::string::npos) << run.output;
@@ -107,7 +82,7 @@ TEST(TpusimRunTest, DenseLayerOnTheModel) {
 }
 
 TEST(TpusimRunTest, SeedsAreReproducibleAndMatter) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir("system_test");
   const std::string base = "run " + kDenseLayer + " --backend=model --config=" + kConfig;
   ASSERT_EQ(RunTpusim(base + " --seed=5 --outputs=" + dir + "/a").exit_code, 0);
   ASSERT_EQ(RunTpusim(base + " --seed=5 --outputs=" + dir + "/b").exit_code, 0);
@@ -123,30 +98,30 @@ TEST(TpusimRunTest, SeedsAreReproducibleAndMatter) {
 const int kOddShapes[][3] = {{1, 1, 1}, {3, 5, 7}, {13, 27, 19}, {9, 17, 33}, {33, 10, 9}};
 
 TEST(TpusimRunTest, DotsOfShapesNotMultiplesOfTheMxuSize) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir("system_test");
   for (const auto& shape : kOddShapes) {
     const std::string file = WriteFile(dir, "dot.hlo", DotModule(shape[0], shape[1], shape[2]));
-    RunResult run = RunTpusim("run " + file + " --backend=model --config=" + kConfig + " --seed=2");
+    TpusimRun run = RunTpusim("run " + file + " --backend=model --config=" + kConfig + " --seed=2");
     SCOPED_TRACE("dot " + std::to_string(shape[0]) + "x" + std::to_string(shape[1]) + "x" + std::to_string(shape[2]));
     ExpectPassingRun(run, 1);
   }
 }
 
 TEST(TpusimRunTest, MalformedHloPrintsLineAndColumnAndExitsOne) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir("system_test");
   const std::string file = WriteFile(dir, "bad.hlo",
                                      "HloModule bad\n\nENTRY %main (x: f32[4]) -> f32[4] {\n"
                                      "  %x = f32[4]{0} parameter(0)\n"
                                      "  ROOT %y = f32[4]{0} add(f32[4]{0} %x, f32[4]{0} %x\n"
                                      "}\n");
-  RunResult run = RunTpusim("run " + file + " --backend=model --config=" + kConfig);
+  TpusimRun run = RunTpusim("run " + file + " --backend=model --config=" + kConfig);
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_TRUE(std::regex_search(run.output, std::regex("line [0-9]+, column [0-9]+"))) << run.output;
   EXPECT_NE(run.output.find("bad.hlo"), std::string::npos) << run.output;
 }
 
 TEST(TpusimRunTest, VerifierErrorsExitOne) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir("system_test");
   // Shape mismatch: add of f32[4] and f32[5].
   const std::string file = WriteFile(dir, "mismatch.hlo",
                                      "HloModule mismatch\n\nENTRY %main (x: f32[4], y: f32[5]) -> f32[4] {\n"
@@ -154,19 +129,19 @@ TEST(TpusimRunTest, VerifierErrorsExitOne) {
                                      "  %y = f32[5]{0} parameter(1)\n"
                                      "  ROOT %z = f32[4]{0} add(f32[4]{0} %x, f32[5]{0} %y)\n"
                                      "}\n");
-  RunResult run = RunTpusim("run " + file + " --backend=model --config=" + kConfig);
+  TpusimRun run = RunTpusim("run " + file + " --backend=model --config=" + kConfig);
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_EQ(run.output.find("cycles:"), std::string::npos) << run.output;
 }
 
 TEST(TpusimRunTest, UnsupportedOpsGetTheTpuMessage) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir("system_test");
   const std::string file = WriteFile(dir, "custom.hlo",
                                      "HloModule custom\n\nENTRY %main (x: f32[4]) -> f32[4] {\n"
                                      "  %x = f32[4]{0} parameter(0)\n"
                                      "  ROOT %y = f32[4]{0} custom-call(f32[4]{0} %x), custom_call_target=\"MyKernel\"\n"
                                      "}\n");
-  RunResult run = RunTpusim("run " + file + " --backend=model --config=" + kConfig);
+  TpusimRun run = RunTpusim("run " + file + " --backend=model --config=" + kConfig);
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_NE(run.output.find("No registered"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("XLA_TPU_JIT"), std::string::npos) << run.output;
@@ -180,7 +155,7 @@ TEST(TpusimRunTest, BadCommandLinesExitOne) {
   EXPECT_EQ(RunTpusim("run " + kDenseLayer + " --backend=fpga").exit_code, 1);
   EXPECT_EQ(RunTpusim("run " + kDenseLayer + " --bogus=1").exit_code, 1);
   EXPECT_EQ(RunTpusim("run " + kDenseLayer + " --backend=model --seed=-3").exit_code, 1);
-  RunResult trace = RunTpusim("run " + kDenseLayer + " --backend=model --trace=/tmp/x.fst");
+  TpusimRun trace = RunTpusim("run " + kDenseLayer + " --backend=model --trace=/tmp/x.fst");
   EXPECT_EQ(trace.exit_code, 1);
   EXPECT_NE(trace.output.find("--backend=rtl"), std::string::npos) << trace.output;
 }
@@ -188,14 +163,14 @@ TEST(TpusimRunTest, BadCommandLinesExitOne) {
 TEST(TpusimRunTest, AWrongResultCannotPassSilently) {
   // The same run, with the first device element moved by more than the tolerance allows: reported as
   // FAIL with a non-zero exit status.
-  RunResult run = RunTpusim("run " + kDenseLayer + " --backend=model --config=" + kConfig +
+  TpusimRun run = RunTpusim("run " + kDenseLayer + " --backend=model --config=" + kConfig +
                             " --seed=1 --perturb-output=1000");
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_TRUE(std::regex_search(run.output, std::regex("output 0: f32\\[64,128\\] .* FAIL"))) << run.output;
 }
 
 TEST(TpusimInfoTest, PrintsDevicesAndConfiguration) {
-  RunResult run = RunTpusim("info --backend=model --config=" + kConfig);
+  TpusimRun run = RunTpusim("info --backend=model --config=" + kConfig);
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("TPU:0 (core 0, worker 0"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("CFG_LANES"), std::string::npos) << run.output;
@@ -253,7 +228,7 @@ const SharedStep kSharedSteps[] = {{"maml_flax_train_step", 14}, {"pytorch_xla_m
 std::string SharedHlo(const char* name) { return std::string(TPU_SOURCE_DIR) + "/../shared/hlo/" + name + ".hlo"; }
 
 // Like ExpectPassingRun for outputs of any element type.
-void ExpectPassingStep(const RunResult& run, int outputs) {
+void ExpectPassingStep(const TpusimRun& run, int outputs) {
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(std::regex_search(run.output, std::regex("(^|\n)cycles: [1-9][0-9]*\n"))) << run.output;
   for (int i = 0; i < outputs; ++i) {
@@ -267,7 +242,7 @@ TEST(TpusimRunTest, SharedTrainingStepsOnTheModel) {
   for (const SharedStep& step : kSharedSteps) {
     SCOPED_TRACE(step.name);
     if (ReadBytes(SharedHlo(step.name)).empty()) GTEST_SKIP() << "shared/hlo/" << step.name << ".hlo is not there";
-    RunResult run = RunTpusim("run " + SharedHlo(step.name) + " --backend=model --config=" + kConfig + " --seed=4");
+    TpusimRun run = RunTpusim("run " + SharedHlo(step.name) + " --backend=model --config=" + kConfig + " --seed=4");
     ExpectPassingStep(run, step.outputs);
     std::printf("%s on the model:\n%s", step.name, run.output.c_str());
   }
@@ -279,12 +254,12 @@ TEST(TpusimRtlTest, SharedTrainingStepsRtlAndModelAreByteIdentical) {
     SCOPED_TRACE(step.name);
     const std::string file = SharedHlo(step.name);
     if (ReadBytes(file).empty()) GTEST_SKIP() << "shared/hlo/" << step.name << ".hlo is not there";
-    const std::string dir = TempDir();
-    RunResult model =
+    const std::string dir = MakeTempDir("system_test");
+    TpusimRun model =
         RunTpusim("run " + file + " --backend=model --config=" + kConfig + " --seed=3 --outputs=" + dir + "/model");
     ExpectPassingStep(model, step.outputs);
     const auto start = std::chrono::steady_clock::now();
-    RunResult rtl = RunTpusim("run " + file + " --backend=rtl --config=" + kConfig + " --seed=3 --outputs=" + dir + "/rtl");
+    TpusimRun rtl = RunTpusim("run " + file + " --backend=rtl --config=" + kConfig + " --seed=3 --outputs=" + dir + "/rtl");
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     ExpectPassingStep(rtl, step.outputs);
     std::printf("%s on the rtl (%.1f s wall):\n%s", step.name, seconds, rtl.output.c_str());
@@ -327,19 +302,19 @@ ENTRY %main (a: f32[37,21], g: f32[37,10], n: s32[]) -> (f32[21,37], f32[21,10],
 )";
 
 TEST(TpusimRunTest, CallsTransposesReductionsAndIntegersOnTheModel) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir("system_test");
   const std::string file = WriteFile(dir, "lowerings.hlo", kLoweringsModule);
   ExpectPassingStep(RunTpusim("run " + file + " --backend=model --config=" + kConfig + " --seed=6"), 5);
 }
 
 #ifdef TPUSIM_HAVE_RTL
 TEST(TpusimRtlTest, CallsTransposesReductionsAndIntegersRtlAndModelAreByteIdentical) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir("system_test");
   const std::string file = WriteFile(dir, "lowerings.hlo", kLoweringsModule);
-  RunResult model =
+  TpusimRun model =
       RunTpusim("run " + file + " --backend=model --config=" + kConfig + " --seed=3 --outputs=" + dir + "/model");
   ExpectPassingStep(model, 5);
-  RunResult rtl = RunTpusim("run " + file + " --backend=rtl --config=" + kConfig + " --seed=3 --outputs=" + dir + "/rtl");
+  TpusimRun rtl = RunTpusim("run " + file + " --backend=rtl --config=" + kConfig + " --seed=3 --outputs=" + dir + "/rtl");
   ExpectPassingStep(rtl, 5);
   for (int i = 0; i < 5; ++i) {
     const std::string name = "/out" + std::to_string(i) + ".bin";
@@ -352,10 +327,10 @@ TEST(TpusimRtlTest, CallsTransposesReductionsAndIntegersRtlAndModelAreByteIdenti
 
 // The verilated chip and the reference model produce identical bytes for the same program and inputs.
 void ExpectRtlMatchesModel(const std::string& file, int outputs) {
-  const std::string dir = TempDir();
-  RunResult rtl = RunTpusim("run " + file + " --backend=rtl --config=" + kConfig + " --seed=3 --outputs=" + dir + "/rtl");
+  const std::string dir = MakeTempDir("system_test");
+  TpusimRun rtl = RunTpusim("run " + file + " --backend=rtl --config=" + kConfig + " --seed=3 --outputs=" + dir + "/rtl");
   ExpectPassingRun(rtl, outputs);
-  RunResult model =
+  TpusimRun model =
       RunTpusim("run " + file + " --backend=model --config=" + kConfig + " --seed=3 --outputs=" + dir + "/model");
   ExpectPassingRun(model, outputs);
   for (int i = 0; i < outputs; ++i) {
@@ -369,7 +344,7 @@ void ExpectRtlMatchesModel(const std::string& file, int outputs) {
 TEST(TpusimRtlTest, DenseLayerRtlAndModelAreByteIdentical) { ExpectRtlMatchesModel(kDenseLayer, 1); }
 
 TEST(TpusimRtlTest, OddDotsRtlAndModelAreByteIdentical) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir("system_test");
   for (const auto& shape : kOddShapes) {
     SCOPED_TRACE("dot " + std::to_string(shape[0]) + "x" + std::to_string(shape[1]) + "x" + std::to_string(shape[2]));
     ExpectRtlMatchesModel(WriteFile(dir, "dot.hlo", DotModule(shape[0], shape[1], shape[2])), 1);
@@ -378,7 +353,7 @@ TEST(TpusimRtlTest, OddDotsRtlAndModelAreByteIdentical) {
 
 TEST(TpusimRtlTest, OtherConfigurationIsRefusedNamingBoth) {
   const std::string other = kConfig == "v2" ? "tiny" : "v2";
-  RunResult run = RunTpusim("run " + kDenseLayer + " --backend=rtl --config=" + other);
+  TpusimRun run = RunTpusim("run " + kDenseLayer + " --backend=rtl --config=" + other);
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_NE(run.output.find(other), std::string::npos) << run.output;
   EXPECT_NE(run.output.find(kConfig), std::string::npos) << run.output;

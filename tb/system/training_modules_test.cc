@@ -15,38 +15,14 @@
 #include <sstream>
 #include <string>
 
+#include "tb/system/tpusim_process.h"
+
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-RunResult RunTpusim(const std::string& arguments) {
-  const std::string command = std::string(TPUSIM_BINARY) + " " + arguments + " 2>&1";
-  RunResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t read;
-  while ((read = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, read);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-std::string ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
-
-std::string TempDir() {
-  char pattern[] = "/tmp/tpusim_training_modules.XXXXXX";
-  const char* dir = mkdtemp(pattern);
-  return dir ? dir : "/tmp";
-}
+using tpu::system_test::MakeTempDir;
+using tpu::system_test::ReadBytes;
+using tpu::system_test::RunTpusim;
+using tpu::system_test::TpusimRun;
 
 struct TrainingModule {
   const char* name;
@@ -66,7 +42,7 @@ const TrainingModule kModules[] = {{"jax_mlp_tanh_adam_train_step", 14},
 std::string ModulePath(const char* name) { return std::string(TPU_SOURCE_DIR) + "/tb/system/hlo/" + name + ".hlo"; }
 
 // Every output is compared and reported ok.
-void ExpectPassingStep(const RunResult& run, int outputs) {
+void ExpectPassingStep(const TpusimRun& run, int outputs) {
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(std::regex_search(run.output, std::regex("(^|\n)cycles: [1-9][0-9]*\n"))) << run.output;
   for (int i = 0; i < outputs; ++i) {
@@ -81,7 +57,7 @@ TEST(TrainingModulesTest, MatchTheInterpreterOnTheModel) {
   for (const TrainingModule& module : kModules) {
     for (int seed : {1, 2, 5}) {
       SCOPED_TRACE(std::string(module.name) + " seed " + std::to_string(seed));
-      RunResult run = RunTpusim("run " + ModulePath(module.name) + " --backend=model --config=" + TPU_CONFIG_NAME +
+      TpusimRun run = RunTpusim("run " + ModulePath(module.name) + " --backend=model --config=" + TPU_CONFIG_NAME +
                                 " --seed=" + std::to_string(seed));
       ExpectPassingStep(run, module.outputs);
     }
@@ -92,12 +68,12 @@ TEST(TrainingModulesTest, MatchTheInterpreterOnTheModel) {
 TEST(TrainingModulesTest, RtlAndModelAreByteIdentical) {
   for (const TrainingModule& module : kModules) {
     SCOPED_TRACE(module.name);
-    const std::string dir = TempDir();
+    const std::string dir = MakeTempDir("training_modules");
     const std::string common = "run " + ModulePath(module.name) + " --config=" + TPU_CONFIG_NAME + " --seed=3";
-    RunResult model = RunTpusim(common + " --backend=model --outputs=" + dir + "/model");
+    TpusimRun model = RunTpusim(common + " --backend=model --outputs=" + dir + "/model");
     ExpectPassingStep(model, module.outputs);
     const auto start = std::chrono::steady_clock::now();
-    RunResult rtl = RunTpusim(common + " --backend=rtl --outputs=" + dir + "/rtl");
+    TpusimRun rtl = RunTpusim(common + " --backend=rtl --outputs=" + dir + "/rtl");
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     ExpectPassingStep(rtl, module.outputs);
     std::printf("%s on the rtl (%.1f s wall):\n%s", module.name, seconds, rtl.output.c_str());
