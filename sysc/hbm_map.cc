@@ -14,13 +14,24 @@ DramConfig HbmGeometry::channel_config() const {
   return c;
 }
 
+int HbmGeometry::ChannelOf(uint64_t unit) const {
+  // As rtl/hbm/hbm_line_adapter.sv: the XOR of every log2(channels)-bit group of the unit. The adapter
+  // folds the 32 bits of its unit (line addresses are 32 bits), so folding all 64 bits here is the same.
+  int group_bits = 0;
+  while ((1 << group_bits) < channels) ++group_bits;
+  if (group_bits == 0) return 0;
+  uint64_t folded = 0;
+  for (uint64_t rest = unit; rest != 0; rest >>= group_bits) folded ^= rest;
+  return int(folded & uint64_t(channels - 1));
+}
+
 HbmGeometry::Location HbmGeometry::Locate(uint64_t line, uint32_t byte_in_line) const {
-  // As rtl/hbm/hbm_line_adapter.sv: unit = line / LPB, channel = unit % channels, channel-local beat =
+  // As rtl/hbm/hbm_line_adapter.sv: unit = line / LPB, channel = ChannelOf(unit), channel-local beat =
   // (unit / channels) * BPL + byte / 64 for wide lines; narrow lines sit at (line % LPB) * line_bytes.
   const uint64_t lpb = uint64_t(lines_per_beat()), bpl = uint64_t(beats_per_line());
   const uint64_t unit = line / lpb;
   Location loc{};
-  loc.channel = int(unit % uint64_t(channels));
+  loc.channel = ChannelOf(unit);
   const uint64_t beat = (unit / uint64_t(channels)) * bpl + byte_in_line / kBeatBytes;
   loc.offset = uint32_t((line % lpb) * uint64_t(line_bytes) + byte_in_line % kBeatBytes);
   // hbm_ctrl's fields on the beat address: column, bank group, bank, row from the LSB up.

@@ -33,6 +33,9 @@ struct HbmGeometry {
     uint32_t row, col;
     uint32_t offset;  // byte inside the 64-byte beat
   };
+  // Channel of a unit (a beat of narrow lines or one wide line, docs/hbm.md): the XOR of every
+  // log2(channels)-bit group, so strided streams spread; with local index unit / channels, a bijection.
+  int ChannelOf(uint64_t unit) const;
   // Where byte `byte_in_line` of `line` lives.
   Location Locate(uint64_t line, uint32_t byte_in_line) const;
 };

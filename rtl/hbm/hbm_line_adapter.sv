@@ -13,9 +13,12 @@
 // the controller's (acceptance order), so the adapter needs no hazard check of its own.
 //
 // Mapping (docs/hbm.md): a "unit" is one 64-byte beat holding LPB lines (lines narrower than a beat) or
-// one line of BPL beats (lines wider than a beat). unit = line / LPB; channel = unit % CHANNELS; the
-// channel-local beat address is (unit / CHANNELS) * BPL. Narrow lines are written with a byte strobe
-// and read by selecting their part of the beat; wide lines are INCR bursts of BPL beats.
+// one line of BPL beats (lines wider than a beat). unit = line / LPB; channel = the XOR of every
+// log2(CHANNELS)-bit group of the unit's 32 bits (low group included); the channel-local beat address is
+// (unit / CHANNELS) * BPL. The fold spreads streams whose stride is a multiple of CHANNELS units (rows of
+// a tensor) over all channels; it is a bijection, since the local index fixes every group but the lowest,
+// and the lowest is XORed with a value of the others. Narrow lines are written with a byte strobe and
+// read by selecting their part of the beat; wide lines are INCR bursts of BPL beats.
 module hbm_line_adapter #(
   parameter int CHANNELS = 2,      // a power of two
   parameter int LINE_W   = 256,    // a power of two, 32..
@@ -67,19 +70,22 @@ module hbm_line_adapter #(
   localparam int CH_W   = CHANNELS > 1 ? CH_BITS : 1;
   localparam int BEAT_W = BPL > 1 ? BPL_BITS : 1;
   localparam int LINE_BYTES = LINE_W / 8;
+  localparam int FOLD_STEP  = CHANNELS > 1 ? CH_BITS : 32;  // one channel: a single (masked-out) group
 
   // ---------------- Request buffer and decode ----------------
   logic              buf_valid_q, buf_write_q;
   logic [31:0]       buf_addr_q;
   logic [LINE_W-1:0] buf_wdata_q;
-  logic [31:0]       unit, local_unit;
+  logic [31:0]       unit, local_unit, unit_fold;
   logic [CH_W-1:0]   ch;
   logic [SUB_W-1:0]  sub;
   logic [ADDR_W-1:0] beat_addr;
   always_comb begin
     unit       = buf_addr_q >> LPB_BITS;
     local_unit = unit >> CH_BITS;
-    ch         = CH_W'(unit & 32'(CHANNELS - 1));
+    unit_fold  = '0;
+    for (int g = 0; g < 32; g += FOLD_STEP) unit_fold ^= unit >> g;
+    ch         = CH_W'(unit_fold & 32'(CHANNELS - 1));
     sub        = SUB_W'(buf_addr_q & 32'(LPB - 1));
     beat_addr  = ADDR_W'(64'(local_unit) << (BPL_BITS + 6));
   end

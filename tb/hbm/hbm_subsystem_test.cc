@@ -9,6 +9,8 @@
 #include <deque>
 #include <memory>
 #include <random>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -78,6 +80,7 @@ struct Traffic {
   int write_pct = 50;
   uint64_t seed = 1;
   bool sequential = false;
+  uint64_t stride = 1;  // lines between sequential requests
 };
 
 struct Outcome {
@@ -93,7 +96,7 @@ Outcome RunTraffic(const Traffic& t) {
   const uint64_t lines = kGeometry.bytes() / uint64_t(kGeometry.line_bytes);
   std::unordered_map<uint64_t, std::vector<uint32_t>> shadow;
   auto pick = [&](uint64_t n) -> uint64_t {
-    if (t.sequential) return n % lines;
+    if (t.sequential) return (n * t.stride) % lines;
     switch (rng() % 4) {
       case 0: return rng() % 16;
       case 1: return rng() % 4096;
@@ -188,6 +191,92 @@ TEST(HbmSubsystem, SequentialReadsAndWritesStream) {
   }
 }
 
+// Strided streams (rows of a tensor: 8 lines of a [*,1024] f32 row on v2; a stride of a whole channel
+// round and of channels^2 units) go through the folded channel index on both sides: the port must read
+// what the backdoor preloaded and the backdoor what the port wrote.
+TEST(HbmSubsystem, StridedStreamsAgreeWithBackdoor) {
+  const uint64_t round = uint64_t(kGeometry.channels) * uint64_t(kGeometry.lines_per_beat());
+  // A set: on v2 a round is 8 lines.
+  for (uint64_t stride : std::set<uint64_t>{8, round, round * uint64_t(kGeometry.channels), 3 * round + 1}) {
+    Traffic t;
+    t.requests = 4096;
+    t.sequential = true;
+    t.stride = stride;
+    t.seed = stride;
+    const Outcome o = RunTraffic(t);
+    EXPECT_EQ(o.answered, t.requests) << "stride " << stride;
+    EXPECT_EQ(o.mismatches, 0u) << "stride " << stride << ", first at " << o.first_mismatch;
+    EXPECT_EQ(o.backdoor_mismatches, 0u) << "stride " << stride;
+    std::printf("[ hbm      ] stride %llu lines, half writes: %.3f lines/cycle\n", (unsigned long long)stride,
+                double(o.answered) / double(o.cycles));
+  }
+}
+
+// Lines per channel of `count` lines from `first` with `stride`.
+std::vector<uint64_t> ChannelCounts(const HbmGeometry& g, uint64_t first, uint64_t stride, uint64_t count) {
+  std::vector<uint64_t> per_channel(size_t(g.channels), 0);
+  for (uint64_t i = 0; i < count; ++i) ++per_channel[size_t(g.Locate(first + i * stride, 0).channel)];
+  return per_channel;
+}
+
+// The folded channel index with the local index unit / channels is a bijection: no two lines of a
+// range share a device location, at the bottom and the top of the HBM.
+TEST(HbmMapping, LinesOfARangeHaveDistinctLocations) {
+  const uint64_t lines = kGeometry.bytes() / uint64_t(kGeometry.line_bytes);
+  const uint64_t span = 1u << 15;
+  for (uint64_t first : {uint64_t(0), lines / 2 + 12345, lines - span}) {
+    std::set<std::tuple<int, int, uint32_t, uint32_t, uint32_t>> seen;
+    for (uint64_t line = first; line < first + span; ++line) {
+      const HbmGeometry::Location loc = kGeometry.Locate(line, 0);
+      ASSERT_GE(loc.channel, 0);
+      ASSERT_LT(loc.channel, kGeometry.channels);
+      ASSERT_LT(loc.row, 1u << kGeometry.row_bits) << "line " << line;
+      ASSERT_TRUE(seen.emplace(loc.channel, loc.bank, loc.row, loc.col, loc.offset).second)
+          << "line " << line << " shares its location with another line";
+    }
+  }
+}
+
+// For 1..16 channels: every channel-local index takes each channel exactly once.
+TEST(HbmMapping, ChannelFoldIsABijectionForEveryChannelCount) {
+  for (int channels : {1, 2, 4, 8, 16}) {
+    HbmGeometry g = kGeometry;
+    g.channels = channels;
+    std::mt19937_64 rng{uint64_t(channels)};
+    for (int i = 0; i < 20000; ++i) {
+      const uint64_t local = i < 10000 ? uint64_t(i) : (rng() >> 36);  // units stay below 2^32
+      std::vector<bool> hit(size_t(channels), false);
+      for (int c = 0; c < channels; ++c) {
+        const int ch = g.ChannelOf(local * uint64_t(channels) + uint64_t(c));
+        ASSERT_GE(ch, 0);
+        ASSERT_LT(ch, channels);
+        ASSERT_FALSE(hit[size_t(ch)]) << channels << " channels, local index " << local;
+        hit[size_t(ch)] = true;
+      }
+    }
+  }
+}
+
+// Stride-1 and strided line streams (8 lines: a [*,1024] f32 row on v2; a whole round of channels;
+// channels^2 units) spread evenly over all channels, on this configuration and on 2 and 8 channels.
+TEST(HbmMapping, StridedStreamsSpreadOverAllChannels) {
+  for (int channels : {kGeometry.channels, 2, 8}) {
+    HbmGeometry g = kGeometry;
+    g.channels = channels;
+    const uint64_t round = uint64_t(channels) * uint64_t(g.lines_per_beat());
+    for (uint64_t stride : {uint64_t(1), uint64_t(8), round, round * uint64_t(channels)}) {
+      for (uint64_t first : {uint64_t(0), uint64_t(1) << 20}) {
+        const uint64_t count = 64 * round;
+        const std::vector<uint64_t> per_channel = ChannelCounts(g, first, stride, count);
+        for (int c = 0; c < channels; ++c) {
+          EXPECT_EQ(per_channel[size_t(c)], count / uint64_t(channels))
+              << channels << " channels, stride " << stride << ", from line " << first << ", channel " << c;
+        }
+      }
+    }
+  }
+}
+
 TEST(HbmSubsystem, BackdoorRangesSpanLinesBeatsAndChannels) {
   HbmDram dram(kGeometry);
   std::vector<uint8_t> data(size_t(kGeometry.line_bytes) * 7 + 13), back(data.size());
@@ -196,7 +285,7 @@ TEST(HbmSubsystem, BackdoorRangesSpanLinesBeatsAndChannels) {
   ASSERT_TRUE(dram.WriteBytes(address, data.data(), data.size()));
   ASSERT_TRUE(dram.ReadBytes(address, back.data(), back.size()));
   EXPECT_EQ(back, data);
-  // Consecutive units go to consecutive channels.
+  // The first round of units goes to consecutive channels (no higher bits to fold in).
   std::vector<int> channels;
   for (int u = 0; u < kGeometry.channels; ++u) {
     channels.push_back(kGeometry.Locate(uint64_t(u) * uint64_t(kGeometry.lines_per_beat()), 0).channel);
