@@ -212,6 +212,27 @@ TEST(HbmSubsystem, StridedStreamsAgreeWithBackdoor) {
   }
 }
 
+// A GEMM's DMA instructions (docs/performance.md): stride-8 reads only and writes only, from an idle
+// subsystem to the last answer, for one weight tile (128 lines), one slice (1024) and a long stream.
+TEST(HbmSubsystem, StrideEightReadAndWriteStreams) {
+  for (uint64_t requests : {128, 1024, 8192}) {
+    for (int write_pct : {0, 100}) {
+      Traffic t;
+      t.requests = requests;
+      t.sequential = true;
+      t.stride = 8;
+      t.write_pct = write_pct;
+      const Outcome o = RunTraffic(t);
+      EXPECT_EQ(o.answered, t.requests);
+      EXPECT_EQ(o.mismatches, 0u) << "first at " << o.first_mismatch;
+      EXPECT_EQ(o.backdoor_mismatches, 0u);
+      std::printf("[ hbm      ] stride 8 lines, %llu %s: %llu cycles, %.3f lines/cycle\n",
+                  (unsigned long long)requests, write_pct ? "writes" : "reads", (unsigned long long)o.cycles,
+                  double(o.answered) / double(o.cycles));
+    }
+  }
+}
+
 // Lines per channel of `count` lines from `first` with `stride`.
 std::vector<uint64_t> ChannelCounts(const HbmGeometry& g, uint64_t first, uint64_t stride, uint64_t count) {
   std::vector<uint64_t> per_channel(size_t(g.channels), 0);
