@@ -419,20 +419,7 @@ StatusOr<bool> CodeGenerator::EmitExactTranspose(const HloInstruction& instructi
       asm_.Addi(out_tile, out_tile, lanes * out_tiles);
     };
     const uint32_t full_tiles = C / lanes, rest = C % lanes;
-    asm_.Li(cols_valid, lanes);
-    if (full_tiles == 1) {
-      emit_tile();
-    } else if (full_tiles >= 2) {
-      asm_.Li(end, block + full_tiles * lanes);
-      Assembler::Label loop = asm_.NewLabel();
-      asm_.Bind(loop);
-      emit_tile();
-      asm_.Bne(a, end, loop);
-    }
-    if (rest != 0) {
-      asm_.Li(cols_valid, rest);
-      emit_tile();
-    }
+    ForColumnTiles(full_tiles, rest, cols_valid, a, end, [&] { asm_.Li(end, block + full_tiles * lanes); }, emit_tile);
     asm_.Addi(in_hbm, in_hbm, lanes * in_tiles);
     asm_.Addi(out_hbm, out_hbm, 1);
     return OkStatus();
@@ -566,20 +553,8 @@ Status CodeGenerator::EmitTranspose(const HloInstruction& instruction) {
     asm_.Bind(block_loop);
     asm_.Addi(in_hbm, block_in, 0);
     asm_.Addi(out_hbm, block_out, 0);
-    asm_.Li(cols_valid, lanes);
-    if (full_tiles == 1) {
-      emit_tile();
-    } else if (full_tiles >= 2) {
-      asm_.Addi(in_end, block_in, full_tiles);
-      Assembler::Label loop = asm_.NewLabel();
-      asm_.Bind(loop);
-      emit_tile();
-      asm_.Bne(in_hbm, in_end, loop);
-    }
-    if (rest != 0) {
-      asm_.Li(cols_valid, rest);
-      emit_tile();
-    }
+    ForColumnTiles(full_tiles, rest, cols_valid, in_hbm, in_end, [&] { asm_.Addi(in_end, block_in, full_tiles); },
+                   emit_tile);
     asm_.Addi(block_in, block_in, lanes * in_tiles);
     asm_.Addi(block_out, block_out, 1);
     asm_.Bne(block_out, block_end, block_loop);

@@ -417,6 +417,24 @@ Status CodeGenerator::ForRowBlocks(const HloInstruction& output, uint32_t rows, 
   return OkStatus();
 }
 
+void CodeGenerator::ForColumnTiles(uint32_t full_tiles, uint32_t rest, Reg cols_valid, Reg counter, Reg end,
+                                   const std::function<void()>& set_end, const std::function<void()>& emit_tile) {
+  asm_.Li(cols_valid, L());
+  if (full_tiles == 1) {
+    emit_tile();
+  } else if (full_tiles >= 2) {
+    set_end();
+    Assembler::Label loop = asm_.NewLabel();
+    asm_.Bind(loop);
+    emit_tile();
+    asm_.Bne(counter, end, loop);
+  }
+  if (rest != 0) {
+    asm_.Li(cols_valid, rest);
+    emit_tile();
+  }
+}
+
 Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
   switch (instruction.opcode()) {
     case HloOpcode::kDot:

@@ -342,6 +342,11 @@ class CodeGenerator {
   // or more (each block advances `out_hbm` by one line of `output`), then the remaining rows.
   Status ForRowBlocks(const HloInstruction& output, uint32_t rows, Reg out_hbm,
                       const std::function<Status(uint32_t block_rows)>& emit_block);
+  // Runs `emit_tile()` over the column tiles of a row: `full_tiles` with cols_valid = LANES (in a loop
+  // while `counter`, advanced by emit_tile, differs from `end`, which `set_end` loads, when there are two
+  // or more), then one of `rest` columns.
+  void ForColumnTiles(uint32_t full_tiles, uint32_t rest, Reg cols_valid, Reg counter, Reg end,
+                      const std::function<void()>& set_end, const std::function<void()>& emit_tile);
   // Stores `rows` VMEM lines from `from_vmem` into column tiles [first_tile, first_tile + tile_count) of the
   // output rows starting at HBM line `row_hbm` (`row_tiles` lines per output row).
   Status StoreColumnTiles(Reg from_vmem, Reg rows, Reg row_hbm, uint32_t first_tile, uint32_t tile_count,
