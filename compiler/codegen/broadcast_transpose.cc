@@ -207,15 +207,7 @@ StatusOr<bool> CodeGenerator::EmitTransposeVtrans(const HloInstruction& instruct
       asm_.Sync(kSyncVpu);
     }
     asm_.Li(rows_reg, rows);
-    asm_.Addi(from, in_hbm, 0);
-    asm_.Li(to, source);
-    asm_.Li(end, source + block_lines);
-    Assembler::Label gather = asm_.NewLabel();
-    asm_.Bind(gather);
-    asm_.DmaLoad(from, to, rows_reg, in_tiles);
-    asm_.Addi(from, from, 1);
-    asm_.Addi(to, to, lanes);
-    asm_.Bne(to, end, gather);
+    GatherTileMajor(in_hbm, rows_reg, in_tiles, source, block_lines, from, to, end);
     asm_.Sync(kSyncDma);  // also the previous block's store, which read the target lines
     asm_.Emit(isa::Opcode::VTRANS, {target_reg, source_reg, {}, tiles_reg, 0, 0});
     asm_.Sync(kSyncVpu);
@@ -377,15 +369,7 @@ StatusOr<bool> CodeGenerator::EmitExactTranspose(const HloInstruction& instructi
     // Gather: tile t of the block's rows into lines block + t*LANES.
     TPU_ASSIGN_OR_RETURN(ScopedReg rows_reg, NewReg());
     asm_.Li(rows_reg, rows);
-    asm_.Addi(a, in_hbm, 0);
-    asm_.Li(b, block);
-    asm_.Li(end, block + block_lines);
-    Assembler::Label gather = asm_.NewLabel();
-    asm_.Bind(gather);
-    asm_.DmaLoad(a, b, rows_reg, in_tiles);
-    asm_.Addi(a, a, 1);
-    asm_.Addi(b, b, lanes);
-    asm_.Bne(b, end, gather);
+    GatherTileMajor(in_hbm, rows_reg, in_tiles, block, block_lines, a, b, end);
     asm_.Sync(kSyncDma);
     // Split: hi <- -bf16(x); x <- x + hi; mid <- -bf16(x); x <- x + mid (now the low piece).
     asm_.Li(a, block);

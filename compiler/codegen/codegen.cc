@@ -417,6 +417,19 @@ Status CodeGenerator::ForRowBlocks(const HloInstruction& output, uint32_t rows, 
   return OkStatus();
 }
 
+void CodeGenerator::GatherTileMajor(Reg in_hbm, Reg rows, uint32_t in_tiles, uint32_t vmem_block,
+                                    uint32_t block_lines, Reg from, Reg to, Reg end) {
+  asm_.Addi(from, in_hbm, 0);
+  asm_.Li(to, vmem_block);
+  asm_.Li(end, vmem_block + block_lines);
+  Assembler::Label gather = asm_.NewLabel();
+  asm_.Bind(gather);
+  asm_.DmaLoad(from, to, rows, in_tiles);
+  asm_.Addi(from, from, 1);
+  asm_.Addi(to, to, L());
+  asm_.Bne(to, end, gather);
+}
+
 void CodeGenerator::ForColumnTiles(uint32_t full_tiles, uint32_t rest, Reg cols_valid, Reg counter, Reg end,
                                    const std::function<void()>& set_end, const std::function<void()>& emit_tile) {
   asm_.Li(cols_valid, L());

@@ -342,6 +342,11 @@ class CodeGenerator {
   // or more (each block advances `out_hbm` by one line of `output`), then the remaining rows.
   Status ForRowBlocks(const HloInstruction& output, uint32_t rows, Reg out_hbm,
                       const std::function<Status(uint32_t block_rows)>& emit_block);
+  // DMA of `rows` operand rows (from HBM line `in_hbm`, `in_tiles` lines per row) tile-major into VMEM:
+  // column tile t of row i lands at line vmem_block + t*LANES + i, for the block_lines / LANES tiles.
+  // `from`, `to` and `end` are scratch; the caller SYNCs on the DMA.
+  void GatherTileMajor(Reg in_hbm, Reg rows, uint32_t in_tiles, uint32_t vmem_block, uint32_t block_lines,
+                       Reg from, Reg to, Reg end);
   // Runs `emit_tile()` over the column tiles of a row: `full_tiles` with cols_valid = LANES (in a loop
   // while `counter`, advanced by emit_tile, differs from `end`, which `set_end` loads, when there are two
   // or more), then one of `rest` columns.
