@@ -566,13 +566,17 @@ StatusOr<Literal> Evaluator::Evaluate(const HloInstruction& instruction, const s
       return result;
     }
     case HloOpcode::kClamp: {
-      // clamp(lo, x, hi) = min(max(x, lo), hi), with scalar bounds broadcast.
+      // clamp(lo, x, hi) = min(max(x, lo), hi), with scalar bounds broadcast. XLA's maximum and minimum
+      // propagate NaN, so a NaN value or bound gives NaN.
       Literal result(ArrayShape(shape));
       for (int64_t i = 0; i < result.element_count(); ++i) {
         double lo = operands[0]->GetAsDouble(operands[0]->shape().rank() == 0 ? 0 : i);
         double hi = operands[2]->GetAsDouble(operands[2]->shape().rank() == 0 ? 0 : i);
         double x = operands[1]->GetAsDouble(i);
-        double value = std::isnan(x) ? x : std::min(std::max(x, lo), hi);
+        double value = std::isnan(x)    ? x
+                       : std::isnan(lo) ? lo
+                       : std::isnan(hi) ? hi
+                                        : std::min(std::max(x, lo), hi);
         result.SetFromDouble(i, value);
       }
       return result;

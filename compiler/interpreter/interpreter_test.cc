@@ -120,6 +120,24 @@ TEST(InterpreterTest, CompareSelectAndClamp) {
   EXPECT_EQ(outputs[2].ToFloatVector(), (std::vector<float>{-1, 0.5, 0, 1}));
 }
 
+TEST(InterpreterTest, ClampPropagatesNaNBoundsLikeXla) {
+  // min(max(x, lo), hi) with NaN-propagating maximum and minimum: a NaN bound makes every element NaN.
+  std::vector<Literal> outputs =
+      RunAll(Module("  %x = f32[3]{0} parameter(0)\n  %lo = f32[3]{0} parameter(1)\n  %hi = f32[3]{0} parameter(2)\n"
+                    "  %nan = f32[] constant(nan)\n  %one = f32[] constant(1)\n"
+                    "  %c = f32[3]{0} clamp(%lo, %x, %hi)\n  %s = f32[3]{0} clamp(%nan, %x, %one)\n"
+                    "  %h = f32[3]{0} clamp(%one, %x, %nan)\n"
+                    "  ROOT %t = (f32[3]{0}, f32[3]{0}, f32[3]{0}) tuple(%c, %s, %h)\n"),
+             {Literal::CreateR1<float>({5, NAN, -5}), Literal::CreateR1<float>({NAN, 0, 0}),
+              Literal::CreateR1<float>({1, 1, NAN})});
+  ASSERT_EQ(outputs.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(std::isnan(outputs[0].Get<float>(i))) << i;
+    EXPECT_TRUE(std::isnan(outputs[1].Get<float>(i))) << i;
+    EXPECT_TRUE(std::isnan(outputs[2].Get<float>(i))) << i;
+  }
+}
+
 TEST(InterpreterTest, ReshapeTransposeSliceConcatenatePadReverse) {
   std::vector<Literal> outputs = RunAll(
       Module("  %x = f32[6]{0} parameter(0)\n  %r = f32[2,3]{1,0} reshape(%x)\n"
