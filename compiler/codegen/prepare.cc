@@ -10,6 +10,7 @@
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/printer.h"
 #include "compiler/interpreter/interpreter.h"
+#include "compiler/passes/codegen_legalization.h"
 #include "compiler/passes/convolution_lowering.h"
 #include "compiler/passes/topk_rewrite.h"
 
@@ -353,6 +354,8 @@ StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule
     TPU_ASSIGN_OR_RETURN(bool lowered, convolutions.Run(copy.get()));
     if (lowered) ++local.lowered_convolutions;
   }
+  // Reductions and transposes codegen does not take as they are (compiler/passes/codegen_legalization.h).
+  TPU_RETURN_IF_ERROR(CodegenLegalization().Run(copy.get()).status());
 
   for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {
     if (instruction->opcode() != HloOpcode::kDot) continue;

@@ -36,6 +36,12 @@ bool KeepsPaddingZero(HloOpcode op, bool integer, uint32_t bits) {
   }
 }
 
+std::string DimsText(const std::vector<int64_t>& dims) {
+  std::string text;
+  for (int64_t d : dims) text += (text.empty() ? "" : ",") + std::to_string(d);
+  return text;
+}
+
 // How many items ForChunks(total, chunk, ...) advances its pointers by in all.
 uint32_t ForChunksAdvance(uint32_t total, uint32_t chunk) {
   if (total == 0) return 0;
@@ -47,11 +53,12 @@ uint32_t ForChunksAdvance(uint32_t total, uint32_t chunk) {
 
 }  // namespace
 
-// Reductions over a block of consecutive non-minor dimensions that ends just before the minor one
-// (dims = {j, ..., rank-2}; or everything when the minor dimension has one element): for every index
-// of the kept leading dimensions, the VPU combines a contiguous block of operand rows into an
-// accumulator row in row order. The accumulator starts as the block's first row; a non-identity init
-// value is applied last. add, maximum and minimum, on f32 or (INT) s32 values.
+// Reductions over a block of consecutive non-minor dimensions (dims = {j, ..., k} with k <= rank-2; or
+// everything when the minor dimension has one element): the rows of the dimensions after k (inner, k <
+// rank-2) stay together as one accumulator of inner * tiles lines, so for every index of the kept
+// leading dimensions the VPU combines a contiguous run of such blocks into the accumulator in order.
+// The accumulator starts as the first block; a non-identity init value is applied last. add, maximum
+// and minimum, on f32 or (INT) s32 values.
 Status CodeGenerator::EmitReduce(const HloInstruction& instruction) {
   const HloInstruction& operand = *instruction.operand(0);
   const HloInstruction& init = *instruction.operand(1);
@@ -63,15 +70,12 @@ Status CodeGenerator::EmitReduce(const HloInstruction& instruction) {
   const int64_t first = dims.empty() ? 0 : dims[0];
   bool consecutive = !dims.empty();
   for (size_t i = 0; i < dims.size(); ++i) consecutive = consecutive && dims[i] == first + static_cast<int64_t>(i);
-  const bool keeps_minor = consecutive && dims.back() == rank - 2;
+  const bool keeps_minor = consecutive && dims.back() <= rank - 2;
   const bool all_with_unit_minor = consecutive && first == 0 && dims.back() == rank - 1 && in.cols == 1;
   if (rank == 0 || (!keeps_minor && !all_with_unit_minor)) {
-    return Unimplemented("reduce " + instruction.name() + " over dimensions {" + [&] {
-      std::string text;
-      for (int64_t d : instruction.dimensions()) text += (text.empty() ? "" : ",") + std::to_string(d);
-      return text;
-    }() + "} of " + operand.shape().ToString() +
-                         ": only reductions over consecutive dimensions that end just before the minor one are supported");
+    return Unimplemented("reduce " + instruction.name() + " over dimensions {" + DimsText(instruction.dimensions()) +
+                         "} of " + operand.shape().ToString() +
+                         ": only reductions over consecutive non-minor dimensions are supported");
   }
   const bool integer = IsIntegerValue(operand.shape());
   if (!integer && operand.shape().element_type != hlo::PrimitiveType::F32) {
@@ -97,15 +101,23 @@ Status CodeGenerator::EmitReduce(const HloInstruction& instruction) {
   auto vop = [&](Reg dst, Reg src1, Reg src2, Reg count, uint8_t flags, uint32_t imm) {
     asm_.Emit(opcode, {dst, src1, src2, count, static_cast<uint8_t>(flags | int_flag), imm});
   };
-  const uint32_t tiles = static_cast<uint32_t>(in.column_tiles(L()));
-  // Kept leading rows (outer) and reduced rows per kept index (block).
-  int64_t outer = 1;
+  // Kept leading rows (outer), reduced blocks per kept index (rows) and lines per block (tiles: the
+  // column tiles of the inner rows kept after the reduced dimensions).
+  int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < first; ++d) outer *= operand.shape().dimensions[d];
-  const uint32_t rows = static_cast<uint32_t>(outer == 0 ? 0 : in.rows / outer);
+  for (int64_t d = dims.back() + 1; d < rank - 1; ++d) inner *= operand.shape().dimensions[d];
+  const uint64_t block_lines = static_cast<uint64_t>(inner) * in.column_tiles(L());
+  const uint32_t tiles = static_cast<uint32_t>(block_lines);
+  const uint32_t rows = static_cast<uint32_t>(outer == 0 || inner == 0 ? 0 : in.rows / outer / inner);
   if (tiles == 0 || rows == 0 || outer == 0) {
     return Unimplemented("reduce " + instruction.name() + " of an empty operand");
   }
-  if (options_.vmem_lines < 2 * tiles) return VmemOverflow(instruction, 2 * tiles);
+  if (options_.vmem_lines < 2 * block_lines) {
+    if (inner == 1) return VmemOverflow(instruction, 2 * tiles);
+    return Unimplemented("reduce " + instruction.name() + " over dimensions {" + DimsText(instruction.dimensions()) +
+                         "} of " + operand.shape().ToString() + ": the " + std::to_string(block_lines) +
+                         " lines kept per reduced index do not fit the VMEM twice");
+  }
   // VMEM: the accumulator at line 0 (addressed through s0), then a chunk of operand rows.
   const uint32_t chunk_rows = (options_.vmem_lines - tiles) / tiles;
   TPU_ASSIGN_OR_RETURN(ScopedReg in_hbm, NewReg());

@@ -1,0 +1,55 @@
+// Rewrites reductions and transposes that the code generator does not lower into equivalent forms it
+// does (compiler/codegen: reductions over consecutive non-minor dimensions, the minor dimension of
+// ranks 1 and 2 through a transpose, rank-2 transposes, slices, pads and concatenates of rows, and
+// reshapes that keep the device layout: rows = product of the non-minor dimensions, the minor dimension
+// on lanes). Supported forms are left as they are.
+//
+// Reductions (add, maximum, minimum of f32 or s32 with a scalar constant init value):
+//  - an init value that is not the identity (and would not keep padded lanes +0) becomes the identity,
+//    and the result is combined with the init value afterwards: op(reduce(x, identity), init);
+//  - non-consecutive reduced dimensions become one reduce per run of consecutive dimensions, the last
+//    run first (reductions associate; add rounds in another order, within the reduction tolerance of
+//    docs/numerics.md);
+//  - the minor dimension of a rank >= 3 operand [K..., Km, C] is reduced on the transpose: Km padded
+//    with zero rows to a multiple of `lane_multiple`, [Kp*Km', C] transposed to [C, Kp*Km'], reduced over
+//    dimension 0, reshaped to [Kp, Km'] (whole lines) and sliced to [Kp, Km];
+//  - vector -> scalar reductions with any init value: the identity reduce (which codegen preparation
+//    takes through a [C,1] column) and the combine.
+// Transposes of rank >= 3: dimensions of size 1 and runs that stay together are folded away by reshapes
+// that keep the device layout; what is left is
+//  - a rank-2 transpose;
+//  - a row permutation (the minor dimension stays): block swaps [P,X,Y,Q,C] -> [P,Y,X,Q,C], each as
+//    min(X,Y) strided row slices concatenated in the new order (pure DMA row copies);
+//  - otherwise a row permutation that puts the future minor dimension last, a batched transpose
+//    [B,M,N] -> [B,N,M] and a row permutation into the output order. The batched transpose pads M to
+//    `lane_multiple`, transposes [B*M',N] -> [N,B*M'] as one rank-2 transpose, reads that as [N,B,M']
+//    (whole lines), swaps to [B,N,M'] and slices M' back to M.
+// A transpose that would need more than `max_pieces` slices (code size) is left unchanged; codegen
+// reports it. All rewrites are exact except the order in which add reductions sum.
+#pragma once
+
+#include <cstdint>
+
+#include "compiler/passes/pass.h"
+
+namespace tpu::compiler {
+
+struct CodegenLegalizationOptions {
+  // Rows moved onto lanes by a transpose are padded to a multiple of this, so that they split into
+  // whole lines on every configuration (each lane count divides 128).
+  int64_t lane_multiple = 128;
+  // Most row slices one transpose may be split into (each costs a few dozen instruction words).
+  int64_t max_pieces = 40;
+};
+
+class CodegenLegalization : public HloPass {
+ public:
+  explicit CodegenLegalization(CodegenLegalizationOptions options = {}) : options_(options) {}
+  std::string_view name() const override { return "codegen-legalization"; }
+  StatusOr<bool> Run(hlo::HloModule* module) override;
+
+ private:
+  CodegenLegalizationOptions options_;
+};
+
+}  // namespace tpu::compiler

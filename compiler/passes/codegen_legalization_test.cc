@@ -1,0 +1,307 @@
+#include "compiler/passes/codegen_legalization.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compiler/hlo/parser.h"
+#include "compiler/hlo/verifier.h"
+#include "compiler/interpreter/interpreter.h"
+#include "compiler/passes/pass_test_util.h"
+
+namespace tpu::compiler {
+namespace {
+
+using testing::Canonical;
+using testing::RunPassOnText;
+using Dims = std::vector<int64_t>;
+
+std::string DimsText(const Dims& dims) {
+  std::string text;
+  for (int64_t d : dims) text += (text.empty() ? "" : ",") + std::to_string(d);
+  return text;
+}
+
+std::string ShapeText(const std::string& type, const Dims& dims) { return type + "[" + DimsText(dims) + "]"; }
+
+std::string ReduceModule(const std::string& type, const std::string& op, const Dims& in, const Dims& reduced,
+                         const std::string& init) {
+  Dims out;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (std::find(reduced.begin(), reduced.end(), static_cast<int64_t>(d)) == reduced.end()) out.push_back(in[d]);
+  }
+  const std::string scalar = type + "[]";
+  return "HloModule r\n\n%reducer (a: " + scalar + ", b: " + scalar + ") -> " + scalar + " {\n  %a = " + scalar +
+         " parameter(0)\n  %b = " + scalar + " parameter(1)\n  ROOT %r = " + scalar + " " + op + "(" + scalar +
+         " %a, " + scalar + " %b)\n}\n\nENTRY %main (x: " + ShapeText(type, in) + ") -> " + ShapeText(type, out) +
+         " {\n  %x = " + ShapeText(type, in) + " parameter(0)\n  %init = " + scalar + " constant(" + init +
+         ")\n  ROOT %reduce = " + ShapeText(type, out) + " reduce(" + ShapeText(type, in) + " %x, " + scalar +
+         " %init), dimensions={" + DimsText(reduced) + "}, to_apply=%reducer\n}\n";
+}
+
+std::string TransposeModule(const std::string& type, const Dims& in, const Dims& perm) {
+  Dims out;
+  for (int64_t d : perm) out.push_back(in[d]);
+  return "HloModule t\n\nENTRY %main (x: " + ShapeText(type, in) + ") -> " + ShapeText(type, out) + " {\n  %x = " +
+         ShapeText(type, in) + " parameter(0)\n  ROOT %t = " + ShapeText(type, out) + " transpose(" +
+         ShapeText(type, in) + " %x), dimensions={" + DimsText(perm) + "}\n}\n";
+}
+
+// Random arguments; small integers for add reductions, so that every summation order gives the same sum.
+hlo::Literal RandomArgument(const hlo::Shape& shape, bool integers, std::mt19937& rng) {
+  hlo::Literal literal(shape);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  for (int64_t i = 0; i < literal.element_count(); ++i) {
+    literal.SetFromDouble(i, integers ? static_cast<double>(static_cast<int>(rng() % 41) - 20) : unit(rng));
+  }
+  return literal;
+}
+
+// Runs the pass on `text` and checks that it changed the module as `expect_change` says, that the
+// result verifies, and that it interprets to exactly the original's values on random arguments.
+// Returns the rewritten module.
+std::unique_ptr<hlo::HloModule> CheckEquivalent(const std::string& text, bool integers, bool expect_change,
+                                                CodegenLegalizationOptions options = {}) {
+  std::unique_ptr<hlo::HloModule> module = hlo::ParseHloModule(text).value();
+  EXPECT_TRUE(hlo::VerifyHloModule(*module).ok()) << text;
+  std::mt19937 rng(static_cast<uint32_t>(text.size()));
+  std::vector<hlo::Literal> arguments;
+  for (const hlo::HloInstruction* parameter : module->entry_computation()->parameter_instructions()) {
+    arguments.push_back(RandomArgument(parameter->shape(), integers, rng));
+  }
+  std::vector<hlo::Literal> expected = hlo::Interpret(*module, arguments).value();
+  CodegenLegalization pass(options);
+  StatusOr<bool> changed = pass.Run(module.get());
+  EXPECT_TRUE(changed.ok()) << changed.status();
+  EXPECT_EQ(changed.ok() && *changed, expect_change) << text;
+  Status verified = hlo::VerifyHloModule(*module);
+  EXPECT_TRUE(verified.ok()) << verified << "\n" << module->ToString();
+  std::vector<hlo::Literal> got = hlo::Interpret(*module, arguments).value();
+  EXPECT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size() && i < expected.size(); ++i) EXPECT_EQ(got[i], expected[i]) << text;
+  return module;
+}
+
+// Every transpose left is rank 2, every reduce is over consecutive dimensions: what codegen takes.
+void ExpectOnlyLoweredForms(const hlo::HloModule& module) {
+  for (const hlo::HloInstruction* instruction : module.entry_computation()->instructions()) {
+    if (instruction->opcode() == hlo::HloOpcode::kTranspose) {
+      EXPECT_EQ(instruction->dimensions(), (Dims{1, 0})) << instruction->ToString();
+    }
+    if (instruction->opcode() == hlo::HloOpcode::kReduce) {
+      Dims dims = instruction->dimensions();
+      std::sort(dims.begin(), dims.end());
+      const int rank = instruction->operand(0)->shape().rank();
+      EXPECT_EQ(dims.back() - dims.front() + 1, static_cast<int64_t>(dims.size())) << instruction->ToString();
+      // The minor dimension only of ranks 1 and 2 (codegen preparation), or with one element.
+      if (dims.back() == rank - 1 && instruction->operand(0)->shape().dimensions.back() > 1) {
+        EXPECT_LE(rank, 2) << instruction->ToString();
+      }
+    }
+  }
+}
+
+TEST(CodegenLegalizationTest, VectorToScalarWithInitBecomesIdentityReduceAndAdd) {
+  const char* expected = R"(HloModule r
+
+%reducer (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %r = f32[] add(f32[] %a, f32[] %b)
+}
+
+ENTRY %main (x: f32[7]) -> f32[] {
+  %x = f32[7] parameter(0)
+  %init = f32[] constant(1.5)
+  %constant.0 = f32[] constant(0)
+  %reduce.1 = f32[] reduce(f32[7] %x, f32[] %constant.0), dimensions={0}, to_apply=%reducer
+  ROOT %add.2 = f32[] add(f32[] %reduce.1, f32[] %init)
+}
+
+)";
+  CodegenLegalization pass;
+  testing::PassResult result = RunPassOnText(pass, ReduceModule("f32", "add", {7}, {0}, "1.5"));
+  EXPECT_TRUE(result.changed);
+  EXPECT_EQ(result.printed, expected);
+}
+
+TEST(CodegenLegalizationTest, NonConsecutiveDimensionsBecomeOneReducePerRun) {
+  const char* expected = R"(HloModule r
+
+%reducer (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %r = f32[] maximum(f32[] %a, f32[] %b)
+}
+
+ENTRY %main (x: f32[4,5,6,3]) -> f32[5,3] {
+  %x = f32[4,5,6,3] parameter(0)
+  %init = f32[] constant(-inf)
+  %reduce.0 = f32[4,5,3] reduce(f32[4,5,6,3] %x, f32[] %init), dimensions={2}, to_apply=%reducer
+  ROOT %reduce.1 = f32[5,3] reduce(f32[4,5,3] %reduce.0, f32[] %init), dimensions={0}, to_apply=%reducer
+}
+
+)";
+  CodegenLegalization pass;
+  testing::PassResult result = RunPassOnText(pass, ReduceModule("f32", "maximum", {4, 5, 6, 3}, {0, 2}, "-inf"));
+  EXPECT_TRUE(result.changed);
+  EXPECT_EQ(result.printed, expected);
+}
+
+TEST(CodegenLegalizationTest, MinorDimensionOfRank3GoesThroughOnePaddedTranspose) {
+  const char* expected = R"(HloModule r
+
+%reducer (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %r = f32[] add(f32[] %a, f32[] %b)
+}
+
+ENTRY %main (x: f32[2,3,5]) -> f32[2,3] {
+  %x = f32[2,3,5] parameter(0)
+  %init = f32[] constant(0)
+  %constant.0 = f32[] constant(0)
+  %pad.1 = f32[2,128,5] pad(f32[2,3,5] %x, f32[] %constant.0), padding=0_0x0_125x0_0
+  %reshape.2 = f32[256,5] reshape(f32[2,128,5] %pad.1)
+  %transpose.3 = f32[5,256] transpose(f32[256,5] %reshape.2), dimensions={1,0}
+  %reduce.4 = f32[256] reduce(f32[5,256] %transpose.3, f32[] %init), dimensions={0}, to_apply=%reducer
+  %reshape.5 = f32[2,128] reshape(f32[256] %reduce.4)
+  ROOT %slice.6 = f32[2,3] slice(f32[2,128] %reshape.5), slice={[0:2], [0:3]}
+}
+
+)";
+  CodegenLegalization pass;
+  testing::PassResult result = RunPassOnText(pass, ReduceModule("f32", "add", {2, 3, 5}, {2}, "0"));
+  EXPECT_TRUE(result.changed);
+  EXPECT_EQ(result.printed, expected);
+}
+
+TEST(CodegenLegalizationTest, RowPermutationBecomesSlicesAndAConcatenate) {
+  const char* expected = R"(HloModule t
+
+ENTRY %main (x: f32[2,3,5]) -> f32[3,2,5] {
+  %x = f32[2,3,5] parameter(0)
+  %slice.0 = f32[1,3,5] slice(f32[2,3,5] %x), slice={[0:1], [0:3], [0:5]}
+  %reshape.1 = f32[3,1,5] reshape(f32[1,3,5] %slice.0)
+  %slice.2 = f32[1,3,5] slice(f32[2,3,5] %x), slice={[1:2], [0:3], [0:5]}
+  %reshape.3 = f32[3,1,5] reshape(f32[1,3,5] %slice.2)
+  ROOT %concatenate.4 = f32[3,2,5] concatenate(f32[3,1,5] %reshape.1, f32[3,1,5] %reshape.3), dimensions={1}
+}
+
+)";
+  CodegenLegalization pass;
+  testing::PassResult result = RunPassOnText(pass, TransposeModule("f32", {2, 3, 5}, {1, 0, 2}));
+  EXPECT_TRUE(result.changed);
+  EXPECT_EQ(result.printed, expected);
+}
+
+TEST(CodegenLegalizationTest, BatchedTransposeIsOnePaddedTransposeAndARowSwap) {
+  const char* expected = R"(HloModule t
+
+ENTRY %main (x: f32[2,3,5]) -> f32[2,5,3] {
+  %x = f32[2,3,5] parameter(0)
+  %constant.0 = f32[] constant(0)
+  %pad.1 = f32[2,128,5] pad(f32[2,3,5] %x, f32[] %constant.0), padding=0_0x0_125x0_0
+  %reshape.2 = f32[256,5] reshape(f32[2,128,5] %pad.1)
+  %transpose.3 = f32[5,256] transpose(f32[256,5] %reshape.2), dimensions={1,0}
+  %reshape.4 = f32[5,2,128] reshape(f32[5,256] %transpose.3)
+  %slice.5 = f32[5,1,128] slice(f32[5,2,128] %reshape.4), slice={[0:5], [0:1], [0:128]}
+  %reshape.6 = f32[1,5,128] reshape(f32[5,1,128] %slice.5)
+  %slice.7 = f32[5,1,128] slice(f32[5,2,128] %reshape.4), slice={[0:5], [1:2], [0:128]}
+  %reshape.8 = f32[1,5,128] reshape(f32[5,1,128] %slice.7)
+  %concatenate.9 = f32[2,5,128] concatenate(f32[1,5,128] %reshape.6, f32[1,5,128] %reshape.8), dimensions={0}
+  ROOT %slice.10 = f32[2,5,3] slice(f32[2,5,128] %concatenate.9), slice={[0:2], [0:5], [0:3]}
+}
+
+)";
+  CodegenLegalization pass;
+  testing::PassResult result = RunPassOnText(pass, TransposeModule("f32", {2, 3, 5}, {0, 2, 1}));
+  EXPECT_TRUE(result.changed);
+  EXPECT_EQ(result.printed, expected);
+}
+
+TEST(CodegenLegalizationTest, LeavesSupportedFormsUnchanged) {
+  const std::vector<std::string> inputs = {
+      ReduceModule("f32", "add", {4, 5}, {0}, "0"),               // consecutive, ends before the minor one
+      ReduceModule("f32", "add", {4, 5, 6}, {0, 1}, "0"),
+      ReduceModule("f32", "maximum", {4, 5, 6}, {1}, "-0.25"),    // init keeps padded lanes +0
+      ReduceModule("f32", "minimum", {4, 5, 6}, {0}, "2"),
+      ReduceModule("f32", "add", {4, 5}, {1}, "0"),               // minor of rank 2: prepare transposes
+      ReduceModule("f32", "add", {4, 5}, {0, 1}, "0"),
+      ReduceModule("f32", "maximum", {7}, {0}, "-inf"),
+      ReduceModule("s32", "minimum", {9}, {0}, "2147483647"),
+      ReduceModule("f32", "add", {3, 4, 1}, {0, 1, 2}, "0"),      // every dimension, minor of one element
+      TransposeModule("f32", {4, 5}, {1, 0}),
+      TransposeModule("f32", {4, 5, 6}, {0, 1, 2}),
+  };
+  for (const std::string& input : inputs) {
+    CodegenLegalization pass;
+    testing::PassResult result = RunPassOnText(pass, input);
+    EXPECT_FALSE(result.changed) << input;
+    EXPECT_EQ(result.printed, Canonical(input));
+  }
+}
+
+TEST(CodegenLegalizationTest, LeavesTransposesThatNeedTooManyPiecesUnchanged) {
+  CodegenLegalizationOptions options;
+  options.max_pieces = 4;
+  CheckEquivalent(TransposeModule("f32", {5, 6, 3}, {1, 0, 2}), false, false, options);
+  CheckEquivalent(TransposeModule("f32", {4, 6, 3}, {1, 0, 2}), false, true, options);
+}
+
+TEST(CodegenLegalizationTest, ReductionsInterpretToTheSameValues) {
+  struct Case {
+    std::string type, op;
+    Dims in, reduced;
+    std::string init;
+  };
+  const std::vector<Case> cases = {
+      {"f32", "add", {7}, {0}, "1.5"},
+      {"f32", "maximum", {7}, {0}, "0"},
+      {"f32", "minimum", {1}, {0}, "-3"},
+      {"s32", "add", {13}, {0}, "5"},
+      {"s32", "maximum", {9}, {0}, "-7"},
+      {"f32", "add", {4, 9}, {1}, "0.75"},
+      {"f32", "maximum", {4, 9}, {0, 1}, "0.5"},
+      {"f32", "add", {4, 1}, {1}, "0"},
+      {"f32", "add", {5, 7}, {0}, "1.5"},
+      {"f32", "add", {3, 7, 9}, {0, 2}, "0"},
+      {"f32", "maximum", {3, 7, 9}, {0, 2}, "-inf"},
+      {"f32", "add", {3, 7, 9}, {2}, "0"},
+      {"f32", "add", {3, 7, 9}, {1, 2}, "0.75"},
+      {"f32", "minimum", {3, 7, 9}, {0, 1, 2}, "inf"},
+      {"f32", "add", {1, 7, 9}, {2}, "0"},
+      {"f32", "add", {130, 1, 9}, {2}, "0"},
+      {"f32", "add", {3, 7, 1}, {2}, "0"},
+      {"s32", "minimum", {2, 3, 4, 5}, {1, 3}, "0"},
+      {"f32", "add", {2, 3, 4, 5}, {0, 2}, "-2"},
+      {"f32", "maximum", {2, 3, 4, 5}, {0, 1, 3}, "-0.25"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op + " " + ShapeText(c.type, c.in) + " {" + DimsText(c.reduced) + "} init " + c.init);
+    std::unique_ptr<hlo::HloModule> module =
+        CheckEquivalent(ReduceModule(c.type, c.op, c.in, c.reduced, c.init), c.op == "add", true);
+    ExpectOnlyLoweredForms(*module);
+  }
+}
+
+TEST(CodegenLegalizationTest, EveryPermutationOfRanks3And4InterpretsToTheSameValues) {
+  for (const Dims& in : {Dims{2, 3, 5}, Dims{7, 1, 9}, Dims{1, 9, 13}, Dims{13, 2, 1}, Dims{2, 3, 4, 5},
+                         Dims{3, 1, 2, 9}}) {
+    Dims perm(in.size());
+    std::iota(perm.begin(), perm.end(), 0);
+    while (std::next_permutation(perm.begin(), perm.end())) {
+      SCOPED_TRACE(ShapeText("f32", in) + " {" + DimsText(perm) + "}");
+      std::unique_ptr<hlo::HloModule> module = CheckEquivalent(TransposeModule("s32", in, perm), true, true);
+      ExpectOnlyLoweredForms(*module);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tpu::compiler
