@@ -101,62 +101,62 @@ Status CodeGenerator::EmitReduce(const HloInstruction& instruction) {
   auto vop = [&](Reg dst, Reg src1, Reg src2, Reg count, uint8_t flags, uint32_t imm) {
     asm_.Emit(opcode, {dst, src1, src2, count, static_cast<uint8_t>(flags | int_flag), imm});
   };
-  // Kept leading rows (outer), reduced blocks per kept index (rows) and lines per block (tiles: the
+  // Kept leading rows (outer), reduced blocks per kept index (rows) and lines per block (block: the
   // column tiles of the inner rows kept after the reduced dimensions).
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < first; ++d) outer *= operand.shape().dimensions[d];
   for (int64_t d = dims.back() + 1; d < rank - 1; ++d) inner *= operand.shape().dimensions[d];
   const uint64_t block_lines = static_cast<uint64_t>(inner) * in.column_tiles(L());
-  const uint32_t tiles = static_cast<uint32_t>(block_lines);
+  const uint32_t block = static_cast<uint32_t>(block_lines);
   const uint32_t rows = static_cast<uint32_t>(outer == 0 || inner == 0 ? 0 : in.rows / outer / inner);
-  if (tiles == 0 || rows == 0 || outer == 0) {
+  if (block == 0 || rows == 0 || outer == 0) {
     return Unimplemented("reduce " + instruction.name() + " of an empty operand");
   }
   if (options_.vmem_lines < 2 * block_lines) {
-    if (inner == 1) return VmemOverflow(instruction, 2 * tiles);
+    if (inner == 1) return VmemOverflow(instruction, 2 * block);
     return Unimplemented("reduce " + instruction.name() + " over dimensions {" + DimsText(instruction.dimensions()) +
                          "} of " + operand.shape().ToString() + ": the " + std::to_string(block_lines) +
                          " lines kept per reduced index do not fit the VMEM twice");
   }
   // VMEM: the accumulator at line 0 (addressed through s0), then a chunk of operand rows.
-  const uint32_t chunk_rows = (options_.vmem_lines - tiles) / tiles;
+  const uint32_t chunk_rows = (options_.vmem_lines - block) / block;
   TPU_ASSIGN_OR_RETURN(ScopedReg in_hbm, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
-  TPU_ASSIGN_OR_RETURN(ScopedReg tiles_reg, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg block_reg, NewReg());
   LoadAddress(in_hbm, &operand, 0);
   LoadAddress(out_hbm, &instruction, 0);
-  asm_.Li(tiles_reg, tiles);
+  asm_.Li(block_reg, block);
   auto reduce_block = [&]() -> Status {
-    asm_.DmaLoad(in_hbm, kZeroReg, tiles_reg, 1);
-    asm_.Addi(in_hbm, in_hbm, tiles);
-    TPU_RETURN_IF_ERROR(ForChunks(rows - 1, chunk_rows, {{in_hbm, tiles}}, [&](Reg count, uint32_t) -> Status {
+    asm_.DmaLoad(in_hbm, kZeroReg, block_reg, 1);
+    asm_.Addi(in_hbm, in_hbm, block);
+    TPU_RETURN_IF_ERROR(ForChunks(rows - 1, chunk_rows, {{in_hbm, block}}, [&](Reg count, uint32_t) -> Status {
       TPU_ASSIGN_OR_RETURN(ScopedReg buffer, NewReg());
       TPU_ASSIGN_OR_RETURN(ScopedReg lines, NewReg());
       TPU_ASSIGN_OR_RETURN(ScopedReg row, NewReg());
       TPU_ASSIGN_OR_RETURN(ScopedReg row_end, NewReg());
-      asm_.Mul(lines, count, tiles_reg);
-      asm_.Li(buffer, tiles);
+      asm_.Mul(lines, count, block_reg);
+      asm_.Li(buffer, block);
       asm_.DmaLoad(in_hbm, buffer, lines, 1);
       asm_.Sync(kSyncDma);
       asm_.Addi(row, buffer, 0);
       asm_.Add(row_end, buffer, lines);
       Assembler::Label loop = asm_.NewLabel();
       asm_.Bind(loop);
-      vop(kZeroReg, kZeroReg, row, tiles_reg, 0, 0);
-      asm_.Add(row, row, tiles_reg);
+      vop(kZeroReg, kZeroReg, row, block_reg, 0, 0);
+      asm_.Add(row, row, block_reg);
       asm_.Bne(row, row_end, loop);
       asm_.Sync(kSyncVpu);  // the next chunk's DMA overwrites the rows just read
       return OkStatus();
     }));
     // ForChunks leaves in_hbm at its last chunk: move it to the next block.
-    asm_.Addi(in_hbm, in_hbm, (rows - 1 - ForChunksAdvance(rows - 1, chunk_rows)) * tiles);
+    asm_.Addi(in_hbm, in_hbm, (rows - 1 - ForChunksAdvance(rows - 1, chunk_rows)) * block);
     if (!init_is_identity) {
       asm_.Sync(kSyncDma);
-      vop(kZeroReg, kZeroReg, kZeroReg, tiles_reg, isa::flag::VADD_SRC2_IMM, *init_bits);
+      vop(kZeroReg, kZeroReg, kZeroReg, block_reg, isa::flag::VADD_SRC2_IMM, *init_bits);
       asm_.Sync(kSyncVpu);
     }
-    asm_.DmaStore(out_hbm, kZeroReg, tiles_reg, 1);  // after the accumulator's DMA load: same unit, in order
-    asm_.Addi(out_hbm, out_hbm, tiles);
+    asm_.DmaStore(out_hbm, kZeroReg, block_reg, 1);  // after the accumulator's DMA load: same unit, in order
+    asm_.Addi(out_hbm, out_hbm, block);
     return OkStatus();
   };
   if (outer == 1) return reduce_block();
