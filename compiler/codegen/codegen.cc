@@ -105,10 +105,7 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
       bool identity = true;
       for (size_t i = 0; i < dims.size(); ++i) identity = identity && dims[i] == static_cast<int64_t>(i);
       if (!identity && !(instruction.shape().rank() == 2 && dims == std::vector<int64_t>{1, 0})) {
-        // Codegen preparation splits the others (compiler/passes/codegen_legalization.h) when that takes
-        // few enough row slices.
-        return Unimplemented("transpose " + instruction.name() + " of " + instruction.operand(0)->shape().ToString() +
-                             ": only rank-2 transposes are supported; this one would take too many row slices");
+        return Unimplemented("transpose " + instruction.name() + ": only rank-2 transposes are supported");
       }
       break;
     }
@@ -172,6 +169,9 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     case HloOpcode::kPad:
     case HloOpcode::kConcatenate:
     case HloOpcode::kConvolution:  // the depthwise form prepare.h leaves; EmitDepthwiseConvolution checks it
+      break;
+    case HloOpcode::kReduceWindow:
+    case HloOpcode::kSelectAndScatter:  // pool.cc checks the window and the computations
       break;
     case HloOpcode::kReduce:
       if (instruction.operand_count() != 2 || ReducerOpcode(instruction) == HloOpcode::kUnknown) {
@@ -479,6 +479,10 @@ Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
       return EmitConcatenate(instruction);
     case HloOpcode::kConvolution:
       return EmitDepthwiseConvolution(instruction);
+    case HloOpcode::kReduceWindow:
+      return EmitReduceWindow(instruction);
+    case HloOpcode::kSelectAndScatter:
+      return EmitSelectAndScatter(instruction);
     case HloOpcode::kFusion: {
       // ReLU fusion: maximum with a zero immediate.
       const HloInstruction* root = instruction.called_computations()[0]->root_instruction();

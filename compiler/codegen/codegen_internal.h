@@ -321,6 +321,10 @@ class CodeGenerator {
   Status EmitRowBoxCopy(const RowBox& box);
   // depthwise.cc: the unpadded depthwise convolution of compiler/passes/convolution_lowering.h.
   Status EmitDepthwiseConvolution(const HloInstruction& instruction);
+  // pool.cc: reduce-window (max/min/sum pooling) and select-and-scatter (max-pool gradient) over
+  // windows on the non-minor dimensions.
+  Status EmitReduceWindow(const HloInstruction& instruction);
+  Status EmitSelectAndScatter(const HloInstruction& instruction);
   Status EmitCopy(const HloInstruction* from, Location to);
   Status EmitCopyLines(Location from, Location to, uint32_t lines);
   StatusOr<int32_t> ConstantRow(uint32_t bits, int64_t cols);
