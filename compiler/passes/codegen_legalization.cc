@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "compiler/hlo/hlo_opcode.h"
@@ -352,28 +353,22 @@ HloOpcode ReducerOpcode(const HloInstruction& reduce) {
   return op;
 }
 
-// The init value of an add, maximum or minimum reduction, as codegen sees it.
+// The init value of an add, maximum or minimum reduction, as codegen sees it: a constant, or a value
+// computed at run time (nullopt), which codegen never takes as it is.
 struct Init {
   HloOpcode op;
   bool integer;
-  double value;
+  std::optional<double> value;
 
-  bool IsIdentity() const {
-    switch (op) {
-      case HloOpcode::kAdd: return value == 0;
-      case HloOpcode::kMaximum:
-        return integer ? value == std::numeric_limits<int32_t>::min() : value == -HUGE_VAL;
-      default:
-        return integer ? value == std::numeric_limits<int32_t>::max() : value == HUGE_VAL;
-    }
-  }
+  bool IsIdentity() const { return value && *value == IdentityValue(); }
   // op(+0, init) == +0: the reduction applies the init value to padded lanes too.
   bool KeepsPaddingZero() const {
-    if (std::isnan(value)) return false;
+    if (!value || std::isnan(*value)) return false;
+    const double v = *value;
     switch (op) {
-      case HloOpcode::kAdd: return value == 0;
-      case HloOpcode::kMaximum: return integer ? value <= 0 : (value == 0 && !std::signbit(value)) || std::signbit(value);
-      default: return !std::signbit(value);
+      case HloOpcode::kAdd: return v == 0;
+      case HloOpcode::kMaximum: return integer ? v <= 0 : (v == 0 && !std::signbit(v)) || std::signbit(v);
+      default: return !std::signbit(v);
     }
   }
   double IdentityValue() const {
@@ -413,8 +408,8 @@ StatusOr<HloInstruction*> LegalizeReduce(HloComputation* computation, HloInstruc
   const PrimitiveType type = operand->shape().element_type;
   if (type != PrimitiveType::F32 && type != PrimitiveType::S32) return nullptr;
   const HloOpcode op = ReducerOpcode(*reduce);
-  if (op == HloOpcode::kUnknown || init_value->opcode() != HloOpcode::kConstant || !init_value->has_literal() ||
-      init_value->shape().rank() != 0 || init_value->shape().element_type != type) {
+  if (op == HloOpcode::kUnknown || !init_value->shape().IsArray() || init_value->shape().rank() != 0 ||
+      init_value->shape().element_type != type) {
     return nullptr;
   }
   const Dims& in = operand->shape().dimensions;
@@ -422,7 +417,10 @@ StatusOr<HloInstruction*> LegalizeReduce(HloComputation* computation, HloInstruc
   Dims dims = reduce->dimensions();
   std::sort(dims.begin(), dims.end());
   if (rank == 0 || dims.empty() || operand->shape().ElementCount() == 0) return nullptr;
-  const Init init{op, type == PrimitiveType::S32, init_value->literal().GetAsDouble(0)};
+  Init init{op, type == PrimitiveType::S32, std::nullopt};
+  if (init_value->opcode() == HloOpcode::kConstant && init_value->has_literal()) {
+    init.value = init_value->literal().GetAsDouble(0);
+  }
   if (ReduceIsSupported(dims, in, init)) return nullptr;
 
   Builder b(computation, type);

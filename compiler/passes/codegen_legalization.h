@@ -4,9 +4,10 @@
 // reshapes that keep the device layout: rows = product of the non-minor dimensions, the minor dimension
 // on lanes). Supported forms are left as they are.
 //
-// Reductions (add, maximum, minimum of f32 or s32 with a scalar constant init value):
-//  - an init value that is not the identity (and would not keep padded lanes +0) becomes the identity,
-//    and the result is combined with the init value afterwards: op(reduce(x, identity), init);
+// Reductions (add, maximum, minimum of f32 or s32):
+//  - an init value that is not the identity (and would not keep padded lanes +0), or that is computed
+//    at run time, becomes the identity, and the result is combined with the init value afterwards:
+//    op(reduce(x, identity), init);
 //  - non-consecutive reduced dimensions become one reduce per run of consecutive dimensions, the last
 //    run first (reductions associate; add rounds in another order, within the reduction tolerance of
 //    docs/numerics.md);

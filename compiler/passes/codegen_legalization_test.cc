@@ -290,6 +290,31 @@ TEST(CodegenLegalizationTest, ReductionsInterpretToTheSameValues) {
   }
 }
 
+TEST(CodegenLegalizationTest, InitValueComputedAtRunTimeIsCombinedAfterwards) {
+  for (const char* op : {"add", "maximum"}) {
+    const std::string module = std::string(R"(HloModule r
+
+%reducer (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %r = f32[] )") + op + R"((f32[] %a, f32[] %b)
+}
+
+ENTRY %main (x: f32[3,7,9], init: f32[]) -> f32[3,9] {
+  %x = f32[3,7,9] parameter(0)
+  %init = f32[] parameter(1)
+  ROOT %reduce = f32[3,9] reduce(f32[3,7,9] %x, f32[] %init), dimensions={1}, to_apply=%reducer
+}
+)";
+    SCOPED_TRACE(op);
+    std::unique_ptr<hlo::HloModule> result = CheckEquivalent(module, std::string(op) == "add", true);
+    const hlo::HloInstruction* root = result->entry_computation()->root_instruction();
+    EXPECT_EQ(root->opcode(), std::string(op) == "add" ? hlo::HloOpcode::kAdd : hlo::HloOpcode::kMaximum);
+    EXPECT_EQ(root->operand(0)->opcode(), hlo::HloOpcode::kReduce);
+    EXPECT_EQ(root->operand(0)->operand(1)->opcode(), hlo::HloOpcode::kConstant);
+  }
+}
+
 TEST(CodegenLegalizationTest, EveryPermutationOfRanks3And4InterpretsToTheSameValues) {
   for (const Dims& in : {Dims{2, 3, 5}, Dims{7, 1, 9}, Dims{1, 9, 13}, Dims{13, 2, 1}, Dims{2, 3, 4, 5},
                          Dims{3, 1, 2, 9}}) {
