@@ -105,7 +105,10 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
       bool identity = true;
       for (size_t i = 0; i < dims.size(); ++i) identity = identity && dims[i] == static_cast<int64_t>(i);
       if (!identity && !(instruction.shape().rank() == 2 && dims == std::vector<int64_t>{1, 0})) {
-        return Unimplemented("transpose " + instruction.name() + ": only rank-2 transposes are supported");
+        // Codegen preparation splits the others (compiler/passes/codegen_legalization.h) when that takes
+        // few enough row slices.
+        return Unimplemented("transpose " + instruction.name() + " of " + instruction.operand(0)->shape().ToString() +
+                             ": only rank-2 transposes are supported; this one would take too many row slices");
       }
       break;
     }
