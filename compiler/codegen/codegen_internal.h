@@ -16,6 +16,7 @@
 #include "compiler/codegen/buffer_assignment.h"
 #include "compiler/codegen/prepare.h"
 #include "compiler/hlo/hlo_opcode.h"
+#include "compiler/passes/codegen_legalization.h"
 #include "compiler/passes/relu_fusion.h"
 
 namespace tpu::compiler::codegen_internal {
@@ -156,21 +157,7 @@ inline std::optional<float> ScalarConstantValue(const HloInstruction& value) {
 }
 
 // kAdd, kMaximum or kMinimum when `reduce` applies that op to the two parameters of its computation; kUnknown otherwise.
-inline HloOpcode ReducerOpcode(const HloInstruction& reduce) {
-  const hlo::HloComputation* reducer = reduce.to_apply();
-  if (reducer == nullptr || reducer->num_parameters() != 2 || reducer->root_instruction() == nullptr) {
-    return HloOpcode::kUnknown;
-  }
-  const HloInstruction& root = *reducer->root_instruction();
-  if (root.opcode() != HloOpcode::kAdd && root.opcode() != HloOpcode::kMaximum && root.opcode() != HloOpcode::kMinimum) {
-    return HloOpcode::kUnknown;
-  }
-  if (root.operand_count() != 2 || root.operand(0)->opcode() != HloOpcode::kParameter ||
-      root.operand(1)->opcode() != HloOpcode::kParameter || root.operand(0) == root.operand(1)) {
-    return HloOpcode::kUnknown;
-  }
-  return root.opcode();
-}
+inline HloOpcode ReducerOpcode(const HloInstruction& reduce) { return ReductionOpcode(reduce); }
 
 // Lines between consecutive indices of each non-minor dimension of `shape` in the device layout (the
 // last entry is the column tiles of a row); empty for rank 0 and 1.

@@ -1,5 +1,6 @@
 // Reductions on the VPU.
 #include "compiler/codegen/codegen_internal.h"
+#include "compiler/passes/codegen_legalization.h"
 
 namespace tpu::compiler::codegen_internal {
 
@@ -13,27 +14,6 @@ std::optional<uint32_t> InitBits(const HloInstruction& init) {
     return static_cast<uint32_t>(init.literal().Get<int32_t>(0));
   }
   return std::nullopt;
-}
-
-bool IsIdentity(HloOpcode op, bool integer, uint32_t bits) {
-  switch (op) {
-    case HloOpcode::kAdd: return integer ? bits == 0u : (bits == 0u || bits == 0x80000000u);
-    case HloOpcode::kMaximum: return bits == (integer ? 0x80000000u : 0xff800000u);
-    case HloOpcode::kMinimum: return bits == (integer ? 0x7fffffffu : 0x7f800000u);
-    default: return false;
-  }
-}
-
-// op(+0, init) == +0, so that applying the init value keeps padded lanes zero.
-bool KeepsPaddingZero(HloOpcode op, bool integer, uint32_t bits) {
-  if (!integer) return ImmediateKeepsPaddingZero(op, bits);
-  const int32_t value = static_cast<int32_t>(bits);
-  switch (op) {
-    case HloOpcode::kAdd: return value == 0;
-    case HloOpcode::kMaximum: return value <= 0;
-    case HloOpcode::kMinimum: return value >= 0;
-    default: return false;
-  }
 }
 
 std::string DimsText(const std::vector<int64_t>& dims) {
@@ -86,8 +66,9 @@ Status CodeGenerator::EmitReduce(const HloInstruction& instruction) {
   if (!init_bits) {
     return Unimplemented("reduce " + instruction.name() + ": the init value must be a scalar f32 or s32 constant");
   }
-  const bool init_is_identity = IsIdentity(op, integer, *init_bits);
-  if (!init_is_identity && !KeepsPaddingZero(op, integer, *init_bits) && in.cols % L() != 0) {
+  const ReductionInit init_value{op, integer, init.literal().GetAsDouble(0)};
+  const bool init_is_identity = init_value.IsIdentity();
+  if (!init_is_identity && !init_value.KeepsPaddingZero() && in.cols % L() != 0) {
     return Unimplemented("reduce " + instruction.name() + ": an init value that is not the identity of the reduction");
   }
   isa::Opcode opcode = isa::Opcode::VADD;

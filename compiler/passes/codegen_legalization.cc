@@ -338,48 +338,6 @@ HloInstruction* LegalizeTranspose(HloComputation* computation, HloInstruction* t
 // ---------------------------------------------------------------------------------------------------
 // Reductions
 
-HloOpcode ReducerOpcode(const HloInstruction& reduce) {
-  const HloComputation* reducer = reduce.to_apply();
-  if (reducer == nullptr || reducer->num_parameters() != 2 || reducer->root_instruction() == nullptr) {
-    return HloOpcode::kUnknown;
-  }
-  const HloInstruction& root = *reducer->root_instruction();
-  const HloOpcode op = root.opcode();
-  if (op != HloOpcode::kAdd && op != HloOpcode::kMaximum && op != HloOpcode::kMinimum) return HloOpcode::kUnknown;
-  if (root.operand_count() != 2 || root.operand(0)->opcode() != HloOpcode::kParameter ||
-      root.operand(1)->opcode() != HloOpcode::kParameter || root.operand(0) == root.operand(1)) {
-    return HloOpcode::kUnknown;
-  }
-  return op;
-}
-
-// The init value of an add, maximum or minimum reduction, as codegen sees it: a constant, or a value
-// computed at run time (nullopt), which codegen never takes as it is.
-struct Init {
-  HloOpcode op;
-  bool integer;
-  std::optional<double> value;
-
-  bool IsIdentity() const { return value && *value == IdentityValue(); }
-  // op(+0, init) == +0: the reduction applies the init value to padded lanes too.
-  bool KeepsPaddingZero() const {
-    if (!value || std::isnan(*value)) return false;
-    const double v = *value;
-    switch (op) {
-      case HloOpcode::kAdd: return v == 0;
-      case HloOpcode::kMaximum: return integer ? v <= 0 : (v == 0 && !std::signbit(v)) || std::signbit(v);
-      default: return !std::signbit(v);
-    }
-  }
-  double IdentityValue() const {
-    switch (op) {
-      case HloOpcode::kAdd: return 0;
-      case HloOpcode::kMaximum: return integer ? std::numeric_limits<int32_t>::min() : -HUGE_VAL;
-      default: return integer ? std::numeric_limits<int32_t>::max() : HUGE_VAL;
-    }
-  }
-};
-
 bool Consecutive(const Dims& sorted) {
   for (size_t i = 1; i < sorted.size(); ++i) {
     if (sorted[i] != sorted[i - 1] + 1) return false;
@@ -390,7 +348,7 @@ bool Consecutive(const Dims& sorted) {
 // Reductions codegen (compiler/codegen/reduce.cc) and its preparation (prepare.cc) lower as they are:
 // consecutive non-minor dimensions; every dimension when the minor one has one element (both with an
 // init value that keeps padded lanes +0); the minor dimension of ranks 1 and 2 with the identity.
-bool ReduceIsSupported(const Dims& dims, const Dims& in, const Init& init) {
+bool ReduceIsSupported(const Dims& dims, const Dims& in, const ReductionInit& init) {
   const int64_t rank = static_cast<int64_t>(in.size());
   if (Consecutive(dims) && init.KeepsPaddingZero()) {
     if (dims.back() <= rank - 2) return true;
@@ -407,7 +365,7 @@ StatusOr<HloInstruction*> LegalizeReduce(HloComputation* computation, HloInstruc
   HloInstruction* init_value = reduce->operand(1);
   const PrimitiveType type = operand->shape().element_type;
   if (type != PrimitiveType::F32 && type != PrimitiveType::S32) return nullptr;
-  const HloOpcode op = ReducerOpcode(*reduce);
+  const HloOpcode op = ReductionOpcode(*reduce);
   if (op == HloOpcode::kUnknown || !init_value->shape().IsArray() || init_value->shape().rank() != 0 ||
       init_value->shape().element_type != type) {
     return nullptr;
@@ -417,7 +375,7 @@ StatusOr<HloInstruction*> LegalizeReduce(HloComputation* computation, HloInstruc
   Dims dims = reduce->dimensions();
   std::sort(dims.begin(), dims.end());
   if (rank == 0 || dims.empty() || operand->shape().ElementCount() == 0) return nullptr;
-  Init init{op, type == PrimitiveType::S32, std::nullopt};
+  ReductionInit init{op, type == PrimitiveType::S32, std::nullopt};
   if (init_value->opcode() == HloOpcode::kConstant && init_value->has_literal()) {
     init.value = init_value->literal().GetAsDouble(0);
   }
@@ -468,6 +426,41 @@ StatusOr<HloInstruction*> LegalizeReduce(HloComputation* computation, HloInstruc
 }
 
 }  // namespace
+
+HloOpcode ReductionOpcode(const HloInstruction& reduce) {
+  const HloComputation* reducer = reduce.to_apply();
+  if (reducer == nullptr || reducer->num_parameters() != 2 || reducer->root_instruction() == nullptr) {
+    return HloOpcode::kUnknown;
+  }
+  const HloInstruction& root = *reducer->root_instruction();
+  const HloOpcode op = root.opcode();
+  if (op != HloOpcode::kAdd && op != HloOpcode::kMaximum && op != HloOpcode::kMinimum) return HloOpcode::kUnknown;
+  if (root.operand_count() != 2 || root.operand(0)->opcode() != HloOpcode::kParameter ||
+      root.operand(1)->opcode() != HloOpcode::kParameter || root.operand(0) == root.operand(1)) {
+    return HloOpcode::kUnknown;
+  }
+  return op;
+}
+
+double ReductionInit::IdentityValue() const {
+  switch (op) {
+    case HloOpcode::kAdd: return 0;
+    case HloOpcode::kMaximum: return integer ? std::numeric_limits<int32_t>::min() : -HUGE_VAL;
+    default: return integer ? std::numeric_limits<int32_t>::max() : HUGE_VAL;
+  }
+}
+
+bool ReductionInit::IsIdentity() const { return value && *value == IdentityValue(); }
+
+bool ReductionInit::KeepsPaddingZero() const {
+  if (!value || std::isnan(*value)) return false;
+  const double v = *value;
+  switch (op) {
+    case HloOpcode::kAdd: return v == 0;
+    case HloOpcode::kMaximum: return integer ? v <= 0 : (v == 0 && !std::signbit(v)) || std::signbit(v);  // +0, -0, < 0
+    default: return !std::signbit(v);
+  }
+}
 
 StatusOr<bool> CodegenLegalization::Run(hlo::HloModule* module) {
   if (options_.lane_multiple <= 0) return InvalidArgument("codegen-legalization: lane_multiple must be positive");

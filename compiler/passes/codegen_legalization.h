@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "compiler/passes/pass.h"
 
@@ -41,6 +42,22 @@ struct CodegenLegalizationOptions {
   int64_t lane_multiple = 128;
   // Most row slices one transpose may be split into (each costs a few dozen instruction words).
   int64_t max_pieces = 40;
+};
+
+// kAdd, kMaximum or kMinimum when `reduce` applies that op to the two parameters of its computation;
+// kUnknown otherwise.
+hlo::HloOpcode ReductionOpcode(const hlo::HloInstruction& reduce);
+
+// The init value of an add, maximum or minimum reduction of f32 or s32 values, as codegen sees it.
+struct ReductionInit {
+  hlo::HloOpcode op;
+  bool integer;                 // s32 values
+  std::optional<double> value;  // nullopt: computed at run time
+
+  double IdentityValue() const;  // 0, the lowest value (max) or the highest (min)
+  bool IsIdentity() const;
+  // op(+0, init) == +0: a reduction that applies the init value to padded lanes keeps them +0.
+  bool KeepsPaddingZero() const;
 };
 
 class CodegenLegalization : public HloPass {
