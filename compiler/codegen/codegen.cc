@@ -11,9 +11,12 @@ namespace codegen_internal {
 const HloInstruction* CodeGenerator::BufferOf(const HloInstruction* instruction) const {
   while (true) {
     switch (instruction->opcode()) {
-      case HloOpcode::kCopy:
       case HloOpcode::kReshape:
       case HloOpcode::kBitcast:
+        if (!KeepsDeviceLayout(*instruction, L())) return instruction;  // computed into its own buffer
+        instruction = instruction->operand(0);
+        continue;
+      case HloOpcode::kCopy:
         instruction = instruction->operand(0);
         continue;
       case HloOpcode::kCustomCall:
@@ -272,16 +275,7 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
       instruction.operand(0)->opcode() != HloOpcode::kTuple) {
     return Unimplemented("get-tuple-element " + instruction.name() + " of a non-tuple instruction");
   }
-  if (instruction.opcode() == HloOpcode::kReshape || instruction.opcode() == HloOpcode::kBitcast) {
-    DeviceLayout in = MakeDeviceLayout(instruction.operand(0)->shape(), L());
-    DeviceLayout out = MakeDeviceLayout(shape, L());
-    const bool same_lines = in.rows == out.rows && in.cols == out.cols;
-    const bool unpadded = in.cols % L() == 0 && out.cols % L() == 0 && in.lines == out.lines;
-    if (!same_lines && !unpadded) {
-      return Unimplemented(instruction.name() + ": reshape from " + instruction.operand(0)->shape().ToString() +
-                           " to " + shape.ToString() + " changes the device layout");
-    }
-  }
+  // A reshape that changes the device layout is computed by EmitReshape (lane relayouts).
   return OkStatus();
 }
 
@@ -480,6 +474,9 @@ Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
       return EmitPad(instruction);
     case HloOpcode::kConcatenate:
       return EmitConcatenate(instruction);
+    case HloOpcode::kReshape:
+    case HloOpcode::kBitcast:
+      return EmitReshape(instruction);
     case HloOpcode::kConvolution:
       return EmitDepthwiseConvolution(instruction);
     case HloOpcode::kReduceWindow:
@@ -860,13 +857,15 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   for (const HloInstruction* instruction : order) {
     if (needed.count(instruction) == 0) continue;
     switch (instruction->opcode()) {
+      case HloOpcode::kReshape:
+      case HloOpcode::kBitcast:
+        if (BufferOf(instruction) == instruction) break;  // a new device layout: EmitReshape
+        continue;
       case HloOpcode::kParameter:
       case HloOpcode::kConstant:
       case HloOpcode::kTuple:
       case HloOpcode::kGetTupleElement:
       case HloOpcode::kCopy:
-      case HloOpcode::kReshape:
-      case HloOpcode::kBitcast:
       case HloOpcode::kCustomCall:
         continue;  // no code: the value is an existing buffer
       default:

@@ -172,6 +172,16 @@ inline std::vector<int64_t> RowSteps(const hlo::Shape& shape, uint32_t lanes) {
   return steps;
 }
 
+// Whether a reshape or bitcast leaves every element in its line and lane (then it is its operand's
+// buffer): the same rows, or rows of whole lines and the same number of lines.
+inline bool KeepsDeviceLayout(const HloInstruction& reshape, uint32_t lanes) {
+  const DeviceLayout in = MakeDeviceLayout(reshape.operand(0)->shape(), lanes);
+  const DeviceLayout out = MakeDeviceLayout(reshape.shape(), lanes);
+  const bool same_lines = in.rows == out.rows && in.cols == out.cols;
+  const bool unpadded = in.cols % lanes == 0 && out.cols % lanes == 0 && in.lines == out.lines;
+  return same_lines || unpadded;
+}
+
 // How the second operand of an elementwise op reaches the VPU.
 struct Src2 {
   enum Kind { kTensor, kImmediate, kRow } kind = kTensor;
@@ -211,6 +221,25 @@ struct DotGeometry {
   uint32_t k_tiles = 0, n_tiles = 0, k_rest = 0, n_rest = 0, rhs_row_lines = 0, kt_step = 0, nt_step = 0;
   bool partial_k = false;  // the last K tile has fewer than LANES weight rows (rhs [K,N])
   bool partial_n = false;  // the last N tile has fewer than LANES weight rows (rhs [N,K])
+};
+
+// A lane relayout (relayout.cc): every output row of a box (rows indexed like RowBox) is assembled from
+// pieces of input rows, each moving columns src_col + k*src_stride to dst_col + k*dst_stride (k < count);
+// a piece with repeat > 1 stands for `repeat` instances, instance i reading repeat_lines*i lines further
+// into the input and writing repeat_cols*i columns further on (both strides 1).
+struct ColumnPiece {
+  Location src;                    // the input row of the box's first output row
+  std::vector<int64_t> src_steps;  // input lines per index of each box dimension
+  int64_t src_col = 0, dst_col = 0, count = 0;
+  int64_t src_stride = 1, dst_stride = 1;
+  int64_t repeat = 1, repeat_lines = 0, repeat_cols = 0;
+};
+struct LaneRelayout {
+  Location dst;                                // the first output row of the box
+  std::vector<int64_t> counts, dst_steps;      // box dimensions, the last innermost; output lines per index
+  int64_t dst_cols = 0;                        // columns of an output row
+  std::optional<uint32_t> fill;                // bits of the columns no piece writes (otherwise pieces write all)
+  std::vector<ColumnPiece> pieces;             // applied in order
 };
 
 class CodeGenerator {
@@ -306,6 +335,15 @@ class CodeGenerator {
     uint32_t mask_line = 0;
   };
   Status EmitRowBoxCopy(const RowBox& box);
+  // relayout.cc: moves columns between lanes with VTRANS and VOR (see the definition); exact for every
+  // 32-bit element type.
+  Status EmitLaneRelayout(LaneRelayout relayout, const HloInstruction& instruction);
+  // Mirror of GatherTileMajor: VMEM line vmem_block + t*LANES + i goes to HBM line out_hbm + t + i*out_step,
+  // for the block_lines / LANES tiles t and i < rows.
+  void ScatterTileMajor(Reg out_hbm, Reg rows, uint32_t out_step, uint32_t vmem_block, uint32_t block_lines,
+                        Reg from, Reg to, Reg end);
+  // A reshape or bitcast that changes the device layout (rows of other lengths), through lane relayouts.
+  Status EmitReshape(const HloInstruction& instruction);
   // depthwise.cc: the unpadded depthwise convolution of compiler/passes/convolution_lowering.h.
   Status EmitDepthwiseConvolution(const HloInstruction& instruction);
   // pool.cc: reduce-window (max/min/sum pooling) and select-and-scatter (max-pool gradient) over

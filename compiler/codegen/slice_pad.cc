@@ -1,17 +1,9 @@
-// Data movement between device rows: slice, pad and concatenate, all as copies of boxes of rows with
-// strided DMAs (the VPU only clears lanes of a minor-dimension prefix and fills pad values).
+// Data movement between device rows: slice, pad and concatenate as copies of boxes of rows with strided
+// DMAs (the VPU only clears lanes of a minor-dimension prefix and fills pad values); what moves columns
+// to other lanes goes through a lane relayout (relayout.cc).
 #include "compiler/codegen/codegen_internal.h"
 
 namespace tpu::compiler::codegen_internal {
-namespace {
-
-std::string DimsText(const std::vector<int64_t>& values) {
-  std::string text;
-  for (int64_t v : values) text += (text.empty() ? "" : ",") + std::to_string(v);
-  return "{" + text + "}";
-}
-
-}  // namespace
 
 // Nested loops over box.counts (outer dimensions in code loops, each restoring the pointers it
 // advanced); the innermost dimension moves with one DMA pair per column tile (strided) or, when both
@@ -125,8 +117,8 @@ Status CodeGenerator::EmitRowBoxCopy(const RowBox& box) {
 }
 
 // slice: every non-minor dimension any start, limit and stride; the minor dimension a prefix [0:k]
-// (whole tiles copied, the lanes past k of the last tile cleared), or any range that starts and ends
-// on tile boundaries.
+// (whole tiles copied, the lanes past k of the last tile cleared), a range that starts and ends on tile
+// boundaries, or otherwise any range and stride through a lane relayout (relayout.cc).
 Status CodeGenerator::EmitSlice(const HloInstruction& instruction) {
   const HloInstruction& operand = *instruction.operand(0);
   const hlo::Shape& in = operand.shape();
@@ -139,16 +131,10 @@ Status CodeGenerator::EmitSlice(const HloInstruction& instruction) {
   const int64_t stride = instruction.slice_strides()[rank - 1];
   const bool prefix = start == 0 && stride == 1;
   const bool aligned = stride == 1 && start % L() == 0 && (limit % L() == 0 || limit == in_layout.cols);
-  if (!prefix && !aligned) {
-    return Unimplemented("slice " + instruction.name() + " of the minor dimension [" + std::to_string(start) + ":" +
-                         std::to_string(limit) + ":" + std::to_string(stride) +
-                         "]: only prefixes [0:k] and ranges on tile boundaries are supported");
-  }
   RowBox box;
   box.src = locations_.at(BufferOf(&operand));
   box.dst = locations_.at(BufferOf(&instruction));
   box.tiles = static_cast<uint32_t>(out_layout.column_tiles(L()));
-  box.src.offset += static_cast<uint32_t>(start / L());
   const std::vector<int64_t> in_steps = RowSteps(in, L());
   const std::vector<int64_t> out_steps = RowSteps(instruction.shape(), L());
   if (rank == 1) {
@@ -163,6 +149,22 @@ Status CodeGenerator::EmitSlice(const HloInstruction& instruction) {
       box.dst_steps.push_back(out_steps[d]);
     }
   }
+  if (!prefix && !aligned) {
+    LaneRelayout relayout;
+    relayout.dst = box.dst;
+    relayout.counts = box.counts;
+    relayout.dst_steps = box.dst_steps;
+    relayout.dst_cols = out_layout.cols;
+    ColumnPiece piece;
+    piece.src = box.src;
+    piece.src_steps = box.src_steps;
+    piece.src_col = start;
+    piece.count = out_layout.cols;
+    piece.src_stride = stride;
+    relayout.pieces.push_back(piece);
+    return EmitLaneRelayout(relayout, instruction);
+  }
+  box.src.offset += static_cast<uint32_t>(start / L());
   const int64_t cols = out_layout.cols;
   if (prefix && cols % L() != 0) {
     TPU_ASSIGN_OR_RETURN(box.mask_region, ConstantRow(0xffffffffu, cols));
@@ -171,23 +173,22 @@ Status CodeGenerator::EmitSlice(const HloInstruction& instruction) {
   return EmitRowBoxCopy(box);
 }
 
-// Fills the output with the pad value, then copies the operand's rows into place. Edge padding of the
-// non-minor dimensions (negative: cropped), no interior padding, no padding of the minor dimension.
+// Fills the output with the pad value, then copies the operand's rows into place: edge (negative:
+// cropping) and interior padding of every dimension. Rows move as whole tiles when the minor dimension
+// is not padded, otherwise through a lane relayout that also writes the padding columns.
 Status CodeGenerator::EmitPad(const HloInstruction& instruction) {
   const HloInstruction& operand = *instruction.operand(0);
   const HloInstruction& value = *instruction.operand(1);
   const hlo::Shape& in = operand.shape();
   const int rank = in.rank();
   const hlo::PaddingConfig& config = instruction.padding_config();
-  for (int d = 0; d < rank; ++d) {
-    const hlo::PaddingDimension& p = config.dimensions[d];
-    if (p.interior_padding != 0 || (d == rank - 1 && (p.edge_padding_low != 0 || p.edge_padding_high != 0))) {
-      return Unimplemented("pad " + instruction.name() + " with padding " + hlo::PaddingConfigToString(config) +
-                           ": only edge padding of the non-minor dimensions is supported");
-    }
-  }
   if (value.opcode() != HloOpcode::kConstant || !value.has_literal() || value.shape().rank() != 0) {
     return Unimplemented("pad " + instruction.name() + ": the padding value must be a scalar constant");
+  }
+  for (int d = 0; d < rank; ++d) {
+    if (config.dimensions[d].interior_padding < 0) {
+      return InvalidArgument("pad " + instruction.name() + ": negative interior padding");
+    }
   }
   uint32_t bits = 0;
   std::memcpy(&bits, value.literal().untyped_data(), std::min<size_t>(4, value.literal().size_bytes()));
@@ -196,12 +197,15 @@ Status CodeGenerator::EmitPad(const HloInstruction& instruction) {
   const uint32_t tiles = static_cast<uint32_t>(out.column_tiles(L()));
   const Location dst = locations_.at(BufferOf(&instruction));
 
-  // Fill: VSPLAT of the value, which must leave padded lanes +0: zero, or a minor dimension of whole tiles.
+  // Fill: VSPLAT of the value where padded lanes stay +0 (zero, or a minor dimension of whole tiles),
+  // otherwise copies of a constant row holding the value in its columns only.
   if (bits != 0 && out.cols % L() != 0) {
-    return Unimplemented("pad " + instruction.name() + ": a non-zero padding value needs a minor dimension that is a "
-                         "multiple of " + std::to_string(L()));
-  }
-  {
+    Src2 row;
+    row.kind = Src2::kRow;
+    TPU_ASSIGN_OR_RETURN(row.constant_row, ConstantRow(bits, out.cols));
+    TPU_RETURN_IF_ERROR(EmitRowBroadcastInto(instruction, row));
+    asm_.Sync(kSyncDma);
+  } else {
     TPU_ASSIGN_OR_RETURN(ScopedReg to, NewReg());
     TPU_ASSIGN_OR_RETURN(ScopedReg buffer, NewReg());
     TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
@@ -220,6 +224,22 @@ Status CodeGenerator::EmitPad(const HloInstruction& instruction) {
   }
 
   if (MakeDeviceLayout(in, L()).lines == 0) return OkStatus();
+  // Operand index i of a dimension lands at low + i * (interior + 1); [first, first + count) stay inside.
+  struct Placement {
+    int64_t first = 0, count = 0, at = 0, step = 1;
+  };
+  auto place = [&](int d) {
+    const hlo::PaddingDimension& p = config.dimensions[d];
+    Placement placement;
+    placement.step = p.interior_padding + 1;
+    const int64_t low = p.edge_padding_low;
+    placement.first = low >= 0 ? 0 : (-low + placement.step - 1) / placement.step;
+    const int64_t out_dim = instruction.shape().dimensions[d];
+    const int64_t last = out_dim - 1 - low < 0 ? -1 : (out_dim - 1 - low) / placement.step;  // last index inside
+    placement.count = std::min(in.dimensions[d] - 1, last) - placement.first + 1;
+    placement.at = low + placement.first * placement.step;
+    return placement;
+  };
   RowBox box;
   box.src = locations_.at(BufferOf(&operand));
   box.dst = dst;
@@ -230,48 +250,61 @@ Status CodeGenerator::EmitPad(const HloInstruction& instruction) {
     box.counts = {1};
     box.src_steps = {tiles};
     box.dst_steps = {tiles};
-    return EmitRowBoxCopy(box);
   }
   for (int d = 0; d + 1 < rank; ++d) {
-    const hlo::PaddingDimension& p = config.dimensions[d];
-    // Negative low padding crops the operand's first rows; negative high padding its last ones.
-    const int64_t skip = std::max<int64_t>(-p.edge_padding_low, 0);
-    const int64_t count = in.dimensions[d] - skip - std::max<int64_t>(-p.edge_padding_high, 0);
-    if (count <= 0) return OkStatus();
-    box.src.offset += static_cast<uint32_t>(skip * in_steps[d]);
-    box.dst.offset += static_cast<uint32_t>(std::max<int64_t>(p.edge_padding_low, 0) * out_steps[d]);
-    box.counts.push_back(count);
+    const Placement placement = place(d);
+    if (placement.count <= 0) return OkStatus();
+    box.src.offset += static_cast<uint32_t>(placement.first * in_steps[d]);
+    box.dst.offset += static_cast<uint32_t>(placement.at * out_steps[d]);
+    box.counts.push_back(placement.count);
     box.src_steps.push_back(in_steps[d]);
-    box.dst_steps.push_back(out_steps[d]);
+    box.dst_steps.push_back(out_steps[d] * placement.step);
   }
-  return EmitRowBoxCopy(box);
+  const bool minor_padded = rank >= 1 && (config.dimensions[rank - 1].edge_padding_low != 0 ||
+                                          config.dimensions[rank - 1].edge_padding_high != 0 ||
+                                          config.dimensions[rank - 1].interior_padding != 0);
+  if (!minor_padded) return EmitRowBoxCopy(box);
+  const Placement minor = place(rank - 1);
+  if (minor.count <= 0) return OkStatus();
+  LaneRelayout relayout;
+  relayout.dst = box.dst;
+  relayout.counts = box.counts;
+  relayout.dst_steps = box.dst_steps;
+  relayout.dst_cols = out.cols;
+  relayout.fill = bits;
+  ColumnPiece piece;
+  piece.src = box.src;
+  piece.src_steps = box.src_steps;
+  if (rank == 1) piece.src_steps = {MakeDeviceLayout(in, L()).column_tiles(L())};
+  piece.src_col = minor.first;
+  piece.dst_col = minor.at;
+  piece.count = minor.count;
+  piece.dst_stride = minor.step;
+  relayout.pieces.push_back(piece);
+  return EmitLaneRelayout(relayout, instruction);
 }
 
 // concatenate along a non-minor dimension (each operand's rows copied to their offset), or along the
-// minor dimension when every operand but the last fills whole tiles.
+// minor dimension: operands that start on a tile boundary and fill whole tiles as row copies, the rest
+// from the first other one on through one lane relayout.
 Status CodeGenerator::EmitConcatenate(const HloInstruction& instruction) {
   const int rank = instruction.shape().rank();
   const int64_t dimension = instruction.concatenate_dimension();
   const std::vector<int64_t> out_steps = RowSteps(instruction.shape(), L());
-  const uint32_t out_tiles = static_cast<uint32_t>(MakeDeviceLayout(instruction.shape(), L()).column_tiles(L()));
+  const DeviceLayout out_layout = MakeDeviceLayout(instruction.shape(), L());
+  const uint32_t out_tiles = static_cast<uint32_t>(out_layout.column_tiles(L()));
+  const bool minor = dimension == rank - 1;
+  LaneRelayout relayout;  // the minor-dimension operands from the first unaligned one on
+  relayout.dst = locations_.at(BufferOf(&instruction));
   int64_t offset = 0;  // along `dimension`
   for (const HloInstruction* operand : instruction.operands()) {
     const hlo::Shape& in = operand->shape();
     const DeviceLayout in_layout = MakeDeviceLayout(in, L());
-    if (dimension == rank - 1 && operand != instruction.operands().back() && in.dimensions.back() % L() != 0) {
-      return Unimplemented("concatenate " + instruction.name() + " along the minor dimension of operands " +
-                           DimsText(in.dimensions) + " that do not fill whole tiles");
-    }
     RowBox box;
     box.src = locations_.at(BufferOf(operand));
     box.dst = locations_.at(BufferOf(&instruction));
     box.tiles = static_cast<uint32_t>(in_layout.column_tiles(L()));
     const std::vector<int64_t> in_steps = RowSteps(in, L());
-    if (dimension == rank - 1) {
-      box.dst.offset += static_cast<uint32_t>(offset / L());
-    } else {
-      box.dst.offset += static_cast<uint32_t>(offset * out_steps[dimension]);
-    }
     if (rank <= 1) {
       box.counts = {1};
       box.src_steps = {box.tiles};
@@ -283,9 +316,34 @@ Status CodeGenerator::EmitConcatenate(const HloInstruction& instruction) {
         box.dst_steps.push_back(out_steps[d]);
       }
     }
+    const int64_t size = in.dimensions[dimension];
+    const bool whole_tiles = offset % L() == 0 && (size % L() == 0 || operand == instruction.operands().back());
+    if (minor && (!relayout.pieces.empty() || !whole_tiles)) {
+      if (relayout.pieces.empty()) {
+        // Output columns from the tile of `offset` on.
+        relayout.dst.offset += static_cast<uint32_t>(offset / L());
+        relayout.counts = box.counts;
+        relayout.dst_steps = box.dst_steps;
+        relayout.dst_cols = out_layout.cols - offset / L() * L();
+      }
+      ColumnPiece piece;
+      piece.src = box.src;
+      piece.src_steps = box.src_steps;
+      piece.dst_col = offset - (out_layout.cols - relayout.dst_cols);
+      piece.count = size;
+      if (size > 0) relayout.pieces.push_back(piece);
+      offset += size;
+      continue;
+    }
+    if (minor) {
+      box.dst.offset += static_cast<uint32_t>(offset / L());
+    } else {
+      box.dst.offset += static_cast<uint32_t>(offset * out_steps[dimension]);
+    }
     if (in_layout.lines > 0) TPU_RETURN_IF_ERROR(EmitRowBoxCopy(box));
-    offset += in.dimensions[dimension];
+    offset += size;
   }
+  if (!relayout.pieces.empty()) TPU_RETURN_IF_ERROR(EmitLaneRelayout(relayout, instruction));
   return OkStatus();
 }
 

@@ -54,6 +54,36 @@ ENTRY %main (a: f32[5,16], b: f32[5,7], c: f32[2,23]) -> f32[7,23] {
 })", Tiny());
 }
 
+// Slices, pads and concatenates that move columns to other lanes, and a reshape that changes the rows
+// (relayout.cc), with the lanes and VMEM of both configurations.
+TEST(ConvolutionPathSyncTest, LaneRelayouts) {
+  CompileOptions v2;
+  v2.lanes = 128;
+  v2.vmem_lines = 32768;
+  for (const CompileOptions& options : {Tiny(), v2}) {
+    ExpectSynchronized(R"(HloModule grouped
+ENTRY %main (x: f32[2,9,300]) -> (f32[2,9,100], f32[2,4,99]) {
+  %x = f32[2,9,300] parameter(0)
+  %g1 = f32[2,9,100] slice(f32[2,9,300] %x), slice={[0:2], [0:9], [100:200]}
+  %s = f32[2,4,99] slice(f32[2,9,300] %x), slice={[0:2], [1:9:2], [3:300:3]}
+  ROOT %t = (f32[2,9,100], f32[2,4,99]) tuple(f32[2,9,100] %g1, f32[2,4,99] %s)
+})", options);
+    ExpectSynchronized(R"(HloModule dilate
+ENTRY %main (x: f32[2,7,13]) -> f32[2,15,28] {
+  %x = f32[2,7,13] parameter(0)
+  %v = f32[] constant(1.5)
+  ROOT %p = f32[2,15,28] pad(f32[2,7,13] %x, f32[] %v), padding=0_0x1_1_1x1_2_1
+})", options);
+    ExpectSynchronized(R"(HloModule concat_reshape
+ENTRY %main (a: f32[5,7], b: f32[5,9]) -> f32[80] {
+  %a = f32[5,7] parameter(0)
+  %b = f32[5,9] parameter(1)
+  %ab = f32[5,16] concatenate(f32[5,7] %a, f32[5,9] %b), dimensions={1}
+  ROOT %r = f32[80] reshape(f32[5,16] %ab)
+})", options);
+  }
+}
+
 TEST(ConvolutionPathSyncTest, ReductionsAndTopK) {
   ExpectSynchronized(R"(HloModule reduce
 %sum (a: f32[], b: f32[]) -> f32[] {

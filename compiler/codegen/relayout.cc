@@ -1,0 +1,366 @@
+// Lane relayout: moves columns of device rows to other column positions (other lanes), exactly, for
+// any 32-bit element type. A block of LANES rows is gathered tile-major and transposed with VTRANS, so
+// that every column becomes one VMEM line (lane i = row i of the block); columns then move as whole
+// lines with VOR, the assembled lines are transposed back and stored tile by tile (strided DMA).
+#include "compiler/codegen/codegen_internal.h"
+
+#include <numeric>
+
+namespace tpu::compiler::codegen_internal {
+namespace {
+
+constexpr size_t kMaxBoxDimensions = 4;
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// floor(a / b) for b > 0 and any a.
+int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// Drops box dimensions of one index and merges a dimension into the next inner one where every piece
+// and the output step through them as through one longer dimension (fewer loops and registers).
+void SimplifyBox(LaneRelayout* r) {
+  auto drop = [&](size_t d) {
+    r->counts.erase(r->counts.begin() + d);
+    r->dst_steps.erase(r->dst_steps.begin() + d);
+    for (auto& piece : r->pieces) piece.src_steps.erase(piece.src_steps.begin() + d);
+  };
+  for (size_t d = 0; d + 1 < r->counts.size();) {
+    if (r->counts[d] == 1) {
+      drop(d);
+      continue;
+    }
+    const size_t e = d + 1;
+    bool mergeable = r->dst_steps[d] == r->counts[e] * r->dst_steps[e];
+    for (const auto& piece : r->pieces) mergeable = mergeable && piece.src_steps[d] == r->counts[e] * piece.src_steps[e];
+    if (mergeable) {
+      r->counts[e] *= r->counts[d];
+      drop(d);
+      continue;
+    }
+    ++d;
+  }
+}
+
+}  // namespace
+
+void CodeGenerator::ScatterTileMajor(Reg out_hbm, Reg rows, uint32_t out_step, uint32_t vmem_block,
+                                     uint32_t block_lines, Reg from, Reg to, Reg end) {
+  asm_.Addi(to, out_hbm, 0);
+  asm_.Li(from, vmem_block);
+  asm_.Li(end, vmem_block + block_lines);
+  Assembler::Label scatter = asm_.NewLabel();
+  asm_.Bind(scatter);
+  asm_.DmaStore(to, from, rows, out_step);
+  asm_.Addi(to, to, 1);
+  asm_.Addi(from, from, L());
+  asm_.Bne(from, end, scatter);
+}
+
+// VMEM: the gathered input tiles (G), their transpose (S, one line per input column), the output
+// window's columns as lines (T) and its transpose (O, tile-major output rows). Per block of LANES rows
+// and per window of output column tiles: T is filled (pad value) or its lines past the last column
+// cleared, every piece's input columns are gathered, transposed and moved into T line by line, and T is
+// transposed back and stored.
+Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& instruction) {
+  if (!HasOpcode("VTRANS") || !HasOpcode("VOR")) {
+    return Unimplemented(instruction.name() + ": moving columns between lanes needs VTRANS and VOR");
+  }
+  const uint32_t lanes = L();
+  if (r.dst_cols <= 0 || r.counts.empty()) return OkStatus();
+  for (int64_t count : r.counts) {
+    if (count <= 0) return OkStatus();
+  }
+  SimplifyBox(&r);
+  const size_t dims = r.counts.size();
+  if (dims > kMaxBoxDimensions) {
+    return Unimplemented(instruction.name() + ": moving columns between lanes in rows indexed by " +
+                         std::to_string(dims) + " dimensions (at most " + std::to_string(kMaxBoxDimensions) + ")");
+  }
+  const int64_t out_tiles = CeilDiv(r.dst_cols, lanes);
+  asm_.Sync(kSyncDma | kSyncVpu);  // what the instruction emitted before may still use the VMEM
+
+  // Input tiles one instance of `piece` gathers for an output window of `window` tiles.
+  auto gather_tiles = [&](const ColumnPiece& piece, int64_t window) -> int64_t {
+    if (piece.repeat > 1) return (piece.src_col % lanes + piece.count - 1) / lanes + 1;
+    const int64_t columns = std::min(piece.count, CeilDiv(window * lanes, piece.dst_stride));
+    return ((columns - 1) * piece.src_stride) / lanes + 2;
+  };
+  // The widest window whose buffers fit the VMEM.
+  int64_t window = out_tiles;
+  int64_t g_tiles = 0;
+  while (true) {
+    g_tiles = 1;
+    for (const ColumnPiece& piece : r.pieces) g_tiles = std::max(g_tiles, gather_tiles(piece, window));
+    if (uint64_t(2 * g_tiles + 2 * window) * lanes <= options_.vmem_lines) break;
+    if (window == 1) return VmemOverflow(instruction, uint64_t(2 * g_tiles + 2) * lanes);
+    window = std::max<int64_t>(1, window / 2);
+  }
+  const uint32_t g_base = 0, s_base = static_cast<uint32_t>(g_tiles * lanes);
+  const uint32_t t_base = 2 * s_base, o_base = t_base + static_cast<uint32_t>(window * lanes);
+
+  std::vector<ScopedReg> index;  // per box dimension: the current index (the innermost: the block's first row)
+  for (size_t d = 0; d < dims; ++d) {
+    TPU_ASSIGN_OR_RETURN(ScopedReg reg, NewReg());
+    index.push_back(std::move(reg));
+  }
+  TPU_ASSIGN_OR_RETURN(ScopedReg rows, NewReg());
+
+  // out = base + extra + sum(index_d * steps_d).
+  auto row_address = [&](Reg out, Location base, int64_t extra, const std::vector<int64_t>& steps) -> Status {
+    asm_.LoadAddress(out, base.kind, base.index, static_cast<uint32_t>(base.offset + extra));
+    TPU_ASSIGN_OR_RETURN(ScopedReg step, NewReg());
+    for (size_t d = 0; d < dims; ++d) {
+      if (steps[d] == 0) continue;
+      asm_.Li(step, static_cast<uint32_t>(steps[d]));
+      asm_.Mul(step, step, index[d]);
+      asm_.Add(out, out, step);
+    }
+    return OkStatus();
+  };
+  // VOR copies of `n` lines: S line src + k*src_stride to T line dst + k*dst_stride.
+  auto move_lines = [&](uint32_t src, uint32_t dst, int64_t n, int64_t src_stride, int64_t dst_stride) -> Status {
+    TPU_ASSIGN_OR_RETURN(ScopedReg from, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg to, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
+    asm_.Li(from, src);
+    asm_.Li(to, dst);
+    if (src_stride == 1 && dst_stride == 1) {
+      asm_.Li(count, static_cast<uint32_t>(n));
+      asm_.Emit(isa::Opcode::VOR, {to, from, {}, count, isa::flag::VOR_SRC2_IMM, 0});
+      return OkStatus();
+    }
+    TPU_ASSIGN_OR_RETURN(ScopedReg one, NewReg());
+    asm_.Li(one, 1);
+    asm_.Li(count, static_cast<uint32_t>(n));
+    Assembler::Label loop = asm_.NewLabel();
+    asm_.Bind(loop);
+    asm_.Emit(isa::Opcode::VOR, {to, from, {}, one, isa::flag::VOR_SRC2_IMM, 0});
+    asm_.Addi(from, from, static_cast<uint32_t>(src_stride));
+    asm_.Addi(to, to, static_cast<uint32_t>(dst_stride));
+    asm_.Addi(count, count, static_cast<uint32_t>(-1));
+    asm_.Bne(count, kZeroReg, loop);
+    return OkStatus();
+  };
+  // Gathers `tiles` input tiles of the block's rows from `row` and transposes them into S.
+  auto gather_transposed = [&](Reg row, uint32_t src_row_step, int64_t tiles) -> Status {
+    TPU_ASSIGN_OR_RETURN(ScopedReg from, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg to, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
+    GatherTileMajor(row, rows, src_row_step, g_base, static_cast<uint32_t>(tiles * lanes), from, to, end);
+    asm_.Sync(kSyncDma);
+    asm_.Li(from, g_base);
+    asm_.Li(to, s_base);
+    asm_.Li(end, static_cast<uint32_t>(tiles));
+    asm_.Emit(isa::Opcode::VTRANS, {to, from, {}, end, 0, 0});
+    return OkStatus();
+  };
+  // One instance of a piece, columns k0..k1-1 of it, into the window starting at output column win_lo.
+  auto emit_instance = [&](const ColumnPiece& piece, int64_t extra_lines, int64_t dst_col, int64_t k0, int64_t k1,
+                           int64_t win_lo) -> Status {
+    const int64_t c_lo = piece.src_col + k0 * piece.src_stride;
+    const int64_t c_hi = piece.src_col + (k1 - 1) * piece.src_stride;
+    const int64_t first_tile = c_lo / lanes;
+    TPU_ASSIGN_OR_RETURN(ScopedReg row, NewReg());
+    TPU_RETURN_IF_ERROR(row_address(row, piece.src, extra_lines + first_tile, piece.src_steps));
+    TPU_RETURN_IF_ERROR(gather_transposed(row, static_cast<uint32_t>(piece.src_steps.back()), c_hi / lanes - first_tile + 1));
+    TPU_RETURN_IF_ERROR(move_lines(static_cast<uint32_t>(s_base + c_lo - first_tile * lanes),
+                                   static_cast<uint32_t>(t_base + dst_col + k0 * piece.dst_stride - win_lo), k1 - k0,
+                                   piece.src_stride, piece.dst_stride));
+    asm_.Sync(kSyncVpu);  // the next gather rewrites G, which VTRANS reads
+    return OkStatus();
+  };
+  // Instances first..last-1 of a repeated piece, each whole inside the window, in a loop.
+  auto emit_repeated = [&](const ColumnPiece& piece, int64_t first, int64_t last, int64_t win_lo) -> Status {
+    const int64_t first_tile = piece.src_col / lanes;
+    const int64_t tiles = (piece.src_col + piece.count - 1) / lanes - first_tile + 1;
+    TPU_ASSIGN_OR_RETURN(ScopedReg row, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg dst, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg remaining, NewReg());
+    TPU_RETURN_IF_ERROR(row_address(row, piece.src, first * piece.repeat_lines + first_tile, piece.src_steps));
+    asm_.Li(dst, static_cast<uint32_t>(t_base + piece.dst_col + first * piece.repeat_cols - win_lo));
+    asm_.Li(remaining, static_cast<uint32_t>(last - first));
+    Assembler::Label loop = asm_.NewLabel();
+    asm_.Bind(loop);
+    TPU_RETURN_IF_ERROR(gather_transposed(row, static_cast<uint32_t>(piece.src_steps.back()), tiles));
+    {
+      TPU_ASSIGN_OR_RETURN(ScopedReg from, NewReg());
+      TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
+      asm_.Li(from, static_cast<uint32_t>(s_base + piece.src_col - first_tile * lanes));
+      asm_.Li(count, static_cast<uint32_t>(piece.count));
+      asm_.Emit(isa::Opcode::VOR, {dst, from, {}, count, isa::flag::VOR_SRC2_IMM, 0});
+    }
+    asm_.Sync(kSyncVpu);
+    asm_.Addi(row, row, static_cast<uint32_t>(piece.repeat_lines));
+    asm_.Addi(dst, dst, static_cast<uint32_t>(piece.repeat_cols));
+    asm_.Addi(remaining, remaining, static_cast<uint32_t>(-1));
+    asm_.Bne(remaining, kZeroReg, loop);
+    return OkStatus();
+  };
+  // Columns k of `piece` (at dst_col) that land in [lo, hi): [k0, k1).
+  auto column_range = [](const ColumnPiece& piece, int64_t dst_col, int64_t lo, int64_t hi) {
+    const int64_t k0 = std::max<int64_t>(0, -FloorDiv(dst_col - lo, piece.dst_stride));
+    const int64_t k1 = std::min(piece.count, FloorDiv(hi - 1 - dst_col, piece.dst_stride) + 1);
+    return std::make_pair(k0, k1);
+  };
+
+  auto emit_block = [&]() -> Status {
+    for (int64_t t0 = 0; t0 < out_tiles; t0 += window) {
+      const int64_t tiles = std::min(window, out_tiles - t0);
+      const int64_t win_lo = t0 * lanes, win_hi = win_lo + tiles * lanes, valid_hi = std::min(r.dst_cols, win_hi);
+      {
+        TPU_ASSIGN_OR_RETURN(ScopedReg at, NewReg());
+        TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
+        if (r.fill) {
+          asm_.Li(at, t_base);
+          asm_.Li(count, static_cast<uint32_t>(tiles * lanes));
+          asm_.Vsplat(at, count, *r.fill);
+        }
+        if (valid_hi < win_hi) {  // output padding: +0
+          asm_.Li(at, static_cast<uint32_t>(t_base + valid_hi - win_lo));
+          asm_.Li(count, static_cast<uint32_t>(win_hi - valid_hi));
+          asm_.Vsplat(at, count, 0);
+        }
+      }
+      for (const ColumnPiece& piece : r.pieces) {
+        if (piece.repeat <= 1) {
+          const auto [k0, k1] = column_range(piece, piece.dst_col, win_lo, valid_hi);
+          if (k0 < k1) TPU_RETURN_IF_ERROR(emit_instance(piece, 0, piece.dst_col, k0, k1, win_lo));
+          continue;
+        }
+        // Whole instances in a loop, the ones cut by the window's edges on their own.
+        int64_t whole_first = -1, whole_last = -1;
+        for (int64_t i = 0; i < piece.repeat; ++i) {
+          const int64_t dst_col = piece.dst_col + i * piece.repeat_cols;
+          const auto [k0, k1] = column_range(piece, dst_col, win_lo, valid_hi);
+          if (k0 >= k1) continue;
+          if (k0 == 0 && k1 == piece.count) {
+            if (whole_first < 0) whole_first = i;
+            whole_last = i + 1;
+            continue;
+          }
+          TPU_RETURN_IF_ERROR(emit_instance(piece, i * piece.repeat_lines, dst_col, k0, k1, win_lo));
+        }
+        if (whole_last - whole_first == 1) {
+          TPU_RETURN_IF_ERROR(emit_instance(piece, whole_first * piece.repeat_lines,
+                                            piece.dst_col + whole_first * piece.repeat_cols, 0, piece.count, win_lo));
+        } else if (whole_first >= 0) {
+          TPU_RETURN_IF_ERROR(emit_repeated(piece, whole_first, whole_last, win_lo));
+        }
+      }
+      // Transpose the window back and store it.
+      TPU_ASSIGN_OR_RETURN(ScopedReg from, NewReg());
+      TPU_ASSIGN_OR_RETURN(ScopedReg to, NewReg());
+      TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
+      asm_.Sync(kSyncDma);  // the previous window's stores read O
+      asm_.Li(from, t_base);
+      asm_.Li(to, o_base);
+      asm_.Li(end, static_cast<uint32_t>(tiles));
+      asm_.Emit(isa::Opcode::VTRANS, {to, from, {}, end, 0, 0});
+      asm_.Sync(kSyncVpu);
+      TPU_ASSIGN_OR_RETURN(ScopedReg out_row, NewReg());
+      TPU_RETURN_IF_ERROR(row_address(out_row, r.dst, t0, r.dst_steps));
+      ScatterTileMajor(out_row, rows, static_cast<uint32_t>(r.dst_steps.back()), o_base,
+                       static_cast<uint32_t>(tiles * lanes), from, to, end);
+    }
+    return OkStatus();
+  };
+
+  // Rows: outer box dimensions in loops, the innermost in blocks of LANES rows.
+  std::function<Status(size_t)> level = [&](size_t d) -> Status {
+    const uint32_t count = static_cast<uint32_t>(r.counts[d]);
+    asm_.Li(index[d], 0);
+    if (d + 1 < dims) {
+      if (count == 1) return level(d + 1);
+      Assembler::Label loop = asm_.NewLabel();
+      asm_.Bind(loop);
+      TPU_RETURN_IF_ERROR(level(d + 1));
+      TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
+      asm_.Addi(index[d], index[d], 1);
+      asm_.Li(end, count);
+      asm_.Bne(index[d], end, loop);
+      return OkStatus();
+    }
+    if (count <= lanes) {
+      asm_.Li(rows, count);
+      return emit_block();
+    }
+    Assembler::Label loop = asm_.NewLabel();
+    asm_.Bind(loop);
+    {
+      // rows = min(LANES, count - index)
+      TPU_ASSIGN_OR_RETURN(ScopedReg limit, NewReg());
+      Assembler::Label partial = asm_.NewLabel();
+      asm_.Li(rows, count);
+      asm_.Sub(rows, rows, index[d]);
+      asm_.Li(limit, lanes);
+      asm_.Blt(rows, limit, partial);
+      asm_.Li(rows, lanes);
+      asm_.Bind(partial);
+    }
+    TPU_RETURN_IF_ERROR(emit_block());
+    TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
+    asm_.Addi(index[d], index[d], lanes);
+    asm_.Li(end, static_cast<uint32_t>(CeilDiv(count, lanes) * lanes));
+    asm_.Bne(index[d], end, loop);
+    return OkStatus();
+  };
+  TPU_RETURN_IF_ERROR(level(0));
+  asm_.Sync(kSyncDma);
+  return OkStatus();
+}
+
+// A reshape between [R, C] and [R', C'] row layouts (C, C' the minor dimensions, the rows every other
+// dimension): with g = lcm(C, C'), every g elements hold k1 = g/C whole operand rows and k2 = g/C'
+// whole result rows. Result rows m, m + k2, m + 2*k2, ... form one relayout box (one row per group of g
+// elements) whose pieces are the operand rows of the group that overlap result row m. When result rows
+// are whole groups (k2 = 1), their k1 pieces are one repeated piece: a loop in the code.
+Status CodeGenerator::EmitReshape(const HloInstruction& instruction) {
+  const HloInstruction& operand = *instruction.operand(0);
+  const DeviceLayout in = MakeDeviceLayout(operand.shape(), L());
+  const DeviceLayout out = MakeDeviceLayout(instruction.shape(), L());
+  const int64_t cols = in.cols, out_cols = out.cols;
+  if (in.rows * cols == 0) return OkStatus();
+  const int64_t group = std::lcm(cols, out_cols);
+  const int64_t k1 = group / cols, k2 = group / out_cols, groups = in.rows * cols / group;
+  const int64_t in_tiles = in.column_tiles(L()), out_tiles = out.column_tiles(L());
+  constexpr int64_t kMaxPieces = 32;  // each piece is code of its own
+  if (k2 > 1 && k1 + k2 > kMaxPieces) {
+    return Unimplemented("reshape " + instruction.name() + " from " + operand.shape().ToString() + " to " +
+                         instruction.shape().ToString() + ": rows of " + std::to_string(cols) + " and " +
+                         std::to_string(out_cols) + " elements meet only every " + std::to_string(group) +
+                         " elements (at most " + std::to_string(kMaxPieces) + " row pieces)");
+  }
+  const Location source = locations_.at(BufferOf(&operand));
+  for (int64_t m = 0; m < k2; ++m) {
+    LaneRelayout relayout;
+    relayout.dst = locations_.at(BufferOf(&instruction));
+    relayout.dst.offset += static_cast<uint32_t>(m * out_tiles);
+    relayout.counts = {groups};
+    relayout.dst_steps = {k2 * out_tiles};
+    relayout.dst_cols = out_cols;
+    ColumnPiece piece;
+    piece.src = source;
+    piece.src_steps = {k1 * in_tiles};
+    if (k2 == 1) {
+      piece.count = cols;
+      piece.repeat = k1;
+      piece.repeat_lines = in_tiles;
+      piece.repeat_cols = cols;
+      relayout.pieces.push_back(piece);
+    } else {
+      const int64_t lo = m * out_cols, hi = lo + out_cols;  // the result row's elements in the group
+      for (int64_t j = lo / cols; j * cols < hi; ++j) {
+        const int64_t first = std::max(lo, j * cols), last = std::min(hi, (j + 1) * cols);
+        piece.src = source;
+        piece.src.offset += static_cast<uint32_t>(j * in_tiles);
+        piece.src_col = first - j * cols;
+        piece.dst_col = first - lo;
+        piece.count = last - first;
+        relayout.pieces.push_back(piece);
+      }
+    }
+    TPU_RETURN_IF_ERROR(EmitLaneRelayout(relayout, instruction));
+  }
+  return OkStatus();
+}
+
+}  // namespace tpu::compiler::codegen_internal

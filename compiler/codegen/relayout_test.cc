@@ -1,0 +1,214 @@
+// Lane relayouts (relayout.cc): slices, pads and concatenates that move columns to other lanes and
+// reshapes that change the device layout, on sizes that are not multiples of the lane count, ranks 1-3.
+// Each module is compiled by codegen, checked by the sync checker, run on the reference model and
+// compared bit for bit with the HLO interpreter; padded lanes of the outputs must be +0.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compiler/codegen/codegen.h"
+#include "compiler/codegen/sync_checker.h"
+#include "compiler/hlo/parser.h"
+#include "compiler/interpreter/interpreter.h"
+#include "sw/runtime/client.h"
+#include "tpu_config.h"
+
+namespace tpu::compiler {
+namespace {
+
+CompileOptions DeviceOptions() {
+  CompileOptions options;
+  options.lanes = cfg::kLanes;
+  options.vmem_lines = cfg::kVmemLines;
+  options.imem_words = cfg::kImemWords;
+  return options;
+}
+
+runtime::Client& ModelClient() {
+  static runtime::Client* client = runtime::Client::Create("model", cfg::kName).value().release();
+  return *client;
+}
+
+// Values that show any misplaced element: distinct, with zeros of both signs, infinities and a NaN.
+hlo::Literal RandomArgument(const hlo::Shape& shape, std::mt19937& rng) {
+  hlo::Literal literal(shape);
+  const int64_t count = literal.element_count();
+  std::vector<uint32_t> bits(static_cast<size_t>(count));
+  std::uniform_real_distribution<float> value(-100.0f, 100.0f);
+  for (int64_t i = 0; i < count; ++i) {
+    float f = value(rng);
+    switch (rng() % 16) {
+      case 0: f = -0.0f; break;
+      case 1: f = INFINITY; break;
+      case 2: f = std::nanf(""); break;
+      default: break;
+    }
+    uint32_t word;
+    std::memcpy(&word, &f, 4);
+    if (shape.element_type == hlo::PrimitiveType::S32) word = static_cast<uint32_t>(rng());
+    bits[static_cast<size_t>(i)] = word;
+  }
+  std::memcpy(literal.untyped_data(), bits.data(), literal.size_bytes());
+  return literal;
+}
+
+void ExpectExactOnModel(const std::string& text) {
+  SCOPED_TRACE(text);
+  StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  StatusOr<Program> program = Compile(**module, DeviceOptions());
+  ASSERT_TRUE(program.ok()) << program.status();
+  Status synchronized = CheckUnitSynchronization(program->code, SyncCheckOptions{cfg::kLanes});
+  ASSERT_TRUE(synchronized.ok()) << synchronized;
+
+  std::mt19937 rng(7);
+  std::vector<hlo::Literal> arguments;
+  const hlo::HloComputation& entry = *(*module)->entry_computation();
+  for (int64_t i = 0; i < entry.num_parameters(); ++i) {
+    arguments.push_back(RandomArgument(entry.parameter_instruction(i)->shape(), rng));
+  }
+  StatusOr<std::vector<hlo::Literal>> expected = Interpret(**module, arguments);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+
+  runtime::Client& client = ModelClient();
+  StatusOr<std::unique_ptr<runtime::LoadedExecutable>> executable = client.Load(*std::move(program));
+  ASSERT_TRUE(executable.ok()) << executable.status();
+  std::vector<std::unique_ptr<runtime::Buffer>> buffers;
+  std::vector<const runtime::Buffer*> pointers;
+  for (const hlo::Literal& argument : arguments) {
+    buffers.push_back(client.BufferFromHostLiteral(argument).value());
+    pointers.push_back(buffers.back().get());
+  }
+  StatusOr<runtime::ExecuteResult> result = (*executable)->Execute(pointers);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->outputs.size(), expected->size());
+  for (size_t i = 0; i < expected->size(); ++i) {
+    hlo::Literal device = result->outputs[i]->ToLiteral().value();
+    const hlo::Literal& reference = (*expected)[i];
+    ASSERT_EQ(device.shape(), reference.shape());
+    const auto* d = static_cast<const uint8_t*>(device.untyped_data());
+    const auto* r = static_cast<const uint8_t*>(reference.untyped_data());
+    for (size_t byte = 0; byte < static_cast<size_t>(reference.size_bytes()); byte += 4) {
+      uint32_t dw, rw;
+      std::memcpy(&dw, d + byte, 4);
+      std::memcpy(&rw, r + byte, 4);
+      ASSERT_EQ(dw, rw) << "output " << i << " element " << byte / 4;
+    }
+    const DeviceLayout layout = result->outputs[i]->layout();
+    const std::vector<uint8_t> bytes = result->outputs[i]->ToDeviceBytes().value();
+    for (int64_t row = 0; row < layout.rows; ++row) {
+      for (int64_t c = layout.cols; c < layout.padded_cols; ++c) {
+        uint32_t word;
+        std::memcpy(&word, &bytes[static_cast<size_t>((row * layout.padded_cols + c) * 4)], 4);
+        ASSERT_EQ(word, 0u) << "output " << i << " row " << row << " padded column " << c;
+      }
+    }
+  }
+}
+
+std::string Unary(const std::string& in, const std::string& out, const std::string& op, const std::string& attrs) {
+  return "HloModule m\nENTRY %main (x: " + in + ") -> " + out + " {\n  %x = " + in + " parameter(0)\n  ROOT %r = " +
+         out + " " + op + "(" + in + " %x)" + (attrs.empty() ? "" : ", " + attrs) + "\n}\n";
+}
+
+std::string Pad(const std::string& in, const std::string& out, const std::string& value, const std::string& padding) {
+  return "HloModule m\nENTRY %main (x: " + in + ") -> " + out + " {\n  %x = " + in +
+         " parameter(0)\n  %v = f32[] constant(" + value + ")\n  ROOT %r = " + out + " pad(" + in + " %x, f32[] %v), padding=" +
+         padding + "\n}\n";
+}
+
+TEST(CodegenLaneRelayoutTest, SlicesOfTheMinorDimension) {
+  ExpectExactOnModel(Unary("f32[130]", "f32[117]", "slice", "slice={[3:120]}"));
+  ExpectExactOnModel(Unary("f32[13]", "f32[6]", "slice", "slice={[1:12:2]}"));
+  ExpectExactOnModel(Unary("f32[9]", "f32[1]", "slice", "slice={[8:9]}"));
+  ExpectExactOnModel(Unary("f32[7,130]", "f32[3,42]", "slice", "slice={[1:6:2], [5:129:3]}"));
+  ExpectExactOnModel(Unary("f32[13,9]", "f32[13,8]", "slice", "slice={[0:13], [1:9]}"));
+  ExpectExactOnModel(Unary("f32[3,9,13]", "f32[3,7,5]", "slice", "slice={[0:3], [1:8], [3:12:2]}"));
+  ExpectExactOnModel(Unary("s32[19,21]", "s32[9,13]", "slice", "slice={[1:19:2], [7:20]}"));
+}
+
+TEST(CodegenLaneRelayoutTest, ConcatenatesAtUnalignedOffsets) {
+  ExpectExactOnModel(R"(HloModule m
+ENTRY %main (a: f32[7], b: f32[9], c: f32[1]) -> f32[17] {
+  %a = f32[7] parameter(0)
+  %b = f32[9] parameter(1)
+  %c = f32[1] parameter(2)
+  ROOT %r = f32[17] concatenate(f32[7] %a, f32[9] %b, f32[1] %c), dimensions={0}
+})");
+  ExpectExactOnModel(R"(HloModule m
+ENTRY %main (a: f32[13,7], b: f32[13,9]) -> f32[13,16] {
+  %a = f32[13,7] parameter(0)
+  %b = f32[13,9] parameter(1)
+  ROOT %r = f32[13,16] concatenate(f32[13,7] %a, f32[13,9] %b), dimensions={1}
+})");
+  ExpectExactOnModel(R"(HloModule m
+ENTRY %main (a: f32[2,3,13], b: f32[2,3,8], c: f32[2,3,130]) -> f32[2,3,151] {
+  %a = f32[2,3,13] parameter(0)
+  %b = f32[2,3,8] parameter(1)
+  %c = f32[2,3,130] parameter(2)
+  ROOT %r = f32[2,3,151] concatenate(f32[2,3,13] %a, f32[2,3,8] %b, f32[2,3,130] %c), dimensions={2}
+})");
+  // The whole-tile operand first is a row copy; the others start at its end.
+  ExpectExactOnModel(R"(HloModule m
+ENTRY %main (a: f32[5,16], b: f32[5,7], c: f32[5,9]) -> f32[5,32] {
+  %a = f32[5,16] parameter(0)
+  %b = f32[5,7] parameter(1)
+  %c = f32[5,9] parameter(2)
+  ROOT %r = f32[5,32] concatenate(f32[5,16] %a, f32[5,7] %b, f32[5,9] %c), dimensions={1}
+})");
+}
+
+TEST(CodegenLaneRelayoutTest, PadsWithInteriorAndMinorPadding) {
+  ExpectExactOnModel(Pad("f32[13]", "f32[30]", "1.5", "3_2_1"));
+  ExpectExactOnModel(Pad("f32[7,9]", "f32[22,26]", "0", "1_2_2x2_-1_2"));
+  ExpectExactOnModel(Pad("f32[2,3,13]", "f32[3,6,14]", "-2", "0_1x1_0_1x-2_3"));
+  ExpectExactOnModel(Pad("f32[9,130]", "f32[9,131]", "1.5", "0_0x1_0"));
+  // Only rows move (interior padding of the leading dimension); the value fills unaligned rows.
+  ExpectExactOnModel(Pad("f32[7,9]", "f32[21,9]", "1.5", "1_1_2x0_0"));
+}
+
+TEST(CodegenLaneRelayoutTest, ReshapesThatChangeTheLayout) {
+  ExpectExactOnModel(Unary("f32[6,10]", "f32[60]", "reshape", ""));
+  ExpectExactOnModel(Unary("f32[4,6]", "f32[2,12]", "reshape", ""));
+  ExpectExactOnModel(Unary("f32[60]", "f32[6,10]", "reshape", ""));
+  ExpectExactOnModel(Unary("f32[4,6]", "f32[3,8]", "reshape", ""));
+  ExpectExactOnModel(Unary("f32[3,7,9]", "f32[3,63]", "reshape", ""));
+  ExpectExactOnModel(Unary("f32[2,13,9]", "f32[234]", "reshape", ""));
+  ExpectExactOnModel(Unary("f32[130,3]", "f32[390]", "reshape", ""));
+  ExpectExactOnModel(Unary("f32[9,13]", "f32[13,9]", "reshape", ""));
+  ExpectExactOnModel(Unary("s32[13,1,7]", "s32[7,13]", "reshape", ""));
+}
+
+// Rows wider than the VMEM holds at once go in windows of output tiles; pieces and repeated pieces are
+// cut at the windows' edges.
+TEST(CodegenLaneRelayoutTest, RowsWiderThanOneWindow) {
+  ExpectExactOnModel(Unary("f32[3,5000]", "f32[3,4998]", "slice", "slice={[0:3], [1:4999]}"));
+  ExpectExactOnModel(Unary("f32[2,9000]", "f32[2,2997]", "slice", "slice={[0:2], [5:8996:3]}"));
+  ExpectExactOnModel(Pad("f32[3,2000]", "f32[3,4001]", "0.5", "0_0x1_1_1"));
+  ExpectExactOnModel(Unary("f32[2,300,9]", "f32[2,2700]", "reshape", ""));
+  ExpectExactOnModel(R"(HloModule m
+ENTRY %main (a: f32[2,2500], b: f32[2,3001]) -> f32[2,5501] {
+  %a = f32[2,2500] parameter(0)
+  %b = f32[2,3001] parameter(1)
+  ROOT %r = f32[2,5501] concatenate(f32[2,2500] %a, f32[2,3001] %b), dimensions={1}
+})");
+}
+
+// Reshapes whose rows meet too rarely for the code size are rejected with the reason.
+TEST(CodegenLaneRelayoutTest, RejectsReshapesOfTooManyPieces) {
+  StatusOr<std::unique_ptr<hlo::HloModule>> module =
+      hlo::ParseHloModule(Unary("f32[1000]", "f32[100,10]", "reshape", ""));
+  ASSERT_TRUE(module.ok()) << module.status();
+  StatusOr<Program> program = Compile(**module, DeviceOptions());
+  ASSERT_FALSE(program.ok());
+  EXPECT_EQ(program.status().code(), StatusCode::kUnimplemented) << program.status();
+  EXPECT_NE(program.status().message().find("row pieces"), std::string::npos) << program.status();
+}
+
+}  // namespace
+}  // namespace tpu::compiler
+
