@@ -1,7 +1,6 @@
 #include "compiler/codegen/prepare.h"
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <set>
 #include <vector>
@@ -143,29 +142,13 @@ hlo::Shape ArrayShape(hlo::PrimitiveType type, std::vector<int64_t> dims) {
 // changes nothing.
 bool InitIsIdentity(const HloInstruction& reduce) {
   const HloInstruction& init = *reduce.operand(1);
-  const hlo::HloComputation* reducer = reduce.to_apply();
-  if (init.opcode() != HloOpcode::kConstant || !init.has_literal() || init.shape().rank() != 0 ||
-      reducer == nullptr || reducer->root_instruction() == nullptr) {
+  const hlo::PrimitiveType type = init.shape().element_type;
+  const HloOpcode op = ReductionOpcode(reduce);
+  if (op == HloOpcode::kUnknown || init.opcode() != HloOpcode::kConstant || !init.has_literal() ||
+      init.shape().rank() != 0 || (type != hlo::PrimitiveType::F32 && type != hlo::PrimitiveType::S32)) {
     return false;
   }
-  const HloOpcode op = reducer->root_instruction()->opcode();
-  if (init.shape().element_type == hlo::PrimitiveType::S32) {
-    const int32_t value = init.literal().Get<int32_t>(0);
-    switch (op) {
-      case HloOpcode::kAdd: return value == 0;
-      case HloOpcode::kMaximum: return value == std::numeric_limits<int32_t>::min();
-      case HloOpcode::kMinimum: return value == std::numeric_limits<int32_t>::max();
-      default: return false;
-    }
-  }
-  if (init.shape().element_type != hlo::PrimitiveType::F32) return false;
-  const float value = init.literal().Get<float>(0);
-  switch (op) {
-    case HloOpcode::kAdd: return value == 0.0f;
-    case HloOpcode::kMaximum: return value == -std::numeric_limits<float>::infinity();
-    case HloOpcode::kMinimum: return value == std::numeric_limits<float>::infinity();
-    default: return false;
-  }
+  return ReductionInit{op, type == hlo::PrimitiveType::S32, init.literal().GetAsDouble(0)}.IsIdentity();
 }
 
 // Reductions over the minor dimension become reductions over dimension 0 of the transpose, which the
