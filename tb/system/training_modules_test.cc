@@ -37,8 +37,8 @@ struct TrainingModule {
 // with a tensor step count (scalar power, sqrt and divide on the device), input_output_alias.
 // jax_cnn_train_step: conv 3x3 SAME (3 -> 8 channels, NHWC) -> ReLU -> max pool 2x2 (reduce-window) ->
 // dense 128-10 -> softmax cross-entropy, SGD; the max-pool gradient is a select-and-scatter (GE, add). The
-// conv kernel is frozen (only its bias is trained): its gradient convolution (dim_labels
-// f01b_i01o->01bf) needs rank-4 transposes the code generator does not lower.
+// conv kernel is frozen (only its bias is trained): with its gradient convolution (dim_labels
+// f01b_i01o->01bf, an 8x8 window lowered tap by tap) the program needs 8091 IMEM words of 4096.
 const TrainingModule kModules[] = {{"jax_mlp_tanh_adam_train_step", 14},
                                    {"pytorch_xla_mlp_sigmoid_l1_momentum_train_step", 10},
                                    {"pytorch_xla_mlp_tanh_mse_adam_train_step", 14},
