@@ -20,7 +20,8 @@
 // that keep the device layout; what is left is
 //  - a rank-2 transpose;
 //  - a row permutation (the minor dimension stays): block swaps [P,X,Y,Q,C] -> [P,Y,X,Q,C], each as
-//    min(X,Y) strided row slices concatenated in the new order (pure DMA row copies);
+//    min(X,Y) strided row slices concatenated in the new order (pure DMA row copies; large blocks
+//    are swapped one prime factor at a time when that saves a third of the slices);
 //  - otherwise a row permutation that puts the future minor dimension last, a batched transpose
 //    [B,M,N] -> [B,N,M] and a row permutation into the output order. The batched transpose pads M to
 //    `lane_multiple`, transposes [B*M',N] -> [N,B*M'] as one rank-2 transpose, reads that as [N,B,M']
