@@ -240,6 +240,10 @@ struct LaneRelayout {
   int64_t dst_cols = 0;                        // columns of an output row
   std::optional<uint32_t> fill;                // bits of the columns no piece writes (otherwise pieces write all)
   std::vector<ColumnPiece> pieces;             // applied in order
+  // Splitting rows: the relayout runs `out_repeat` times, time i writing out_repeat_lines*i lines further
+  // on and reading the (single, stride 1) piece out_repeat_cols*i columns further on; the input tiles of
+  // a block are gathered and transposed once for all times, in a code loop.
+  int64_t out_repeat = 1, out_repeat_lines = 0, out_repeat_cols = 0;
 };
 
 class CodeGenerator {

@@ -84,10 +84,23 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
     const int64_t columns = std::min(piece.count, CeilDiv(window * lanes, piece.dst_stride));
     return ((columns - 1) * piece.src_stride) / lanes + 2;
   };
-  // The widest window whose buffers fit the VMEM.
+  const bool split = r.out_repeat > 1;
+  if (split && (r.pieces.size() != 1 || r.pieces[0].repeat > 1 || r.pieces[0].src_stride != 1 ||
+                r.pieces[0].dst_stride != 1 || r.pieces[0].dst_col != 0 || r.pieces[0].count != r.dst_cols || r.fill)) {
+    return Internal(instruction.name() + ": a repeated relayout takes one piece that writes every column");
+  }
+  // The widest window whose buffers fit the VMEM (a split: the whole row, and every time's input tiles).
   int64_t window = out_tiles;
   int64_t g_tiles = 0;
-  while (true) {
+  while (split) {
+    const ColumnPiece& piece = r.pieces[0];
+    g_tiles = (piece.src_col + (r.out_repeat - 1) * r.out_repeat_cols + piece.count - 1) / lanes - piece.src_col / lanes + 1;
+    if (uint64_t(2 * g_tiles + 2 * window) * lanes > options_.vmem_lines) {
+      return VmemOverflow(instruction, uint64_t(2 * g_tiles + 2 * window) * lanes);
+    }
+    break;
+  }
+  while (!split) {
     g_tiles = 1;
     for (const ColumnPiece& piece : r.pieces) g_tiles = std::max(g_tiles, gather_tiles(piece, window));
     if (uint64_t(2 * g_tiles + 2 * window) * lanes <= options_.vmem_lines) break;
@@ -202,6 +215,44 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
     return std::make_pair(k0, k1);
   };
 
+  // A split (one window): every time's input tiles transposed once, then per time a VOR of its columns,
+  // the transpose back and the stores, in a loop.
+  auto emit_split = [&]() -> Status {
+    const ColumnPiece& piece = r.pieces[0];
+    const int64_t first_tile = piece.src_col / lanes;
+    TPU_ASSIGN_OR_RETURN(ScopedReg column, NewReg());   // S line of the time's first column
+    TPU_ASSIGN_OR_RETURN(ScopedReg out_row, NewReg());  // the time's first output row
+    TPU_ASSIGN_OR_RETURN(ScopedReg remaining, NewReg());
+    {
+      TPU_ASSIGN_OR_RETURN(ScopedReg row, NewReg());
+      TPU_RETURN_IF_ERROR(row_address(row, piece.src, first_tile, piece.src_steps));
+      TPU_RETURN_IF_ERROR(gather_transposed(row, static_cast<uint32_t>(piece.src_steps.back()), g_tiles));
+    }
+    TPU_RETURN_IF_ERROR(row_address(out_row, r.dst, 0, r.dst_steps));
+    asm_.Li(column, static_cast<uint32_t>(s_base + piece.src_col - first_tile * lanes));
+    asm_.Li(remaining, static_cast<uint32_t>(r.out_repeat));
+    Assembler::Label loop = asm_.NewLabel();
+    asm_.Bind(loop);
+    TPU_ASSIGN_OR_RETURN(ScopedReg from, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg to, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
+    asm_.Li(to, t_base);
+    asm_.Li(end, static_cast<uint32_t>(piece.count));
+    asm_.Emit(isa::Opcode::VOR, {to, column, {}, end, isa::flag::VOR_SRC2_IMM, 0});
+    asm_.Sync(kSyncDma);  // the previous time's stores read O
+    asm_.Li(from, t_base);
+    asm_.Li(to, o_base);
+    asm_.Li(end, static_cast<uint32_t>(out_tiles));
+    asm_.Emit(isa::Opcode::VTRANS, {to, from, {}, end, 0, 0});
+    asm_.Sync(kSyncVpu);
+    ScatterTileMajor(out_row, rows, static_cast<uint32_t>(r.dst_steps.back()), o_base,
+                     static_cast<uint32_t>(out_tiles * lanes), from, to, end);
+    asm_.Addi(column, column, static_cast<uint32_t>(r.out_repeat_cols));
+    asm_.Addi(out_row, out_row, static_cast<uint32_t>(r.out_repeat_lines));
+    asm_.Addi(remaining, remaining, static_cast<uint32_t>(-1));
+    asm_.Bne(remaining, kZeroReg, loop);
+    return OkStatus();
+  };
   auto emit_block = [&]() -> Status {
     for (int64_t t0 = 0; t0 < out_tiles; t0 += window) {
       const int64_t tiles = std::min(window, out_tiles - t0);
@@ -219,6 +270,10 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
           asm_.Li(count, static_cast<uint32_t>(win_hi - valid_hi));
           asm_.Vsplat(at, count, 0);
         }
+      }
+      if (split) {
+        TPU_RETURN_IF_ERROR(emit_split());
+        continue;
       }
       for (const ColumnPiece& piece : r.pieces) {
         if (piece.repeat <= 1) {
@@ -312,7 +367,8 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
 // dimension): with g = lcm(C, C'), every g elements hold k1 = g/C whole operand rows and k2 = g/C'
 // whole result rows. Result rows m, m + k2, m + 2*k2, ... form one relayout box (one row per group of g
 // elements) whose pieces are the operand rows of the group that overlap result row m. When result rows
-// are whole groups (k2 = 1), their k1 pieces are one repeated piece: a loop in the code.
+// are whole groups (k2 = 1), their k1 pieces are one repeated piece, and when operand rows are (k1 = 1),
+// the k2 boxes are one repeated relayout: loops in the code.
 Status CodeGenerator::EmitReshape(const HloInstruction& instruction) {
   const HloInstruction& operand = *instruction.operand(0);
   const DeviceLayout in = MakeDeviceLayout(operand.shape(), L());
@@ -322,6 +378,24 @@ Status CodeGenerator::EmitReshape(const HloInstruction& instruction) {
   const int64_t group = std::lcm(cols, out_cols);
   const int64_t k1 = group / cols, k2 = group / out_cols, groups = in.rows * cols / group;
   const int64_t in_tiles = in.column_tiles(L()), out_tiles = out.column_tiles(L());
+  const Location source = locations_.at(BufferOf(&operand));
+  if (k1 == 1 && uint64_t(2 * in_tiles + 2 * out_tiles) * L() <= options_.vmem_lines) {
+    // Each operand row splits into k2 result rows: one relayout repeated in a code loop.
+    LaneRelayout split;
+    split.dst = locations_.at(BufferOf(&instruction));
+    split.counts = {groups};
+    split.dst_steps = {k2 * out_tiles};
+    split.dst_cols = out_cols;
+    split.out_repeat = k2;
+    split.out_repeat_lines = out_tiles;
+    split.out_repeat_cols = out_cols;
+    ColumnPiece piece;
+    piece.src = source;
+    piece.src_steps = {in_tiles};
+    piece.count = out_cols;
+    split.pieces.push_back(piece);
+    return EmitLaneRelayout(split, instruction);
+  }
   constexpr int64_t kMaxPieces = 32;  // each piece is code of its own
   if (k2 > 1 && k1 + k2 > kMaxPieces) {
     return Unimplemented("reshape " + instruction.name() + " from " + operand.shape().ToString() + " to " +
@@ -329,7 +403,6 @@ Status CodeGenerator::EmitReshape(const HloInstruction& instruction) {
                          std::to_string(out_cols) + " elements meet only every " + std::to_string(group) +
                          " elements (at most " + std::to_string(kMaxPieces) + " row pieces)");
   }
-  const Location source = locations_.at(BufferOf(&operand));
   for (int64_t m = 0; m < k2; ++m) {
     LaneRelayout relayout;
     relayout.dst = locations_.at(BufferOf(&instruction));

@@ -1,7 +1,8 @@
 // Lane relayouts (relayout.cc): slices, pads and concatenates that move columns to other lanes and
 // reshapes that change the device layout, on sizes that are not multiples of the lane count, ranks 1-3.
-// Each module is compiled by codegen, checked by the sync checker, run on the reference model and
-// compared bit for bit with the HLO interpreter; padded lanes of the outputs must be +0.
+// Each module is compiled by codegen, checked by the sync checker, run on the reference model (and the
+// verilated chip when it is built) and compared bit for bit with the HLO interpreter; padded lanes of the
+// outputs must be +0.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +16,7 @@
 #include "compiler/hlo/parser.h"
 #include "compiler/interpreter/interpreter.h"
 #include "sw/runtime/client.h"
+#include "sw/runtime/transport_factory.h"
 #include "tpu_config.h"
 
 namespace tpu::compiler {
@@ -28,9 +30,15 @@ CompileOptions DeviceOptions() {
   return options;
 }
 
-runtime::Client& ModelClient() {
-  static runtime::Client* client = runtime::Client::Create("model", cfg::kName).value().release();
-  return *client;
+// The reference model, and the verilated chip when this build has it (its units run concurrently, so a
+// missing SYNC would show there).
+std::vector<runtime::Client*> Backends() {
+  static const std::vector<runtime::Client*> clients = [] {
+    std::vector<runtime::Client*> made{runtime::Client::Create("model", cfg::kName).value().release()};
+    if (runtime::RtlBackendAvailable()) made.push_back(runtime::Client::Create("rtl", cfg::kName).value().release());
+    return made;
+  }();
+  return clients;
 }
 
 // Values that show any misplaced element: distinct, with zeros of both signs, infinities and a NaN.
@@ -56,7 +64,10 @@ hlo::Literal RandomArgument(const hlo::Shape& shape, std::mt19937& rng) {
   return literal;
 }
 
-void ExpectExactOnModel(const std::string& text) {
+void ExpectOutputs(runtime::Client& client, const Program& program, const std::vector<hlo::Literal>& arguments,
+                   const std::vector<hlo::Literal>& expected);
+
+void ExpectExactOnDevice(const std::string& text) {
   SCOPED_TRACE(text);
   StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
   ASSERT_TRUE(module.ok()) << module.status();
@@ -74,8 +85,15 @@ void ExpectExactOnModel(const std::string& text) {
   StatusOr<std::vector<hlo::Literal>> expected = Interpret(**module, arguments);
   ASSERT_TRUE(expected.ok()) << expected.status();
 
-  runtime::Client& client = ModelClient();
-  StatusOr<std::unique_ptr<runtime::LoadedExecutable>> executable = client.Load(*std::move(program));
+  for (runtime::Client* client : Backends()) {
+    SCOPED_TRACE(client->backend());
+    ExpectOutputs(*client, *program, arguments, *expected);
+  }
+}
+
+void ExpectOutputs(runtime::Client& client, const Program& program, const std::vector<hlo::Literal>& arguments,
+                   const std::vector<hlo::Literal>& expected) {
+  StatusOr<std::unique_ptr<runtime::LoadedExecutable>> executable = client.Load(program);
   ASSERT_TRUE(executable.ok()) << executable.status();
   std::vector<std::unique_ptr<runtime::Buffer>> buffers;
   std::vector<const runtime::Buffer*> pointers;
@@ -85,10 +103,10 @@ void ExpectExactOnModel(const std::string& text) {
   }
   StatusOr<runtime::ExecuteResult> result = (*executable)->Execute(pointers);
   ASSERT_TRUE(result.ok()) << result.status();
-  ASSERT_EQ(result->outputs.size(), expected->size());
-  for (size_t i = 0; i < expected->size(); ++i) {
+  ASSERT_EQ(result->outputs.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
     hlo::Literal device = result->outputs[i]->ToLiteral().value();
-    const hlo::Literal& reference = (*expected)[i];
+    const hlo::Literal& reference = expected[i];
     ASSERT_EQ(device.shape(), reference.shape());
     const auto* d = static_cast<const uint8_t*>(device.untyped_data());
     const auto* r = static_cast<const uint8_t*>(reference.untyped_data());
@@ -122,30 +140,30 @@ std::string Pad(const std::string& in, const std::string& out, const std::string
 }
 
 TEST(CodegenLaneRelayoutTest, SlicesOfTheMinorDimension) {
-  ExpectExactOnModel(Unary("f32[130]", "f32[117]", "slice", "slice={[3:120]}"));
-  ExpectExactOnModel(Unary("f32[13]", "f32[6]", "slice", "slice={[1:12:2]}"));
-  ExpectExactOnModel(Unary("f32[9]", "f32[1]", "slice", "slice={[8:9]}"));
-  ExpectExactOnModel(Unary("f32[7,130]", "f32[3,42]", "slice", "slice={[1:6:2], [5:129:3]}"));
-  ExpectExactOnModel(Unary("f32[13,9]", "f32[13,8]", "slice", "slice={[0:13], [1:9]}"));
-  ExpectExactOnModel(Unary("f32[3,9,13]", "f32[3,7,5]", "slice", "slice={[0:3], [1:8], [3:12:2]}"));
-  ExpectExactOnModel(Unary("s32[19,21]", "s32[9,13]", "slice", "slice={[1:19:2], [7:20]}"));
+  ExpectExactOnDevice(Unary("f32[130]", "f32[117]", "slice", "slice={[3:120]}"));
+  ExpectExactOnDevice(Unary("f32[13]", "f32[6]", "slice", "slice={[1:12:2]}"));
+  ExpectExactOnDevice(Unary("f32[9]", "f32[1]", "slice", "slice={[8:9]}"));
+  ExpectExactOnDevice(Unary("f32[7,130]", "f32[3,42]", "slice", "slice={[1:6:2], [5:129:3]}"));
+  ExpectExactOnDevice(Unary("f32[13,9]", "f32[13,8]", "slice", "slice={[0:13], [1:9]}"));
+  ExpectExactOnDevice(Unary("f32[3,9,13]", "f32[3,7,5]", "slice", "slice={[0:3], [1:8], [3:12:2]}"));
+  ExpectExactOnDevice(Unary("s32[19,21]", "s32[9,13]", "slice", "slice={[1:19:2], [7:20]}"));
 }
 
 TEST(CodegenLaneRelayoutTest, ConcatenatesAtUnalignedOffsets) {
-  ExpectExactOnModel(R"(HloModule m
+  ExpectExactOnDevice(R"(HloModule m
 ENTRY %main (a: f32[7], b: f32[9], c: f32[1]) -> f32[17] {
   %a = f32[7] parameter(0)
   %b = f32[9] parameter(1)
   %c = f32[1] parameter(2)
   ROOT %r = f32[17] concatenate(f32[7] %a, f32[9] %b, f32[1] %c), dimensions={0}
 })");
-  ExpectExactOnModel(R"(HloModule m
+  ExpectExactOnDevice(R"(HloModule m
 ENTRY %main (a: f32[13,7], b: f32[13,9]) -> f32[13,16] {
   %a = f32[13,7] parameter(0)
   %b = f32[13,9] parameter(1)
   ROOT %r = f32[13,16] concatenate(f32[13,7] %a, f32[13,9] %b), dimensions={1}
 })");
-  ExpectExactOnModel(R"(HloModule m
+  ExpectExactOnDevice(R"(HloModule m
 ENTRY %main (a: f32[2,3,13], b: f32[2,3,8], c: f32[2,3,130]) -> f32[2,3,151] {
   %a = f32[2,3,13] parameter(0)
   %b = f32[2,3,8] parameter(1)
@@ -153,7 +171,7 @@ ENTRY %main (a: f32[2,3,13], b: f32[2,3,8], c: f32[2,3,130]) -> f32[2,3,151] {
   ROOT %r = f32[2,3,151] concatenate(f32[2,3,13] %a, f32[2,3,8] %b, f32[2,3,130] %c), dimensions={2}
 })");
   // The whole-tile operand first is a row copy; the others start at its end.
-  ExpectExactOnModel(R"(HloModule m
+  ExpectExactOnDevice(R"(HloModule m
 ENTRY %main (a: f32[5,16], b: f32[5,7], c: f32[5,9]) -> f32[5,32] {
   %a = f32[5,16] parameter(0)
   %b = f32[5,7] parameter(1)
@@ -163,34 +181,38 @@ ENTRY %main (a: f32[5,16], b: f32[5,7], c: f32[5,9]) -> f32[5,32] {
 }
 
 TEST(CodegenLaneRelayoutTest, PadsWithInteriorAndMinorPadding) {
-  ExpectExactOnModel(Pad("f32[13]", "f32[30]", "1.5", "3_2_1"));
-  ExpectExactOnModel(Pad("f32[7,9]", "f32[22,26]", "0", "1_2_2x2_-1_2"));
-  ExpectExactOnModel(Pad("f32[2,3,13]", "f32[3,6,14]", "-2", "0_1x1_0_1x-2_3"));
-  ExpectExactOnModel(Pad("f32[9,130]", "f32[9,131]", "1.5", "0_0x1_0"));
+  ExpectExactOnDevice(Pad("f32[13]", "f32[30]", "1.5", "3_2_1"));
+  ExpectExactOnDevice(Pad("f32[7,9]", "f32[22,26]", "0", "1_2_2x2_-1_2"));
+  ExpectExactOnDevice(Pad("f32[2,3,13]", "f32[3,6,14]", "-2", "0_1x1_0_1x-2_3"));
+  ExpectExactOnDevice(Pad("f32[9,130]", "f32[9,131]", "1.5", "0_0x1_0"));
   // Only rows move (interior padding of the leading dimension); the value fills unaligned rows.
-  ExpectExactOnModel(Pad("f32[7,9]", "f32[21,9]", "1.5", "1_1_2x0_0"));
+  ExpectExactOnDevice(Pad("f32[7,9]", "f32[21,9]", "1.5", "1_1_2x0_0"));
 }
 
 TEST(CodegenLaneRelayoutTest, ReshapesThatChangeTheLayout) {
-  ExpectExactOnModel(Unary("f32[6,10]", "f32[60]", "reshape", ""));
-  ExpectExactOnModel(Unary("f32[4,6]", "f32[2,12]", "reshape", ""));
-  ExpectExactOnModel(Unary("f32[60]", "f32[6,10]", "reshape", ""));
-  ExpectExactOnModel(Unary("f32[4,6]", "f32[3,8]", "reshape", ""));
-  ExpectExactOnModel(Unary("f32[3,7,9]", "f32[3,63]", "reshape", ""));
-  ExpectExactOnModel(Unary("f32[2,13,9]", "f32[234]", "reshape", ""));
-  ExpectExactOnModel(Unary("f32[130,3]", "f32[390]", "reshape", ""));
-  ExpectExactOnModel(Unary("f32[9,13]", "f32[13,9]", "reshape", ""));
-  ExpectExactOnModel(Unary("s32[13,1,7]", "s32[7,13]", "reshape", ""));
+  ExpectExactOnDevice(Unary("f32[6,10]", "f32[60]", "reshape", ""));
+  ExpectExactOnDevice(Unary("f32[4,6]", "f32[2,12]", "reshape", ""));
+  ExpectExactOnDevice(Unary("f32[60]", "f32[6,10]", "reshape", ""));
+  ExpectExactOnDevice(Unary("f32[4,6]", "f32[3,8]", "reshape", ""));
+  ExpectExactOnDevice(Unary("f32[3,7,9]", "f32[3,63]", "reshape", ""));
+  ExpectExactOnDevice(Unary("f32[2,13,9]", "f32[234]", "reshape", ""));
+  ExpectExactOnDevice(Unary("f32[130,3]", "f32[390]", "reshape", ""));
+  ExpectExactOnDevice(Unary("f32[9,13]", "f32[13,9]", "reshape", ""));
+  ExpectExactOnDevice(Unary("s32[13,1,7]", "s32[7,13]", "reshape", ""));
+  // Rows split into many rows (a flattened feature map back to NHWC): one relayout in a loop.
+  ExpectExactOnDevice(Unary("f32[3,196]", "f32[3,7,7,4]", "reshape", ""));
+  ExpectExactOnDevice(Unary("f32[1000]", "f32[100,10]", "reshape", ""));
+  ExpectExactOnDevice(Unary("f32[9,130]", "f32[9,10,13]", "reshape", ""));
 }
 
 // Rows wider than the VMEM holds at once go in windows of output tiles; pieces and repeated pieces are
 // cut at the windows' edges.
 TEST(CodegenLaneRelayoutTest, RowsWiderThanOneWindow) {
-  ExpectExactOnModel(Unary("f32[3,5000]", "f32[3,4998]", "slice", "slice={[0:3], [1:4999]}"));
-  ExpectExactOnModel(Unary("f32[2,9000]", "f32[2,2997]", "slice", "slice={[0:2], [5:8996:3]}"));
-  ExpectExactOnModel(Pad("f32[3,2000]", "f32[3,4001]", "0.5", "0_0x1_1_1"));
-  ExpectExactOnModel(Unary("f32[2,300,9]", "f32[2,2700]", "reshape", ""));
-  ExpectExactOnModel(R"(HloModule m
+  ExpectExactOnDevice(Unary("f32[3,5000]", "f32[3,4998]", "slice", "slice={[0:3], [1:4999]}"));
+  ExpectExactOnDevice(Unary("f32[2,9000]", "f32[2,2997]", "slice", "slice={[0:2], [5:8996:3]}"));
+  ExpectExactOnDevice(Pad("f32[3,2000]", "f32[3,4001]", "0.5", "0_0x1_1_1"));
+  ExpectExactOnDevice(Unary("f32[2,300,9]", "f32[2,2700]", "reshape", ""));
+  ExpectExactOnDevice(R"(HloModule m
 ENTRY %main (a: f32[2,2500], b: f32[2,3001]) -> f32[2,5501] {
   %a = f32[2,2500] parameter(0)
   %b = f32[2,3001] parameter(1)
@@ -201,7 +223,7 @@ ENTRY %main (a: f32[2,2500], b: f32[2,3001]) -> f32[2,5501] {
 // Reshapes whose rows meet too rarely for the code size are rejected with the reason.
 TEST(CodegenLaneRelayoutTest, RejectsReshapesOfTooManyPieces) {
   StatusOr<std::unique_ptr<hlo::HloModule>> module =
-      hlo::ParseHloModule(Unary("f32[1000]", "f32[100,10]", "reshape", ""));
+      hlo::ParseHloModule(Unary("f32[1000,7]", "f32[140,50]", "reshape", ""));
   ASSERT_TRUE(module.ok()) << module.status();
   StatusOr<Program> program = Compile(**module, DeviceOptions());
   ASSERT_FALSE(program.ok());
