@@ -22,10 +22,10 @@
 namespace tpu::compiler {
 namespace {
 
-CompileOptions DeviceOptions() {
+CompileOptions DeviceOptions(uint32_t vmem_lines = cfg::kVmemLines) {
   CompileOptions options;
   options.lanes = cfg::kLanes;
-  options.vmem_lines = cfg::kVmemLines;
+  options.vmem_lines = vmem_lines;
   options.imem_words = cfg::kImemWords;
   return options;
 }
@@ -67,11 +67,12 @@ hlo::Literal RandomArgument(const hlo::Shape& shape, std::mt19937& rng) {
 void ExpectOutputs(runtime::Client& client, const Program& program, const std::vector<hlo::Literal>& arguments,
                    const std::vector<hlo::Literal>& expected);
 
-void ExpectExactOnDevice(const std::string& text) {
+// vmem_lines: the VMEM the code may use (less than the device has: narrower windows).
+void ExpectExactOnDevice(const std::string& text, uint32_t vmem_lines = cfg::kVmemLines) {
   SCOPED_TRACE(text);
   StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
   ASSERT_TRUE(module.ok()) << module.status();
-  StatusOr<Program> program = Compile(**module, DeviceOptions());
+  StatusOr<Program> program = Compile(**module, DeviceOptions(vmem_lines));
   ASSERT_TRUE(program.ok()) << program.status();
   Status synchronized = CheckUnitSynchronization(program->code, SyncCheckOptions{cfg::kLanes});
   ASSERT_TRUE(synchronized.ok()) << synchronized;
@@ -218,6 +219,23 @@ ENTRY %main (a: f32[2,2500], b: f32[2,3001]) -> f32[2,5501] {
   %b = f32[2,3001] parameter(1)
   ROOT %r = f32[2,5501] concatenate(f32[2,2500] %a, f32[2,3001] %b), dimensions={1}
 })");
+}
+
+// The same windows with a VMEM of a few tiles: every piece, repeated piece and strided piece is cut.
+TEST(CodegenLaneRelayoutTest, WindowsOfAFewTiles) {
+  const uint32_t vmem = 16 * cfg::kLanes;
+  ExpectExactOnDevice(Unary("f32[9,130]", "f32[9,117]", "slice", "slice={[0:9], [3:120]}"), vmem);
+  ExpectExactOnDevice(Unary("f32[5,130]", "f32[5,42]", "slice", "slice={[0:5], [5:129:3]}"), vmem);
+  ExpectExactOnDevice(Pad("f32[3,40]", "f32[3,83]", "-1", "0_0x2_2_1"), vmem);
+  ExpectExactOnDevice(Unary("f32[2,13,9]", "f32[2,117]", "reshape", ""), vmem);
+  ExpectExactOnDevice(Unary("f32[9,13]", "f32[13,9]", "reshape", ""), vmem);
+  ExpectExactOnDevice(R"(HloModule m
+ENTRY %main (a: f32[3,13], b: f32[3,50], c: f32[3,7]) -> f32[3,70] {
+  %a = f32[3,13] parameter(0)
+  %b = f32[3,50] parameter(1)
+  %c = f32[3,7] parameter(2)
+  ROOT %r = f32[3,70] concatenate(f32[3,13] %a, f32[3,50] %b, f32[3,7] %c), dimensions={1}
+})", vmem);
 }
 
 // Reshapes whose rows meet too rarely for the code size are rejected with the reason.
