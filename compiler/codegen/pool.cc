@@ -194,6 +194,16 @@ class PoolLoops {
   ScalarRegisterAllocator* regs_;
 };
 
+// One strided DMA of a tap's input lines (from `offset` lines past `base`) into `buffer` + tap.lo, through
+// the scratch registers a, b, c.
+void LoadTap(Assembler& assembler, Reg base, int64_t offset, const Tap& tap, uint32_t buffer, uint32_t stride, Reg a,
+             Reg b, Reg c) {
+  assembler.Addi(a, base, static_cast<uint32_t>(offset + tap.in_offset));
+  assembler.Li(b, buffer + tap.lo);
+  assembler.Li(c, tap.hi - tap.lo);
+  assembler.DmaLoad(a, b, c, stride);
+}
+
 // The f32 bits of a scalar f32 constant init value.
 std::optional<uint32_t> ScalarInitBits(const HloInstruction& init) {
   if (!IsScalarF32Constant(init)) return std::nullopt;
@@ -253,10 +263,7 @@ Status CodeGenerator::EmitReduceWindow(const HloInstruction& instruction) {
     const uint32_t gather_stride = static_cast<uint32_t>(g.window[g.col].stride * g.in_steps[g.col]);
 
     auto load_tap = [&](const Tap& tap, int buffer) {
-      asm_.Addi(a, x, static_cast<uint32_t>(tap.in_offset));
-      asm_.Li(b, buffer_vmem[buffer] + tap.lo);
-      asm_.Li(c, tap.hi - tap.lo);
-      asm_.DmaLoad(a, b, c, gather_stride);
+      LoadTap(asm_, x, 0, tap, buffer_vmem[buffer], gather_stride, a, b, c);
     };
     auto emit_row = [&](const std::vector<Range>& outer) -> Status {
       const std::vector<Tap> taps = RowTaps(g, outer);
@@ -319,11 +326,11 @@ Status CodeGenerator::EmitReduceWindow(const HloInstruction& instruction) {
 // the source value where the selected tap is that one (VCMP EQ, VSEL with -0 elsewhere, VADD: adding -0
 // changes nothing). Strided windows write every stride-th result column: the result row is kept
 // phase-major in VMEM (columns r, r + s, r + 2s, ... together), so each tap's contribution is one
-// contiguous VADD and every phase one strided store. A window row's selection is recomputed for each of
-// the ceil(window / stride) result rows it reaches.
+// contiguous VADD and every phase one strided store. Window rows reaching several result rows are selected
+// once and kept in VMEM slots where the outer dimensions allow it (emit_cached_run), else once per result row.
 //
 // VMEM: result row [0, W); selected value and its next version, selected tap and its next version, two
-// tap buffers, the source row and a contribution buffer (Wo lines each).
+// tap buffers, the source row and a contribution buffer (Wo lines each); then the slots (2 Wo lines each).
 Status CodeGenerator::EmitSelectAndScatter(const HloInstruction& instruction) {
   const std::string what = "select-and-scatter " + instruction.name();
   const HloInstruction& operand = *instruction.operand(0);
@@ -407,10 +414,7 @@ Status CodeGenerator::EmitSelectAndScatter(const HloInstruction& instruction) {
     };
 
     auto load_tap = [&](int64_t x_offset, const Tap& tap, int buffer) {
-      asm_.Addi(a, x, static_cast<uint32_t>(x_offset + tap.in_offset));
-      asm_.Li(b, buffer_vmem[buffer] + tap.lo);
-      asm_.Li(c, tap.hi - tap.lo);
-      asm_.DmaLoad(a, b, c, gather_stride);
+      LoadTap(asm_, x, x_offset, tap, buffer_vmem[buffer], gather_stride, a, b, c);
     };
     auto splat = [&](uint32_t vmem, uint32_t lines, uint32_t bits) {
       asm_.Li(a, vmem);
@@ -418,23 +422,33 @@ Status CodeGenerator::EmitSelectAndScatter(const HloInstruction& instruction) {
       asm_.Vsplat(a, b, bits);
     };
 
-    // Selection over one window row, then its contributions to the result row.
-    auto emit_window_row = [&](const std::vector<Contribution>& reach) -> Status {
+    // Where a window row (one contribution per outer dimension) starts, relative to the block's pointers.
+    struct WindowRow {
       int64_t x_offset = 0, src_offset = 0;
-      std::vector<Range> outer;
-      std::vector<int64_t> row_taps;
+      std::vector<Range> outer;      // its taps on the outer dimensions
+      std::vector<int64_t> row_taps;  // the outer taps that reach the result row
+    };
+    auto window_row_of = [&](const std::vector<Contribution>& reach) {
+      WindowRow row;
       for (int d = 0; d < g.col; ++d) {
-        x_offset += reach[d].delta * g.window[d].stride * g.in_steps[d];
-        src_offset += reach[d].delta * g.out_steps[d];
-        outer.push_back(reach[d].taps);
-        row_taps.push_back(reach[d].tap);
+        row.x_offset += reach[d].delta * g.window[d].stride * g.in_steps[d];
+        row.src_offset += reach[d].delta * g.out_steps[d];
+        row.outer.push_back(reach[d].taps);
+        row.row_taps.push_back(reach[d].tap);
       }
-      const std::vector<Tap> taps = RowTaps(g, outer);
-      if (taps.empty()) return OkStatus();
+      return row;
+    };
+
+    // The window row's source values into `source_dst` and its selection: afterwards `index` names the
+    // buffer of the selected tap per column and lane. False (nothing emitted) when no tap is inside the input.
+    auto emit_selection = [&](const WindowRow& row, uint32_t source_dst) -> StatusOr<bool> {
+      const std::vector<Tap> taps = RowTaps(g, row.outer);
+      if (taps.empty()) return false;
       asm_.Sync(kSyncVpu);  // the previous window row's instructions read every buffer
-      asm_.Addi(a, src, static_cast<uint32_t>(src_offset));
-      asm_.Li(b, source_vmem);
+      asm_.Addi(a, src, static_cast<uint32_t>(row.src_offset));
+      asm_.Li(b, source_dst);
       asm_.DmaLoad(a, b, width_reg, static_cast<uint32_t>(g.out_steps[g.col]));
+      const int64_t x_offset = row.x_offset;
       asm_.Li(value, value_vmem[0]);
       asm_.Li(next_value, value_vmem[1]);
       asm_.Li(index, index_vmem[0]);
@@ -476,7 +490,12 @@ Status CodeGenerator::EmitSelectAndScatter(const HloInstruction& instruction) {
         std::swap(index, next_index);
         for (uint32_t line = tap.lo; line < tap.hi; ++line) selected[line] = true;
       }
-      // Contributions: window columns ascending, so column taps descending.
+      return true;
+    };
+
+    // Adds the source values (at `source_base`) of the columns whose selected tap (at `index_base`) is
+    // the one reaching the result row, window columns ascending (column taps descending).
+    auto emit_contributions = [&](const std::vector<int64_t>& row_taps, Reg index_base, uint32_t source_base) {
       const hlo::WindowDimension& w = g.window[g.col];
       for (int64_t kw = w.size - 1; kw >= 0; --kw) {
         const Range outputs = ValidOutputs(w, in_width, width, kw);
@@ -485,26 +504,45 @@ Status CodeGenerator::EmitSelectAndScatter(const HloInstruction& instruction) {
         const int64_t column = outputs.lo * w.stride - w.padding_low + kw;
         const uint32_t line = phase_start[column % stride_w] + static_cast<uint32_t>(column / stride_w);
         asm_.Li(a, contribution_vmem + lo);
-        asm_.Addi(b, index, lo);
+        asm_.Addi(b, index_base, lo);
         asm_.Li(c, count);
         asm_.Emit(isa::Opcode::VCMP, {a, b, kZeroReg, c,
                                       static_cast<uint8_t>(isa::flag::VCMP_INT | isa::flag::VCMP_SRC2_IMM |
                                                            (VcmpDirection(hlo::ComparisonDirection::kEq)
                                                             << isa::flag::VCMP_DIR_LSB)),
                                       g.TapIndex(row_taps, kw)});
-        asm_.Li(b, source_vmem + lo);
+        asm_.Li(b, source_base + lo);
         asm_.Emit(isa::Opcode::VSEL, {a, b, kZeroReg, c, isa::flag::VSEL_SRC2_IMM, 0x80000000u});
         asm_.Li(b, result_vmem + line);
         asm_.Emit(isa::Opcode::VADD, {b, b, a, c, 0, 0});
       }
+    };
+
+    // Selection over one window row, then its contributions to the result row.
+    auto emit_window_row = [&](const std::vector<Contribution>& reach) -> Status {
+      const WindowRow row = window_row_of(reach);
+      TPU_ASSIGN_OR_RETURN(bool selected, emit_selection(row, source_vmem));
+      if (selected) emit_contributions(row.row_taps, index, source_vmem);
       return OkStatus();
     };
 
     // One result row: init, the window rows reaching it (every combination of the outer dimensions'
     // contributions, window rows ascending), then one strided store per phase.
-    auto emit_result_row = [&](int64_t r_offset, const std::vector<Reach>& reach) -> Status {
+    auto begin_result_row = [&]() {
       asm_.Sync(kSyncDma);  // the previous row's stores read the result row
       splat(result_vmem, in_width, *init);
+    };
+    auto store_result_row = [&](int64_t r_offset) {
+      asm_.Sync(kSyncVpu);
+      for (uint32_t phase = 0; phase < phases; ++phase) {
+        asm_.Addi(a, r, static_cast<uint32_t>(r_offset + phase * g.in_steps[g.col]));
+        asm_.Li(b, result_vmem + phase_start[phase]);
+        asm_.Li(c, phase_start[phase + 1] - phase_start[phase]);
+        asm_.DmaStore(a, b, c, gather_stride);
+      }
+    };
+    auto emit_result_row = [&](int64_t r_offset, const std::vector<Reach>& reach) -> Status {
+      begin_result_row();
       std::vector<size_t> choice(reach.size(), 0);
       bool any = true;
       for (const Reach& dim : reach) any = any && !dim.contributions.empty();
@@ -519,14 +557,77 @@ Status CodeGenerator::EmitSelectAndScatter(const HloInstruction& instruction) {
         }
         if (d < 0) break;
       }
-      asm_.Sync(kSyncVpu);
-      for (uint32_t phase = 0; phase < phases; ++phase) {
-        asm_.Addi(a, r, static_cast<uint32_t>(r_offset + phase * g.in_steps[g.col]));
-        asm_.Li(b, result_vmem + phase_start[phase]);
-        asm_.Li(c, phase_start[phase + 1] - phase_start[phase]);
-        asm_.DmaStore(a, b, c, gather_stride);
-      }
+      store_result_row(r_offset);
       return OkStatus();
+    };
+
+    // The blocks of a run on the last outer dimension with the window rows they reach kept in VMEM
+    // slots (slot j: window row block + delta_min + j, its selected taps then its source values), when
+    // the outer dimensions before it reach one window row each: every window row is selected once
+    // instead of once per result row it reaches; after a block the slots shift down by one (VOR copies)
+    // and the next block selects only its last window row. False (nothing emitted) when that does not
+    // apply or saves nothing.
+    auto emit_cached_run = [&](const std::vector<Reach>& reach, const std::vector<Reach>& per_row, int64_t r_offset,
+                               int d, int64_t count) -> StatusOr<bool> {
+      std::vector<Contribution> fixed;
+      for (const Reach& outer : reach) {
+        if (outer.contributions.size() != 1) return false;
+        fixed.push_back(outer.contributions[0]);
+      }
+      std::map<int64_t, Range> taps_of;  // per delta, the window row's taps on dimension d
+      int64_t uses = 0;
+      for (const Reach& row : per_row) {
+        for (const Contribution& contribution : row.contributions) {
+          taps_of[contribution.delta] = contribution.taps;
+          ++uses;
+        }
+      }
+      if (taps_of.empty()) return false;
+      const int64_t delta_min = taps_of.begin()->first;
+      const int64_t slots = taps_of.rbegin()->first - delta_min + 1;
+      if (static_cast<int64_t>(taps_of.size()) != slots || slots - 1 + count >= uses * count) return false;
+      const uint64_t needed = vmem_needed + 2ull * static_cast<uint64_t>(slots) * width;
+      if (needed > options_.vmem_lines) return false;
+      auto slot_vmem = [&](int64_t j) { return in_width + 8 * width + 2 * static_cast<uint32_t>(j) * width; };
+      std::vector<bool> has_taps(static_cast<size_t>(slots), false);
+      auto fill_slot = [&](int64_t j) -> Status {
+        std::vector<Contribution> combination = fixed;
+        combination.push_back({0, delta_min + j, taps_of[delta_min + j]});
+        TPU_ASSIGN_OR_RETURN(bool selected, emit_selection(window_row_of(combination), slot_vmem(j) + width));
+        has_taps[j] = selected;
+        if (selected) {
+          asm_.Li(a, slot_vmem(j));
+          asm_.Emit(isa::Opcode::VOR, {a, index, kZeroReg, width_reg, isa::flag::VOR_SRC2_IMM, 0});
+        }
+        return OkStatus();
+      };
+      for (int64_t j = 0; j + 1 < slots; ++j) TPU_RETURN_IF_ERROR(fill_slot(j));
+      const int64_t row_step = g.window[d].stride * g.in_steps[d], src_step = g.out_steps[d];
+      TPU_RETURN_IF_ERROR(loops.Loop(count, {{r, row_step}, {x, row_step}, {src, src_step}}, [&]() -> Status {
+        TPU_RETURN_IF_ERROR(fill_slot(slots - 1));
+        for (size_t p = 0; p < per_row.size(); ++p) {
+          begin_result_row();
+          for (const Contribution& contribution : per_row[p].contributions) {  // window rows ascending
+            const int64_t j = contribution.delta - delta_min;
+            if (!has_taps[j]) continue;
+            std::vector<int64_t> row_taps;
+            for (const Contribution& outer : fixed) row_taps.push_back(outer.tap);
+            row_taps.push_back(contribution.tap);
+            asm_.Li(next_index, slot_vmem(j));
+            emit_contributions(row_taps, next_index, slot_vmem(j) + width);
+          }
+          store_result_row(r_offset + static_cast<int64_t>(p) * g.in_steps[d]);
+        }
+        asm_.Li(c, 2 * width);
+        for (int64_t j = 0; j + 1 < slots; ++j) {
+          if (!has_taps[j + 1]) continue;
+          asm_.Li(a, slot_vmem(j));
+          asm_.Li(b, slot_vmem(j + 1));
+          asm_.Emit(isa::Opcode::VOR, {a, b, kZeroReg, c, isa::flag::VOR_SRC2_IMM, 0});
+        }
+        return OkStatus();
+      }));
+      return true;
     };
 
     // Dimensions before col: result rows in blocks of `stride` (one window row per block); the block's
@@ -569,14 +670,21 @@ Status CodeGenerator::EmitSelectAndScatter(const HloInstruction& instruction) {
         loops.Move(x, first * row_step);
         loops.Move(src, first * src_step);
         const std::vector<Reach> per_row = block_reach(first);
-        TPU_RETURN_IF_ERROR(loops.Loop(count, {{r, row_step}, {x, row_step}, {src, src_step}}, [&]() -> Status {
+        bool cached = false;
+        if (d + 1 == g.col) {
+          TPU_ASSIGN_OR_RETURN(cached, emit_cached_run(reach, per_row, r_offset, d, count));
+        }
+        auto block = [&]() -> Status {
           for (size_t p = 0; p < per_row.size(); ++p) {
             std::vector<Reach> inner = reach;
             inner.push_back(per_row[p]);
             TPU_RETURN_IF_ERROR(rows(d + 1, r_offset + static_cast<int64_t>(p) * g.in_steps[d], inner));
           }
           return OkStatus();
-        }));
+        };
+        if (!cached) {
+          TPU_RETURN_IF_ERROR(loops.Loop(count, {{r, row_step}, {x, row_step}, {src, src_step}}, block));
+        }
         loops.Move(r, -first * row_step);
         loops.Move(x, -first * row_step);
         loops.Move(src, -first * src_step);
