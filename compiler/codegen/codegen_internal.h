@@ -244,6 +244,7 @@ struct LaneRelayout {
   // on and reading the (single, stride 1) piece out_repeat_cols*i columns further on; the input tiles of
   // a block are gathered and transposed once for all times, in a code loop.
   int64_t out_repeat = 1, out_repeat_lines = 0, out_repeat_cols = 0;
+  bool compact = false;  // no software pipeline (less code: one of many relayouts of an instruction)
 };
 
 class CodeGenerator {

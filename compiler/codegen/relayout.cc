@@ -319,6 +319,156 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
     return OkStatus();
   };
 
+  // Software pipeline for one window and plain pieces over many rows: while the VPU transposes and
+  // moves block j, the DMA stores block j-1 and gathers block j+1 (gathered tiles and transposed
+  // output double-buffered). Iteration j handles the three blocks with row counts `prev`, (cur), `next`
+  // (0 outside the box: those DMAs do nothing); the iterations run in pairs, one per buffer.
+  struct PipelinedPiece {
+    const ColumnPiece* piece;
+    int64_t first_tile, tiles, s_line, t_line, count;
+    uint32_t g[2];
+  };
+  std::vector<PipelinedPiece> staged;
+  uint32_t p_s = 0, p_t = 0, p_o[2] = {0, 0};
+  const bool pipelined = [&] {
+    if (split || r.compact || window != out_tiles || r.counts.back() < 4 * int64_t{lanes}) return false;
+    uint32_t next = 0;
+    int64_t s_tiles = 1;
+    for (const ColumnPiece& piece : r.pieces) {
+      if (piece.repeat > 1) return false;
+      const auto [k0, k1] = column_range(piece, piece.dst_col, 0, r.dst_cols);
+      if (k0 >= k1) continue;
+      PipelinedPiece stage;
+      stage.piece = &piece;
+      const int64_t c_lo = piece.src_col + k0 * piece.src_stride;
+      stage.first_tile = c_lo / lanes;
+      stage.tiles = (piece.src_col + (k1 - 1) * piece.src_stride) / lanes - stage.first_tile + 1;
+      stage.s_line = c_lo - stage.first_tile * lanes;
+      stage.t_line = piece.dst_col + k0 * piece.dst_stride;
+      stage.count = k1 - k0;
+      for (uint32_t& g : stage.g) {
+        g = next;
+        next += static_cast<uint32_t>(stage.tiles * lanes);
+      }
+      s_tiles = std::max(s_tiles, stage.tiles);
+      staged.push_back(stage);
+      if (staged.size() > 4) return false;  // code size
+    }
+    p_s = next;
+    p_t = p_s + static_cast<uint32_t>(s_tiles * lanes);
+    p_o[0] = p_t + static_cast<uint32_t>(out_tiles * lanes);
+    p_o[1] = p_o[0] + static_cast<uint32_t>(out_tiles * lanes);
+    return uint64_t{p_o[1]} + out_tiles * lanes <= options_.vmem_lines;
+  }();
+  auto emit_pipelined_rows = [&](size_t d) -> Status {
+    const int64_t count = r.counts[d];
+    const int64_t step_out = r.dst_steps.back();
+    TPU_ASSIGN_OR_RETURN(ScopedReg prev, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg cur, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg next, NewReg());
+    // out = rows of the block `ahead` rows after index: min(LANES, max(0, count - index - ahead)).
+    auto block_rows = [&](Reg out, int64_t ahead) -> Status {
+      TPU_ASSIGN_OR_RETURN(ScopedReg limit, NewReg());
+      Assembler::Label none = asm_.NewLabel(), done = asm_.NewLabel();
+      asm_.Li(out, static_cast<uint32_t>(count - ahead));
+      asm_.Sub(out, out, index[d]);
+      asm_.Blt(out, kZeroReg, none);
+      asm_.Li(limit, lanes);
+      asm_.Blt(out, limit, done);
+      asm_.Li(out, lanes);
+      asm_.Jmp(done);
+      asm_.Bind(none);
+      asm_.Li(out, 0);
+      asm_.Bind(done);
+      return OkStatus();
+    };
+    auto gather = [&](int buffer) -> Status {  // the block after index, `next` rows
+      for (const PipelinedPiece& stage : staged) {
+        TPU_ASSIGN_OR_RETURN(ScopedReg row, NewReg());
+        TPU_ASSIGN_OR_RETURN(ScopedReg from, NewReg());
+        TPU_ASSIGN_OR_RETURN(ScopedReg to, NewReg());
+        TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
+        const int64_t step = stage.piece->src_steps.back();
+        TPU_RETURN_IF_ERROR(row_address(row, stage.piece->src, stage.first_tile, stage.piece->src_steps));
+        asm_.Addi(row, row, static_cast<uint32_t>(lanes * step));  // block j+1
+        GatherTileMajor(row, next, static_cast<uint32_t>(step), stage.g[buffer], static_cast<uint32_t>(stage.tiles * lanes),
+                        from, to, end);
+      }
+      return OkStatus();
+    };
+    auto fill_window = [&]() -> Status {
+      TPU_ASSIGN_OR_RETURN(ScopedReg at, NewReg());
+      TPU_ASSIGN_OR_RETURN(ScopedReg lines, NewReg());
+      if (r.fill) {
+        asm_.Li(at, p_t);
+        asm_.Li(lines, static_cast<uint32_t>(out_tiles * lanes));
+        asm_.Vsplat(at, lines, *r.fill);
+      }
+      if (r.dst_cols < out_tiles * lanes) {
+        asm_.Li(at, static_cast<uint32_t>(p_t + r.dst_cols));
+        asm_.Li(lines, static_cast<uint32_t>(out_tiles * lanes - r.dst_cols));
+        asm_.Vsplat(at, lines, 0);
+      }
+      return OkStatus();
+    };
+    auto iteration = [&](int buffer) -> Status {
+      asm_.Sync(kSyncDma | kSyncVpu);  // block j gathered, block j-2 stored, block j-1 transposed
+      if (r.fill) TPU_RETURN_IF_ERROR(fill_window());
+      auto transpose = [&](uint32_t source, uint32_t target, int64_t tiles) -> Status {
+        TPU_ASSIGN_OR_RETURN(ScopedReg from, NewReg());
+        TPU_ASSIGN_OR_RETURN(ScopedReg to, NewReg());
+        TPU_ASSIGN_OR_RETURN(ScopedReg blocks, NewReg());
+        asm_.Li(from, source);
+        asm_.Li(to, target);
+        asm_.Li(blocks, static_cast<uint32_t>(tiles));
+        asm_.Emit(isa::Opcode::VTRANS, {to, from, {}, blocks, 0, 0});
+        return OkStatus();
+      };
+      for (const PipelinedPiece& stage : staged) {
+        TPU_RETURN_IF_ERROR(transpose(stage.g[buffer], p_s, stage.tiles));
+        TPU_RETURN_IF_ERROR(move_lines(static_cast<uint32_t>(p_s + stage.s_line), static_cast<uint32_t>(p_t + stage.t_line),
+                                       stage.count, stage.piece->src_stride, stage.piece->dst_stride));
+      }
+      TPU_RETURN_IF_ERROR(transpose(p_t, p_o[buffer], out_tiles));
+      {
+        TPU_ASSIGN_OR_RETURN(ScopedReg out_row, NewReg());
+        TPU_ASSIGN_OR_RETURN(ScopedReg from, NewReg());
+        TPU_ASSIGN_OR_RETURN(ScopedReg to, NewReg());
+        TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
+        TPU_RETURN_IF_ERROR(row_address(out_row, r.dst, 0, r.dst_steps));
+        asm_.Addi(out_row, out_row, static_cast<uint32_t>(-int64_t{lanes} * step_out));  // block j-1
+        ScatterTileMajor(out_row, prev, static_cast<uint32_t>(step_out), p_o[1 - buffer],
+                         static_cast<uint32_t>(out_tiles * lanes), from, to, end);
+      }
+      TPU_RETURN_IF_ERROR(gather(1 - buffer));
+      asm_.Addi(index[d], index[d], lanes);
+      asm_.Addi(prev, cur, 0);
+      asm_.Addi(cur, next, 0);
+      return block_rows(next, lanes);
+    };
+    asm_.Li(index[d], 0);
+    if (!r.fill) TPU_RETURN_IF_ERROR(fill_window());
+    asm_.Li(prev, 0);
+    TPU_RETURN_IF_ERROR(block_rows(cur, 0));
+    // Block 0 is gathered as iteration -1 would gather it.
+    asm_.Addi(next, cur, 0);
+    asm_.Addi(index[d], index[d], static_cast<uint32_t>(-int64_t{lanes}));
+    TPU_RETURN_IF_ERROR(gather(0));
+    asm_.Addi(index[d], index[d], lanes);
+    TPU_RETURN_IF_ERROR(block_rows(next, lanes));
+    const int64_t blocks = CeilDiv(count, lanes);
+    TPU_ASSIGN_OR_RETURN(ScopedReg remaining, NewReg());
+    asm_.Li(remaining, static_cast<uint32_t>((blocks + 2) / 2));  // iterations 0..blocks, in pairs
+    Assembler::Label loop = asm_.NewLabel();
+    asm_.Bind(loop);
+    TPU_RETURN_IF_ERROR(iteration(0));
+    TPU_RETURN_IF_ERROR(iteration(1));
+    asm_.Addi(remaining, remaining, static_cast<uint32_t>(-1));
+    asm_.Bne(remaining, kZeroReg, loop);
+    asm_.Sync(kSyncDma | kSyncVpu);
+    return OkStatus();
+  };
+
   // Rows: outer box dimensions in loops, the innermost in blocks of LANES rows.
   std::function<Status(size_t)> level = [&](size_t d) -> Status {
     const uint32_t count = static_cast<uint32_t>(r.counts[d]);
@@ -334,6 +484,7 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
       asm_.Bne(index[d], end, loop);
       return OkStatus();
     }
+    if (pipelined) return emit_pipelined_rows(d);
     if (count <= lanes) {
       asm_.Li(rows, count);
       return emit_block();
@@ -431,6 +582,7 @@ Status CodeGenerator::EmitReshape(const HloInstruction& instruction) {
         relayout.pieces.push_back(piece);
       }
     }
+    relayout.compact = k2 > 1;  // k2 relayouts
     TPU_RETURN_IF_ERROR(EmitLaneRelayout(relayout, instruction));
   }
   return OkStatus();

@@ -221,6 +221,25 @@ ENTRY %main (a: f32[2,2500], b: f32[2,3001]) -> f32[2,5501] {
 })");
 }
 
+// Many rows: the software pipeline (stores of block j-1 and gathers of block j+1 beside block j), for
+// even and odd block counts and a partial last block.
+TEST(CodegenLaneRelayoutTest, ManyRowsInASoftwarePipeline) {
+  for (int rows : {32, 33, 40, 47, 64, 100}) {
+    const std::string n = std::to_string(rows);
+    ExpectExactOnDevice(Unary("f32[" + n + ",30]", "f32[" + n + ",13]", "slice", "slice={[0:" + n + "], [3:29:2]}"));
+    ExpectExactOnDevice(Pad("f32[" + n + ",13]", "f32[" + n + ",29]", "1.5", "0_0x1_3_1"));
+  }
+  ExpectExactOnDevice(Unary("s32[3,40,13]", "s32[3,40,11]", "slice", "slice={[0:3], [0:40], [1:12]}"));
+  ExpectExactOnDevice(Pad("f32[40,9]", "f32[81,24]", "-0.25", "1_1_1x2_5_1"), 24 * cfg::kLanes);
+  ExpectExactOnDevice(R"(HloModule m
+ENTRY %main (a: f32[45,7], b: f32[45,9], c: f32[45,3]) -> f32[45,19] {
+  %a = f32[45,7] parameter(0)
+  %b = f32[45,9] parameter(1)
+  %c = f32[45,3] parameter(2)
+  ROOT %r = f32[45,19] concatenate(f32[45,7] %a, f32[45,9] %b, f32[45,3] %c), dimensions={1}
+})");
+}
+
 // The same windows with a VMEM of a few tiles: every piece, repeated piece and strided piece is cut.
 TEST(CodegenLaneRelayoutTest, WindowsOfAFewTiles) {
   const uint32_t vmem = 16 * cfg::kLanes;
