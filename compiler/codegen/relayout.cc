@@ -91,14 +91,13 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
   }
   // The widest window whose buffers fit the VMEM (a split: the whole row, and every time's input tiles).
   int64_t window = out_tiles;
-  int64_t g_tiles = 0;
-  while (split) {
+  int64_t g_tiles = 1;
+  if (split) {
     const ColumnPiece& piece = r.pieces[0];
     g_tiles = (piece.src_col + (r.out_repeat - 1) * r.out_repeat_cols + piece.count - 1) / lanes - piece.src_col / lanes + 1;
     if (uint64_t(2 * g_tiles + 2 * window) * lanes > options_.vmem_lines) {
       return VmemOverflow(instruction, uint64_t(2 * g_tiles + 2 * window) * lanes);
     }
-    break;
   }
   while (!split) {
     g_tiles = 1;
@@ -153,51 +152,90 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
     asm_.Bne(count, kZeroReg, loop);
     return OkStatus();
   };
-  // Gathers `tiles` input tiles of the block's rows from `row` and transposes them into S.
-  auto gather_transposed = [&](Reg row, uint32_t src_row_step, int64_t tiles) -> Status {
+  // VTRANS of `tiles` blocks from VMEM line `source` to `target`.
+  auto transpose = [&](uint32_t source, uint32_t target, int64_t tiles) -> Status {
     TPU_ASSIGN_OR_RETURN(ScopedReg from, NewReg());
     TPU_ASSIGN_OR_RETURN(ScopedReg to, NewReg());
-    TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
-    GatherTileMajor(row, rows, src_row_step, g_base, static_cast<uint32_t>(tiles * lanes), from, to, end);
-    asm_.Sync(kSyncDma);
-    asm_.Li(from, g_base);
-    asm_.Li(to, s_base);
-    asm_.Li(end, static_cast<uint32_t>(tiles));
-    asm_.Emit(isa::Opcode::VTRANS, {to, from, {}, end, 0, 0});
+    TPU_ASSIGN_OR_RETURN(ScopedReg blocks, NewReg());
+    asm_.Li(from, source);
+    asm_.Li(to, target);
+    asm_.Li(blocks, static_cast<uint32_t>(tiles));
+    asm_.Emit(isa::Opcode::VTRANS, {to, from, {}, blocks, 0, 0});
     return OkStatus();
+  };
+  // The column lines of a window of `tiles` tiles at VMEM line `window_base` (output columns from
+  // win_lo on): the pad value, and +0 from output column valid_hi on (the padded lanes).
+  auto prepare_window = [&](uint32_t window_base, int64_t tiles, int64_t win_lo, int64_t valid_hi) -> Status {
+    TPU_ASSIGN_OR_RETURN(ScopedReg at, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
+    const int64_t win_hi = win_lo + tiles * lanes;
+    if (r.fill) {
+      asm_.Li(at, window_base);
+      asm_.Li(count, static_cast<uint32_t>(tiles * lanes));
+      asm_.Vsplat(at, count, *r.fill);
+    }
+    if (valid_hi < win_hi) {
+      asm_.Li(at, static_cast<uint32_t>(window_base + valid_hi - win_lo));
+      asm_.Li(count, static_cast<uint32_t>(win_hi - valid_hi));
+      asm_.Vsplat(at, count, 0);
+    }
+    return OkStatus();
+  };
+  // Gathers `tiles` input tiles of the block's rows from `row` and transposes them into S.
+  auto gather_transposed = [&](Reg row, uint32_t src_row_step, int64_t tiles) -> Status {
+    {
+      TPU_ASSIGN_OR_RETURN(ScopedReg from, NewReg());
+      TPU_ASSIGN_OR_RETURN(ScopedReg to, NewReg());
+      TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
+      GatherTileMajor(row, rows, src_row_step, g_base, static_cast<uint32_t>(tiles * lanes), from, to, end);
+    }
+    asm_.Sync(kSyncDma);
+    return transpose(g_base, s_base, tiles);
+  };
+  // What an instance of a piece reads and writes for its columns k0..k1-1: `tiles` input tiles from
+  // `first_tile` on, transposed, column k0 at S line s_line; it lands at output column t_column.
+  struct Span {
+    int64_t first_tile, tiles, s_line, t_column;
+  };
+  auto span_of = [&](const ColumnPiece& piece, int64_t dst_col, int64_t k0, int64_t k1) {
+    const int64_t c_lo = piece.src_col + k0 * piece.src_stride;
+    const int64_t c_hi = piece.src_col + (k1 - 1) * piece.src_stride;
+    Span span;
+    span.first_tile = c_lo / lanes;
+    span.tiles = c_hi / lanes - span.first_tile + 1;
+    span.s_line = c_lo - span.first_tile * lanes;
+    span.t_column = dst_col + k0 * piece.dst_stride;
+    return span;
   };
   // One instance of a piece, columns k0..k1-1 of it, into the window starting at output column win_lo.
   auto emit_instance = [&](const ColumnPiece& piece, int64_t extra_lines, int64_t dst_col, int64_t k0, int64_t k1,
                            int64_t win_lo) -> Status {
-    const int64_t c_lo = piece.src_col + k0 * piece.src_stride;
-    const int64_t c_hi = piece.src_col + (k1 - 1) * piece.src_stride;
-    const int64_t first_tile = c_lo / lanes;
+    const Span span = span_of(piece, dst_col, k0, k1);
     TPU_ASSIGN_OR_RETURN(ScopedReg row, NewReg());
-    TPU_RETURN_IF_ERROR(row_address(row, piece.src, extra_lines + first_tile, piece.src_steps));
-    TPU_RETURN_IF_ERROR(gather_transposed(row, static_cast<uint32_t>(piece.src_steps.back()), c_hi / lanes - first_tile + 1));
-    TPU_RETURN_IF_ERROR(move_lines(static_cast<uint32_t>(s_base + c_lo - first_tile * lanes),
-                                   static_cast<uint32_t>(t_base + dst_col + k0 * piece.dst_stride - win_lo), k1 - k0,
-                                   piece.src_stride, piece.dst_stride));
+    TPU_RETURN_IF_ERROR(row_address(row, piece.src, extra_lines + span.first_tile, piece.src_steps));
+    TPU_RETURN_IF_ERROR(gather_transposed(row, static_cast<uint32_t>(piece.src_steps.back()), span.tiles));
+    TPU_RETURN_IF_ERROR(move_lines(static_cast<uint32_t>(s_base + span.s_line),
+                                   static_cast<uint32_t>(t_base + span.t_column - win_lo), k1 - k0, piece.src_stride,
+                                   piece.dst_stride));
     asm_.Sync(kSyncVpu);  // the next gather rewrites G, which VTRANS reads
     return OkStatus();
   };
   // Instances first..last-1 of a repeated piece, each whole inside the window, in a loop.
   auto emit_repeated = [&](const ColumnPiece& piece, int64_t first, int64_t last, int64_t win_lo) -> Status {
-    const int64_t first_tile = piece.src_col / lanes;
-    const int64_t tiles = (piece.src_col + piece.count - 1) / lanes - first_tile + 1;
+    const Span span = span_of(piece, piece.dst_col, 0, piece.count);
     TPU_ASSIGN_OR_RETURN(ScopedReg row, NewReg());
     TPU_ASSIGN_OR_RETURN(ScopedReg dst, NewReg());
     TPU_ASSIGN_OR_RETURN(ScopedReg remaining, NewReg());
-    TPU_RETURN_IF_ERROR(row_address(row, piece.src, first * piece.repeat_lines + first_tile, piece.src_steps));
+    TPU_RETURN_IF_ERROR(row_address(row, piece.src, first * piece.repeat_lines + span.first_tile, piece.src_steps));
     asm_.Li(dst, static_cast<uint32_t>(t_base + piece.dst_col + first * piece.repeat_cols - win_lo));
     asm_.Li(remaining, static_cast<uint32_t>(last - first));
     Assembler::Label loop = asm_.NewLabel();
     asm_.Bind(loop);
-    TPU_RETURN_IF_ERROR(gather_transposed(row, static_cast<uint32_t>(piece.src_steps.back()), tiles));
+    TPU_RETURN_IF_ERROR(gather_transposed(row, static_cast<uint32_t>(piece.src_steps.back()), span.tiles));
     {
       TPU_ASSIGN_OR_RETURN(ScopedReg from, NewReg());
       TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
-      asm_.Li(from, static_cast<uint32_t>(s_base + piece.src_col - first_tile * lanes));
+      asm_.Li(from, static_cast<uint32_t>(s_base + span.s_line));
       asm_.Li(count, static_cast<uint32_t>(piece.count));
       asm_.Emit(isa::Opcode::VOR, {dst, from, {}, count, isa::flag::VOR_SRC2_IMM, 0});
     }
@@ -240,10 +278,7 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
     asm_.Li(end, static_cast<uint32_t>(piece.count));
     asm_.Emit(isa::Opcode::VOR, {to, column, {}, end, isa::flag::VOR_SRC2_IMM, 0});
     asm_.Sync(kSyncDma);  // the previous time's stores read O
-    asm_.Li(from, t_base);
-    asm_.Li(to, o_base);
-    asm_.Li(end, static_cast<uint32_t>(out_tiles));
-    asm_.Emit(isa::Opcode::VTRANS, {to, from, {}, end, 0, 0});
+    TPU_RETURN_IF_ERROR(transpose(t_base, o_base, out_tiles));
     asm_.Sync(kSyncVpu);
     ScatterTileMajor(out_row, rows, static_cast<uint32_t>(r.dst_steps.back()), o_base,
                      static_cast<uint32_t>(out_tiles * lanes), from, to, end);
@@ -256,21 +291,8 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
   auto emit_block = [&]() -> Status {
     for (int64_t t0 = 0; t0 < out_tiles; t0 += window) {
       const int64_t tiles = std::min(window, out_tiles - t0);
-      const int64_t win_lo = t0 * lanes, win_hi = win_lo + tiles * lanes, valid_hi = std::min(r.dst_cols, win_hi);
-      {
-        TPU_ASSIGN_OR_RETURN(ScopedReg at, NewReg());
-        TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
-        if (r.fill) {
-          asm_.Li(at, t_base);
-          asm_.Li(count, static_cast<uint32_t>(tiles * lanes));
-          asm_.Vsplat(at, count, *r.fill);
-        }
-        if (valid_hi < win_hi) {  // output padding: +0
-          asm_.Li(at, static_cast<uint32_t>(t_base + valid_hi - win_lo));
-          asm_.Li(count, static_cast<uint32_t>(win_hi - valid_hi));
-          asm_.Vsplat(at, count, 0);
-        }
-      }
+      const int64_t win_lo = t0 * lanes, valid_hi = std::min(r.dst_cols, win_lo + tiles * lanes);
+      TPU_RETURN_IF_ERROR(prepare_window(t_base, tiles, win_lo, valid_hi));
       if (split) {
         TPU_RETURN_IF_ERROR(emit_split());
         continue;
@@ -302,15 +324,12 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
         }
       }
       // Transpose the window back and store it.
+      asm_.Sync(kSyncDma);  // the previous window's stores read O
+      TPU_RETURN_IF_ERROR(transpose(t_base, o_base, tiles));
+      asm_.Sync(kSyncVpu);
       TPU_ASSIGN_OR_RETURN(ScopedReg from, NewReg());
       TPU_ASSIGN_OR_RETURN(ScopedReg to, NewReg());
       TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
-      asm_.Sync(kSyncDma);  // the previous window's stores read O
-      asm_.Li(from, t_base);
-      asm_.Li(to, o_base);
-      asm_.Li(end, static_cast<uint32_t>(tiles));
-      asm_.Emit(isa::Opcode::VTRANS, {to, from, {}, end, 0, 0});
-      asm_.Sync(kSyncVpu);
       TPU_ASSIGN_OR_RETURN(ScopedReg out_row, NewReg());
       TPU_RETURN_IF_ERROR(row_address(out_row, r.dst, t0, r.dst_steps));
       ScatterTileMajor(out_row, rows, static_cast<uint32_t>(r.dst_steps.back()), o_base,
@@ -325,8 +344,9 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
   // (0 outside the box: those DMAs do nothing); the iterations run in pairs, one per buffer.
   struct PipelinedPiece {
     const ColumnPiece* piece;
-    int64_t first_tile, tiles, s_line, t_line, count;
-    uint32_t g[2];
+    Span span;
+    int64_t count;
+    uint32_t g[2];  // the two gather buffers
   };
   std::vector<PipelinedPiece> staged;
   uint32_t p_s = 0, p_t = 0, p_o[2] = {0, 0};
@@ -340,17 +360,13 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
       if (k0 >= k1) continue;
       PipelinedPiece stage;
       stage.piece = &piece;
-      const int64_t c_lo = piece.src_col + k0 * piece.src_stride;
-      stage.first_tile = c_lo / lanes;
-      stage.tiles = (piece.src_col + (k1 - 1) * piece.src_stride) / lanes - stage.first_tile + 1;
-      stage.s_line = c_lo - stage.first_tile * lanes;
-      stage.t_line = piece.dst_col + k0 * piece.dst_stride;
+      stage.span = span_of(piece, piece.dst_col, k0, k1);
       stage.count = k1 - k0;
       for (uint32_t& g : stage.g) {
         g = next;
-        next += static_cast<uint32_t>(stage.tiles * lanes);
+        next += static_cast<uint32_t>(stage.span.tiles * lanes);
       }
-      s_tiles = std::max(s_tiles, stage.tiles);
+      s_tiles = std::max(s_tiles, stage.span.tiles);
       staged.push_back(stage);
       if (staged.size() > 4) return false;  // code size
     }
@@ -389,45 +405,21 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
         TPU_ASSIGN_OR_RETURN(ScopedReg to, NewReg());
         TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
         const int64_t step = stage.piece->src_steps.back();
-        TPU_RETURN_IF_ERROR(row_address(row, stage.piece->src, stage.first_tile, stage.piece->src_steps));
+        TPU_RETURN_IF_ERROR(row_address(row, stage.piece->src, stage.span.first_tile, stage.piece->src_steps));
         asm_.Addi(row, row, static_cast<uint32_t>(lanes * step));  // block j+1
-        GatherTileMajor(row, next, static_cast<uint32_t>(step), stage.g[buffer], static_cast<uint32_t>(stage.tiles * lanes),
-                        from, to, end);
-      }
-      return OkStatus();
-    };
-    auto fill_window = [&]() -> Status {
-      TPU_ASSIGN_OR_RETURN(ScopedReg at, NewReg());
-      TPU_ASSIGN_OR_RETURN(ScopedReg lines, NewReg());
-      if (r.fill) {
-        asm_.Li(at, p_t);
-        asm_.Li(lines, static_cast<uint32_t>(out_tiles * lanes));
-        asm_.Vsplat(at, lines, *r.fill);
-      }
-      if (r.dst_cols < out_tiles * lanes) {
-        asm_.Li(at, static_cast<uint32_t>(p_t + r.dst_cols));
-        asm_.Li(lines, static_cast<uint32_t>(out_tiles * lanes - r.dst_cols));
-        asm_.Vsplat(at, lines, 0);
+        GatherTileMajor(row, next, static_cast<uint32_t>(step), stage.g[buffer],
+                        static_cast<uint32_t>(stage.span.tiles * lanes), from, to, end);
       }
       return OkStatus();
     };
     auto iteration = [&](int buffer) -> Status {
       asm_.Sync(kSyncDma | kSyncVpu);  // block j gathered, block j-2 stored, block j-1 transposed
-      if (r.fill) TPU_RETURN_IF_ERROR(fill_window());
-      auto transpose = [&](uint32_t source, uint32_t target, int64_t tiles) -> Status {
-        TPU_ASSIGN_OR_RETURN(ScopedReg from, NewReg());
-        TPU_ASSIGN_OR_RETURN(ScopedReg to, NewReg());
-        TPU_ASSIGN_OR_RETURN(ScopedReg blocks, NewReg());
-        asm_.Li(from, source);
-        asm_.Li(to, target);
-        asm_.Li(blocks, static_cast<uint32_t>(tiles));
-        asm_.Emit(isa::Opcode::VTRANS, {to, from, {}, blocks, 0, 0});
-        return OkStatus();
-      };
+      if (r.fill) TPU_RETURN_IF_ERROR(prepare_window(p_t, out_tiles, 0, r.dst_cols));
       for (const PipelinedPiece& stage : staged) {
-        TPU_RETURN_IF_ERROR(transpose(stage.g[buffer], p_s, stage.tiles));
-        TPU_RETURN_IF_ERROR(move_lines(static_cast<uint32_t>(p_s + stage.s_line), static_cast<uint32_t>(p_t + stage.t_line),
-                                       stage.count, stage.piece->src_stride, stage.piece->dst_stride));
+        TPU_RETURN_IF_ERROR(transpose(stage.g[buffer], p_s, stage.span.tiles));
+        TPU_RETURN_IF_ERROR(move_lines(static_cast<uint32_t>(p_s + stage.span.s_line),
+                                       static_cast<uint32_t>(p_t + stage.span.t_column), stage.count,
+                                       stage.piece->src_stride, stage.piece->dst_stride));
       }
       TPU_RETURN_IF_ERROR(transpose(p_t, p_o[buffer], out_tiles));
       {
@@ -447,7 +439,7 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
       return block_rows(next, lanes);
     };
     asm_.Li(index[d], 0);
-    if (!r.fill) TPU_RETURN_IF_ERROR(fill_window());
+    if (!r.fill) TPU_RETURN_IF_ERROR(prepare_window(p_t, out_tiles, 0, r.dst_cols));  // once: never overwritten
     asm_.Li(prev, 0);
     TPU_RETURN_IF_ERROR(block_rows(cur, 0));
     // Block 0 is gathered as iteration -1 would gather it.
