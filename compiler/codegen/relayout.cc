@@ -522,6 +522,37 @@ Status CodeGenerator::EmitReshape(const HloInstruction& instruction) {
   const int64_t k1 = group / cols, k2 = group / out_cols, groups = in.rows * cols / group;
   const int64_t in_tiles = in.column_tiles(L()), out_tiles = out.column_tiles(L());
   const Location source = locations_.at(BufferOf(&operand));
+  // Operand rows merged into whole result rows, `rows` result rows of `row_cols` columns from result line
+  // `first_line` on: one repeated piece.
+  auto merge = [&](int64_t first_row, int64_t rows, int64_t row_cols, int64_t row_tiles, uint32_t first_line) {
+    LaneRelayout relayout;
+    relayout.dst = locations_.at(BufferOf(&instruction));
+    relayout.dst.offset += first_line;
+    relayout.counts = {rows};
+    relayout.dst_steps = {row_tiles};
+    relayout.dst_cols = row_cols;
+    ColumnPiece piece;
+    piece.src = source;
+    piece.src.offset += static_cast<uint32_t>(first_row * in_tiles);
+    piece.src_steps = {row_cols / cols * in_tiles};
+    piece.count = cols;
+    piece.repeat = row_cols / cols;
+    piece.repeat_lines = in_tiles;
+    piece.repeat_cols = cols;
+    relayout.pieces.push_back(piece);
+    return EmitLaneRelayout(relayout, instruction);
+  };
+  // Fewer result rows than lanes leave lanes idle. Result rows of whole lines, or a single result row,
+  // are also rows of h = lcm(C, LANES) elements in the same lines (with a single row: up to its last
+  // h elements, which go on their own).
+  const int64_t dense = std::lcm(cols, int64_t{L()});
+  if (k2 == 1 && groups < L() && dense < out_cols && (out_cols % L() == 0 || out.rows == 1)) {
+    const int64_t elements = in.rows * cols, dense_rows = elements / dense, rest = elements - dense_rows * dense;
+    TPU_RETURN_IF_ERROR(merge(0, dense_rows, dense, dense / L(), 0));
+    if (rest == 0) return OkStatus();
+    return merge(dense_rows * dense / cols, 1, rest, CeilDiv(rest, L()), static_cast<uint32_t>(dense_rows * dense / L()));
+  }
+  if (k2 == 1) return merge(0, groups, out_cols, out_tiles, 0);
   if (k1 == 1 && uint64_t(2 * in_tiles + 2 * out_tiles) * L() <= options_.vmem_lines) {
     // Each operand row splits into k2 result rows: one relayout repeated in a code loop.
     LaneRelayout split;
@@ -540,7 +571,7 @@ Status CodeGenerator::EmitReshape(const HloInstruction& instruction) {
     return EmitLaneRelayout(split, instruction);
   }
   constexpr int64_t kMaxPieces = 32;  // each piece is code of its own
-  if (k2 > 1 && k1 + k2 > kMaxPieces) {
+  if (k1 + k2 > kMaxPieces) {
     return Unimplemented("reshape " + instruction.name() + " from " + operand.shape().ToString() + " to " +
                          instruction.shape().ToString() + ": rows of " + std::to_string(cols) + " and " +
                          std::to_string(out_cols) + " elements meet only every " + std::to_string(group) +
@@ -553,28 +584,19 @@ Status CodeGenerator::EmitReshape(const HloInstruction& instruction) {
     relayout.counts = {groups};
     relayout.dst_steps = {k2 * out_tiles};
     relayout.dst_cols = out_cols;
+    relayout.compact = true;  // one of k2 relayouts
     ColumnPiece piece;
-    piece.src = source;
     piece.src_steps = {k1 * in_tiles};
-    if (k2 == 1) {
-      piece.count = cols;
-      piece.repeat = k1;
-      piece.repeat_lines = in_tiles;
-      piece.repeat_cols = cols;
+    const int64_t lo = m * out_cols, hi = lo + out_cols;  // the result row's elements in the group
+    for (int64_t j = lo / cols; j * cols < hi; ++j) {
+      const int64_t first = std::max(lo, j * cols), last = std::min(hi, (j + 1) * cols);
+      piece.src = source;
+      piece.src.offset += static_cast<uint32_t>(j * in_tiles);
+      piece.src_col = first - j * cols;
+      piece.dst_col = first - lo;
+      piece.count = last - first;
       relayout.pieces.push_back(piece);
-    } else {
-      const int64_t lo = m * out_cols, hi = lo + out_cols;  // the result row's elements in the group
-      for (int64_t j = lo / cols; j * cols < hi; ++j) {
-        const int64_t first = std::max(lo, j * cols), last = std::min(hi, (j + 1) * cols);
-        piece.src = source;
-        piece.src.offset += static_cast<uint32_t>(j * in_tiles);
-        piece.src_col = first - j * cols;
-        piece.dst_col = first - lo;
-        piece.count = last - first;
-        relayout.pieces.push_back(piece);
-      }
     }
-    relayout.compact = k2 > 1;  // k2 relayouts
     TPU_RETURN_IF_ERROR(EmitLaneRelayout(relayout, instruction));
   }
   return OkStatus();
