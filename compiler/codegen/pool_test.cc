@@ -4,9 +4,10 @@
 // synchronization checked.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -255,6 +256,31 @@ TEST_F(PoolTest, SelectAndScatterOnOtherRanksAndInitValues) {
   ExpectMatchesInterpreter(SelectAndScatterModule({13, 9}, {Dim{4, 3, 2, 2}, Dim{}}, "ge", "0"), 43);
   // Windows entirely in the padding select nothing; a non-zero init value fills every position.
   ExpectMatchesInterpreter(SelectAndScatterModule({1, 4, 4, 5}, Nhwc(2, 2, 3, 3), "ge", "0.5"), 44);
+}
+
+// JAX's SAME padding of one dimension: the total padding split with the extra element at the end.
+Dim SamePadding(int64_t size, int64_t window, int64_t stride) {
+  const int64_t out = (size + stride - 1) / stride;
+  const int64_t total = std::max<int64_t>((out - 1) * stride + window - size, 0);
+  return Dim{window, stride, total / 2, total - total / 2};
+}
+
+TEST_F(PoolTest, RandomNhwcShapesMatchTheInterpreterBitForBit) {
+  std::mt19937 rng(2026);
+  auto uniform = [&](int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng() % (hi - lo + 1)); };
+  for (int i = 0; i < 40; ++i) {
+    const int64_t window = uniform(2, 3), stride = uniform(1, 2), channels = uniform(1, 20);
+    const std::vector<int64_t> dims = {uniform(1, 3), uniform(window, 11), uniform(window, 11), channels};
+    const bool same = rng() % 2 == 0;
+    std::vector<Dim> dims_window = Nhwc(window, stride, 0, 0);
+    if (same) {
+      dims_window[1] = SamePadding(dims[1], window, stride);
+      dims_window[2] = SamePadding(dims[2], window, stride);
+    }
+    SCOPED_TRACE("case " + std::to_string(i));
+    ExpectMatchesInterpreter(ReduceWindowModule(dims, dims_window, "max", "-inf"), 100 + i);
+    ExpectMatchesInterpreter(SelectAndScatterModule(dims, dims_window, "ge", "0"), 200 + i, /*ties=*/i % 3 == 0);
+  }
 }
 
 TEST_F(PoolTest, AveragePoolingAsJaxWritesIt) {
