@@ -283,6 +283,17 @@ TEST_F(PoolTest, RandomNhwcShapesMatchTheInterpreterBitForBit) {
   }
 }
 
+TEST_F(PoolTest, V2ModelMatchesTheInterpreterBitForBit) {
+  // 128 lanes: the channels fill part of one line, the rest are padded lanes that must stay zero.
+  StatusOr<std::unique_ptr<runtime::Client>> v2 = runtime::Client::Create("model", "v2");
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  client_ = std::move(v2).value();
+  ExpectMatchesInterpreter(ReduceWindowModule({2, 9, 7, 40}, Nhwc(3, 2, 1, 1), "max", "-inf"), 61);
+  ExpectMatchesInterpreter(ReduceWindowModule({2, 8, 8, 130}, Nhwc(2, 2, 0, 0), "add", "0"), 62);
+  ExpectMatchesInterpreter(SelectAndScatterModule({2, 9, 7, 40}, Nhwc(3, 2, 1, 1), "ge", "0"), 63, true);
+  ExpectMatchesInterpreter(SelectAndScatterModule({1, 7, 9, 130}, Nhwc(3, 1, 1, 1), "ge", "0"), 64);
+}
+
 TEST_F(PoolTest, AveragePoolingAsJaxWritesIt) {
   // avg_pool: reduce-window add, then a divide by the window size (a multiply by its reciprocal on the
   // device: within docs/numerics.md's tolerance, not bit-exact).
