@@ -15,6 +15,7 @@
 #include "compiler/hlo/parser.h"
 #include "compiler/interpreter/interpreter.h"
 #include "sw/runtime/client.h"
+#include "sw/runtime/transport_factory.h"
 #include "tpu_config.h"
 
 namespace tpu::compiler {
@@ -292,6 +293,16 @@ TEST_F(PoolTest, V2ModelMatchesTheInterpreterBitForBit) {
   ExpectMatchesInterpreter(ReduceWindowModule({2, 8, 8, 130}, Nhwc(2, 2, 0, 0), "add", "0"), 62);
   ExpectMatchesInterpreter(SelectAndScatterModule({2, 9, 7, 40}, Nhwc(3, 2, 1, 1), "ge", "0"), 63, true);
   ExpectMatchesInterpreter(SelectAndScatterModule({1, 7, 9, 130}, Nhwc(3, 1, 1, 1), "ge", "0"), 64);
+}
+
+TEST_F(PoolTest, VerilatedChipMatchesTheInterpreterBitForBit) {
+  if (!runtime::RtlBackendAvailable()) GTEST_SKIP() << "this build has no rtl backend";
+  StatusOr<std::unique_ptr<runtime::Client>> rtl = runtime::Client::Create("rtl", cfg::kName);
+  ASSERT_TRUE(rtl.ok()) << rtl.status();
+  client_ = std::move(rtl).value();
+  ExpectMatchesInterpreter(ReduceWindowModule({2, 9, 7, 11}, Nhwc(3, 2, 1, 1), "max", "-inf"), 71);
+  ExpectMatchesInterpreter(SelectAndScatterModule({2, 9, 7, 11}, Nhwc(3, 2, 1, 1), "ge", "0"), 72, true);
+  ExpectMatchesInterpreter(SelectAndScatterModule({1, 7, 9, 5}, Nhwc(3, 1, 1, 1), "ge", "0"), 73);
 }
 
 TEST_F(PoolTest, AveragePoolingAsJaxWritesIt) {
