@@ -511,7 +511,8 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
 // whole result rows. Result rows m, m + k2, m + 2*k2, ... form one relayout box (one row per group of g
 // elements) whose pieces are the operand rows of the group that overlap result row m. When result rows
 // are whole groups (k2 = 1), their k1 pieces are one repeated piece, and when operand rows are (k1 = 1),
-// the k2 boxes are one repeated relayout: loops in the code.
+// the k2 boxes are one repeated relayout: loops in the code. [N,1] <-> [N] go through a transpose before
+// (prepare.h), which moves a column far faster than relayouts of single-column rows would.
 Status CodeGenerator::EmitReshape(const HloInstruction& instruction) {
   const HloInstruction& operand = *instruction.operand(0);
   const DeviceLayout in = MakeDeviceLayout(operand.shape(), L());
@@ -542,33 +543,59 @@ Status CodeGenerator::EmitReshape(const HloInstruction& instruction) {
     relayout.pieces.push_back(piece);
     return EmitLaneRelayout(relayout, instruction);
   };
-  // Fewer result rows than lanes leave lanes idle. Result rows of whole lines, or a single result row,
-  // are also rows of h = lcm(C, LANES) elements in the same lines (with a single row: up to its last
-  // h elements, which go on their own).
-  const int64_t dense = std::lcm(cols, int64_t{L()});
-  if (k2 == 1 && groups < L() && dense < out_cols && (out_cols % L() == 0 || out.rows == 1)) {
-    const int64_t elements = in.rows * cols, dense_rows = elements / dense, rest = elements - dense_rows * dense;
-    TPU_RETURN_IF_ERROR(merge(0, dense_rows, dense, dense / L(), 0));
-    if (rest == 0) return OkStatus();
-    return merge(dense_rows * dense / cols, 1, rest, CeilDiv(rest, L()), static_cast<uint32_t>(dense_rows * dense / L()));
-  }
-  if (k2 == 1) return merge(0, groups, out_cols, out_tiles, 0);
-  if (k1 == 1 && uint64_t(2 * in_tiles + 2 * out_tiles) * L() <= options_.vmem_lines) {
-    // Each operand row splits into k2 result rows: one relayout repeated in a code loop.
-    LaneRelayout split;
-    split.dst = locations_.at(BufferOf(&instruction));
-    split.counts = {groups};
-    split.dst_steps = {k2 * out_tiles};
-    split.dst_cols = out_cols;
-    split.out_repeat = k2;
-    split.out_repeat_lines = out_tiles;
-    split.out_repeat_cols = out_cols;
+  // Operand rows of `row_cols` columns (from operand line `first_line` on, `row_tiles` lines each) split
+  // into whole result rows from result row `first_row` on: one relayout repeated in a code loop; false
+  // when a row does not fit the VMEM.
+  auto split = [&](uint32_t first_line, int64_t rows, int64_t row_cols, int64_t row_tiles,
+                   int64_t first_row) -> StatusOr<bool> {
+    if (uint64_t(2 * row_tiles + 2 * out_tiles) * L() > options_.vmem_lines) return false;
+    const int64_t parts = row_cols / out_cols;
+    LaneRelayout relayout;
+    relayout.dst = locations_.at(BufferOf(&instruction));
+    relayout.dst.offset += static_cast<uint32_t>(first_row * out_tiles);
+    relayout.counts = {rows};
+    relayout.dst_steps = {parts * out_tiles};
+    relayout.dst_cols = out_cols;
+    relayout.out_repeat = parts;
+    relayout.out_repeat_lines = out_tiles;
+    relayout.out_repeat_cols = out_cols;
     ColumnPiece piece;
     piece.src = source;
-    piece.src_steps = {in_tiles};
+    piece.src.offset += first_line;
+    piece.src_steps = {row_tiles};
     piece.count = out_cols;
-    split.pieces.push_back(piece);
-    return EmitLaneRelayout(split, instruction);
+    relayout.pieces.push_back(piece);
+    TPU_RETURN_IF_ERROR(EmitLaneRelayout(relayout, instruction));
+    return true;
+  };
+  // Fewer rows than lanes on the side of the long rows leave lanes idle. Rows of whole lines, or a single
+  // row, are also rows of h = lcm(short row, LANES) elements in the same lines (a single row's last
+  // elements past a multiple of h go on their own).
+  const int64_t elements = in.rows * cols;
+  if (k2 == 1) {
+    const int64_t dense = std::lcm(cols, int64_t{L()});
+    if (groups < L() && dense < out_cols && (out_cols % L() == 0 || out.rows == 1)) {
+      const int64_t dense_rows = elements / dense, rest = elements - dense_rows * dense;
+      TPU_RETURN_IF_ERROR(merge(0, dense_rows, dense, dense / L(), 0));
+      if (rest == 0) return OkStatus();
+      return merge(dense_rows * dense / cols, 1, rest, CeilDiv(rest, L()), static_cast<uint32_t>(dense_rows * dense / L()));
+    }
+    return merge(0, groups, out_cols, out_tiles, 0);
+  }
+  if (k1 == 1) {
+    const int64_t dense = std::lcm(out_cols, int64_t{L()});
+    if (groups < L() && dense < cols && (cols % L() == 0 || in.rows == 1)) {
+      const int64_t dense_rows = elements / dense, rest = elements - dense_rows * dense;
+      TPU_ASSIGN_OR_RETURN(bool done, split(0, dense_rows, dense, dense / L(), 0));
+      if (done && rest > 0) {
+        TPU_ASSIGN_OR_RETURN(done, split(static_cast<uint32_t>(dense_rows * dense / L()), 1, rest, CeilDiv(rest, L()),
+                                         dense_rows * dense / out_cols));
+      }
+      if (done) return OkStatus();
+    } else {
+      TPU_ASSIGN_OR_RETURN(bool done, split(0, groups, cols, in_tiles, 0));
+      if (done) return OkStatus();
+    }
   }
   constexpr int64_t kMaxPieces = 32;  // each piece is code of its own
   if (k1 + k2 > kMaxPieces) {

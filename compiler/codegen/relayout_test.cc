@@ -200,12 +200,16 @@ TEST(CodegenLaneRelayoutTest, ReshapesThatChangeTheLayout) {
   ExpectExactOnDevice(Unary("f32[130,3]", "f32[390]", "reshape", ""));
   ExpectExactOnDevice(Unary("f32[9,13]", "f32[13,9]", "reshape", ""));
   ExpectExactOnDevice(Unary("s32[13,1,7]", "s32[7,13]", "reshape", ""));
-  // Merges into fewer result rows than lanes go through rows of lcm(C, LANES) elements (the same lines),
-  // a single result row's last elements on their own.
+  // Merges into fewer result rows than lanes (and splits of fewer operand rows) go through rows of
+  // lcm(short row, LANES) elements in the same lines, a single row's last elements on their own.
   ExpectExactOnDevice(Unary("f32[40,6]", "f32[2,120]", "reshape", ""));
   ExpectExactOnDevice(Unary("f32[1000,3]", "f32[3000]", "reshape", ""));
   ExpectExactOnDevice(Unary("f32[1001,3]", "f32[3003]", "reshape", ""));
   ExpectExactOnDevice(Unary("f32[77,1]", "f32[1,77]", "reshape", ""));
+  ExpectExactOnDevice(Unary("f32[3000]", "f32[1000,3]", "reshape", ""));
+  ExpectExactOnDevice(Unary("f32[3003]", "f32[1001,3]", "reshape", ""));
+  ExpectExactOnDevice(Unary("f32[2,120]", "f32[40,6]", "reshape", ""));
+  ExpectExactOnDevice(Unary("f32[1,77]", "f32[77,1]", "reshape", ""));
   // Rows split into many rows (a flattened feature map back to NHWC): one relayout in a loop.
   ExpectExactOnDevice(Unary("f32[3,196]", "f32[3,7,7,4]", "reshape", ""));
   ExpectExactOnDevice(Unary("f32[1000]", "f32[100,10]", "reshape", ""));
