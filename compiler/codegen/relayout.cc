@@ -351,7 +351,11 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
   std::vector<PipelinedPiece> staged;
   uint32_t p_s = 0, p_t = 0, p_o[2] = {0, 0};
   const bool pipelined = [&] {
-    if (split || r.compact || window != out_tiles || r.counts.back() < 4 * int64_t{lanes}) return false;
+    // Without pipelined dots (the compile retry for a program that overflows the IMEM) the relayouts
+    // go without their pipeline too: less code.
+    if (split || r.compact || !pipelined_dots_ || window != out_tiles || r.counts.back() < 4 * int64_t{lanes}) {
+      return false;
+    }
     uint32_t next = 0;
     int64_t s_tiles = 1;
     for (const ColumnPiece& piece : r.pieces) {

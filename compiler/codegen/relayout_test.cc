@@ -250,6 +250,20 @@ ENTRY %main (a: f32[45,7], b: f32[45,9], c: f32[45,3]) -> f32[45,19] {
 })");
 }
 
+// Many pipelined relayouts overflow the tiny IMEM; the compile retry without pipelines fits them.
+TEST(CodegenLaneRelayoutTest, ManyRelayoutsFitTheImemWithoutPipelines) {
+  std::string types, body, values;
+  for (int i = 0; i < 40; ++i) {
+    const std::string name = "%s" + std::to_string(i);
+    const std::string range = "[" + std::to_string(1 + 7 * i) + ":" + std::to_string(10 + 7 * i) + "]";
+    types += std::string(i ? ", " : "") + "f32[64,9]";
+    values += std::string(i ? ", " : "") + "f32[64,9] " + name;
+    body += "  " + name + " = f32[64,9] slice(f32[64,300] %x), slice={[0:64], " + range + "}\n";
+  }
+  ExpectExactOnDevice("HloModule m\nENTRY %main (x: f32[64,300]) -> (" + types + ") {\n  %x = f32[64,300] parameter(0)\n" +
+                      body + "  ROOT %t = (" + types + ") tuple(" + values + ")\n}\n");
+}
+
 // The same windows with a VMEM of a few tiles: every piece, repeated piece and strided piece is cut.
 TEST(CodegenLaneRelayoutTest, WindowsOfAFewTiles) {
   const uint32_t vmem = 16 * cfg::kLanes;
