@@ -74,6 +74,17 @@ ENTRY %main (x: f32[2,7,13]) -> f32[2,15,28] {
   %v = f32[] constant(1.5)
   ROOT %p = f32[2,15,28] pad(f32[2,7,13] %x, f32[] %v), padding=0_0x1_1_1x1_2_1
 })", options);
+    // Enough rows for the software pipeline with 128 lanes too.
+    ExpectSynchronized(R"(HloModule pipelined
+ENTRY %main (x: f32[600,300], y: f32[600,77]) -> (f32[600,287], f32[600,377], f32[600,599]) {
+  %x = f32[600,300] parameter(0)
+  %y = f32[600,77] parameter(1)
+  %s = f32[600,287] slice(f32[600,300] %x), slice={[0:600], [3:290]}
+  %c = f32[600,377] concatenate(f32[600,300] %x, f32[600,77] %y), dimensions={1}
+  %z = f32[] constant(-3)
+  %p = f32[600,599] pad(f32[600,300] %x, f32[] %z), padding=0_0x0_0_1
+  ROOT %t = (f32[600,287], f32[600,377], f32[600,599]) tuple(%s, %c, %p)
+})", options);
     ExpectSynchronized(R"(HloModule concat_reshape
 ENTRY %main (a: f32[5,7], b: f32[5,9]) -> f32[80] {
   %a = f32[5,7] parameter(0)
