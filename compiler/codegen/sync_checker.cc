@@ -1,6 +1,7 @@
 #include "compiler/codegen/sync_checker.h"
 
 #include <array>
+#include <deque>
 #include <optional>
 
 #include "tpu_isa.h"
@@ -65,7 +66,8 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
   const uint64_t result_latency =
       options.mxu_result_latency != 0 ? options.mxu_result_latency : 2ull * options.lanes + 2;
   std::array<uint32_t, 16> s{};
-  std::array<std::optional<Footprint>, 3> in_flight;  // DMA and VPU: the last instruction issued
+  std::array<std::deque<Footprint>, 3> in_flight;  // DMA and VPU: the instructions that may still run
+  const std::array<size_t, 3> in_flight_limit = {std::max<size_t>(1, options.dma_queue), 0, 1};
   MxuState mxu;
   uint32_t pc = 0;
   for (uint64_t step = 0; step < options.max_steps; ++step) {
@@ -97,7 +99,7 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
       case Opcode::SYNC:
         for (int u = 0; u < 3; ++u) {
           if (in.flags == 0 || (in.flags & (1u << u))) {
-            in_flight[u].reset();
+            in_flight[u].clear();
             if (u == kMxu) mxu.Clear();
           }
         }
@@ -189,8 +191,8 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
         std::vector<const Footprint*> busy_list;
         if (other == kMxu) {
           busy_list = mxu.InFlight();
-        } else if (in_flight[other]) {
-          busy_list.push_back(&*in_flight[other]);
+        } else {
+          for (const Footprint& busy : in_flight[other]) busy_list.push_back(&busy);
         }
         for (const Footprint* busy_ptr : busy_list) {
           const Footprint& busy = *busy_ptr;
@@ -224,8 +226,10 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
           if (count > 0) mxu.results.push_back({mm_results, 0});
         }
       } else {
-        // DMA and VPU accept an instruction only when idle: the previous one is complete.
-        in_flight[unit] = fp;
+        // The VPU accepts an instruction only when idle (the previous one is complete); the DMA unit
+        // when fewer than dma_queue are unfinished.
+        in_flight[unit].push_back(fp);
+        if (in_flight[unit].size() > in_flight_limit[unit]) in_flight[unit].pop_front();
       }
     }
     pc = next;

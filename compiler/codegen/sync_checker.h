@@ -5,6 +5,8 @@
 // write, or a write of lines another unit may still read, is a race: the reference model (which runs
 // every instruction at issue) and the RTL (which runs units concurrently) could then disagree.
 // HBM is only touched by the DMA unit, whose instructions complete in order, so it cannot race.
+// The DMA unit overlaps up to `dma_queue` instructions (docs/isa.md): the last that many DMAs issued may
+// still be executing; the VPU runs one instruction at a time.
 //
 // The MXU overlaps its own commands, so for it "may still be executing" follows its issue rules
 // (docs/isa.md, docs/performance.md): an MXU_LW or MXU_MM issued means the previous MXU_LW is complete;
@@ -29,6 +31,7 @@ struct SyncCheckOptions {
   // LHS rows after an MXU_MM's last one that guarantee its results are written; 0 = 2*lanes + 2 (the
   // RTL's 2*LANES+1 cycles from an LHS read to its result write, plus one).
   uint64_t mxu_result_latency = 0;
+  uint32_t dma_queue = 2;  // DMA instructions in flight (DMA_QUEUE of rtl/config/*.cfg)
 };
 
 // `code` must already be relocated (or use any addresses: only VMEM addresses matter).

@@ -52,7 +52,7 @@ module tpu_core
   logic              dma_cmd_valid, mxu_cmd_valid, vpu_cmd_valid;
   logic [7:0]        cmd_opcode, cmd_flags;
   logic [31:0]       cmd_rd, cmd_rs1, cmd_rs2, cmd_rs3, cmd_imm;
-  logic              dma_busy, mxu_busy, vpu_busy, mxu_lw_ready, mxu_mm_ready;
+  logic              dma_busy, dma_ready, mxu_busy, vpu_busy, mxu_lw_ready, mxu_mm_ready;
   logic              flush;
   logic              mxu_row, dma_line, vpu_line;
 
@@ -96,6 +96,7 @@ module tpu_core
     .cmd_rs3_o        (cmd_rs3),
     .cmd_imm_o        (cmd_imm),
     .dma_busy_i       (dma_busy),
+    .dma_ready_i      (dma_ready),
     .mxu_busy_i       (mxu_busy),
     .mxu_lw_ready_i   (mxu_lw_ready),
     .mxu_mm_ready_i   (mxu_mm_ready),
@@ -155,6 +156,7 @@ module tpu_core
     .cmd_vmem_i      (cmd_rs2),
     .cmd_count_i     (cmd_rs3),
     .cmd_stride_i    (cmd_imm),
+    .cmd_ready_o     (dma_ready),
     .busy_o          (dma_busy),
     .line_done_o     (dma_line),
     .hbm_req_valid_o (hbm_req_valid_o),

@@ -2,8 +2,8 @@
 // itself and hands DMA/MXU/VPU instructions to their unit with the operand values read at issue.
 //
 // Fetch: the IMEM read address is the next pc (pc_d), so the word for pc_q is available every cycle and
-// taken branches cost no bubble. A DMA or VPU instruction issues when its unit is not busy; the MXU says
-// itself when it takes an MXU_LW or MXU_MM (it overlaps commands and keeps their order). Units raise
+// taken branches cost no bubble. A VPU instruction issues when its unit is not busy; the DMA unit and
+// the MXU say themselves when they take an instruction (both overlap instructions and keep their order). Units raise
 // busy the cycle after cmd_valid, so a following SYNC always sees it.
 //
 // Errors are detected at issue. The offending instruction writes nothing; units already running finish
@@ -48,6 +48,7 @@ module tpu_sequencer
   output logic [31:0]       cmd_rs3_o,        // s[rs3]
   output logic [31:0]       cmd_imm_o,
   input  logic              dma_busy_i,
+  input  logic              dma_ready_i,    // the DMA unit accepts an instruction this cycle
   input  logic              mxu_busy_i,
   input  logic              mxu_lw_ready_i,   // the MXU accepts an MXU_LW / MXU_MM this cycle (it may
   input  logic              mxu_mm_ready_i,   // take one while busy with earlier commands)
@@ -214,7 +215,7 @@ module tpu_sequencer
               raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_HBM_ADDR;
             end else if (vmem_range_bad(rs2_val, rs3_val)) begin
               raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_VMEM_ADDR;
-            end else if (dma_busy_i) begin
+            end else if (!dma_ready_i) begin
               stall = 1'b1;
             end else begin
               issue = 1'b1; dma_cmd_valid_o = 1'b1;

@@ -23,6 +23,7 @@ ChipConfig ChipConfig::Build() {
   config.hbm_lines = tpu::cfg::kHbmLines;
   config.host_mem_bytes = tpu::cfg::kHostMemBytes;
   config.hbm_latency = static_cast<uint32_t>(tpu::cfg::kHbmLatency);
+  config.dma_queue = static_cast<uint32_t>(tpu::cfg::kDmaQueue);
   return config;
 }
 
@@ -95,6 +96,7 @@ StatusOr<ChipConfig> ChipConfig::FromFile(const std::string& path) {
   fits &= get32("NUM_CORES", &config.num_cores);
   fits &= get32("SREGS", &config.sregs);
   fits &= get32("HBM_LATENCY", &config.hbm_latency);
+  fits &= get32("DMA_QUEUE", &config.dma_queue);
   config.hbm_lines = get("HBM_LINES");
   config.host_mem_bytes = get("HOST_MEM_BYTES");
   if (!missing.empty()) return InvalidArgument(path + ": missing parameters: " + missing);
@@ -114,6 +116,7 @@ Status ChipConfig::Validate() const {
   // The CSRs that report sizes and the ISA's line addresses are 32 bits.
   if (hbm_lines == 0 || hbm_lines > 0xFFFFFFFFull) return bad("HBM_LINES must be 1..2^32-1");
   if (host_mem_bytes == 0) return bad("HOST_MEM_BYTES must be non-zero");
+  if (dma_queue == 0 || dma_queue > 64) return bad("DMA_QUEUE must be 1..64");
   return OkStatus();
 }
 

@@ -18,6 +18,7 @@ TEST(ChipConfigTest, BuildIsTheGeneratedConfiguration) {
   EXPECT_EQ(config.imem_words, tpu::cfg::kImemWords);
   EXPECT_EQ(config.hbm_lines, tpu::cfg::kHbmLines);
   EXPECT_EQ(config.hbm_latency, tpu::cfg::kHbmLatency);
+  EXPECT_EQ(config.dma_queue, tpu::cfg::kDmaQueue);
   EXPECT_EQ(config.host_mem_bytes, tpu::cfg::kHostMemBytes);
   EXPECT_EQ(config.line_bytes(), tpu::cfg::kLanes * 4);
   EXPECT_TRUE(config.Validate().ok());
@@ -34,6 +35,7 @@ TEST(ChipConfigTest, NamedReadsTheConfigFiles) {
   EXPECT_EQ(built->sregs, expected.sregs);
   EXPECT_EQ(built->hbm_lines, expected.hbm_lines);
   EXPECT_EQ(built->hbm_latency, expected.hbm_latency);
+  EXPECT_EQ(built->dma_queue, expected.dma_queue);
   EXPECT_EQ(built->host_mem_bytes, expected.host_mem_bytes);
 
   for (const char* name : {"tiny", "v2"}) {
@@ -58,7 +60,7 @@ TEST(ChipConfigTest, BadNamesAndFiles) {
   };
   const std::string good =
       "param LANES 4\nparam VMEM_LINES 64\nparam IMEM_WORDS 32\nparam HBM_LINES 1024\nparam NUM_CORES 1\n"
-      "param SREGS 16\nparam HBM_LATENCY 3\nparam HOST_MEM_BYTES 0x1000 # hex works\n";
+      "param SREGS 16\nparam HBM_LATENCY 3\nparam DMA_QUEUE 2\nparam HOST_MEM_BYTES 0x1000 # hex works\n";
   StatusOr<ChipConfig> ok = write(good);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->name, "model_config_test");

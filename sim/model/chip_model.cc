@@ -219,6 +219,7 @@ void ChipModel::SoftReset() {
   hdma_status_ = 0;
   hdma_busy_ = false;  // an aborted host DMA moves nothing (the model moves data on completion)
   unit_busy_until_.fill(cycle_);
+  dma_done_at_.clear();
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -466,13 +467,31 @@ void ChipModel::Issue(uint64_t word) {
         return;
       }
       if (!CheckVmemRange(reg(in.rs2), count)) return;
-      if (!WaitUntil(unit_busy_until_[kDma])) return;
-      ExecuteDma(info->opcode == Opcode::DMA_LD, reg(in.rs1), reg(in.rs2), reg(in.rs3), in.imm);
-      unit_busy_until_[kDma] =
-          core_time_ + (count == 0 ? timing_.dma_empty
-                                   : count + config_.hbm_latency +
-                                         (info->opcode == Opcode::DMA_LD ? timing_.dma_load_overhead
-                                                                         : timing_.dma_store_overhead));
+      // Times past unit_busy_until_[kDma] are stale (a flush): the unit is idle then.
+      const uint64_t dma_idle = unit_busy_until_[kDma];
+      uint64_t accept = std::min(dma_accept_at_, dma_idle);
+      if (dma_done_at_.size() >= config_.dma_queue) {
+        accept = std::max(accept, std::min(dma_done_at_[dma_done_at_.size() - config_.dma_queue], dma_idle));
+      }
+      if (!WaitUntil(accept)) return;
+      while (!dma_done_at_.empty() && std::min(dma_done_at_.front(), dma_idle) <= core_time_) {
+        dma_done_at_.pop_front();
+      }
+      const bool load = info->opcode == Opcode::DMA_LD;
+      ExecuteDma(load, reg(in.rs1), reg(in.rs2), reg(in.rs3), in.imm);
+      if (count == 0) {
+        dma_accept_at_ = core_time_ + 1;
+        unit_busy_until_[kDma] = std::max(dma_idle, core_time_ + timing_.dma_empty);
+      } else {
+        const uint64_t start =
+            load ? core_time_ : std::max(core_time_, std::min(dma_last_load_done_, dma_idle));
+        const uint64_t done = std::max(
+            dma_idle, start + count + config_.hbm_latency + (load ? timing_.dma_load_overhead : timing_.dma_store_overhead));
+        dma_accept_at_ = start + count + (load ? timing_.dma_load_request_gap : timing_.dma_store_request_gap);
+        dma_done_at_.push_back(done);
+        unit_busy_until_[kDma] = done;
+        if (load) dma_last_load_done_ = done;
+      }
       dma_lines_ += static_cast<uint32_t>(count);
       break;
     }

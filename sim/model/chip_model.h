@@ -18,6 +18,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -31,11 +32,16 @@ namespace tpu::model {
 // unit (or a SYNC/HALT waiting on it) can issue. Measured against the verilated chip (tb/core bench, fixed
 // HBM latency, no back-pressure), CYCLES/STALL_CYCLES/INSTRET agree exactly for single-unit programs.
 struct Timing {
-  // DMA_LD/DMA_ST of C lines: free at T + C + hbm_latency + overhead (one line per cycle behind the
-  // memory latency); C = 0 at T + dma_empty.
+  // DMA_LD/DMA_ST of C lines: done at S + C + hbm_latency + overhead (one line per cycle behind the
+  // memory latency), where S = T for a load and, for a store, T or the cycle the last earlier load is
+  // done, whichever is later (a store reads VMEM only after earlier loads wrote it); C = 0 at
+  // T + dma_empty. The next DMA instruction can issue at S + C + request_gap (the requests are out)
+  // unless config.dma_queue instructions are still unfinished; then when the oldest is done.
   uint32_t dma_load_overhead = 1;
   uint32_t dma_store_overhead = 3;
   uint32_t dma_empty = 2;
+  uint32_t dma_load_request_gap = 1;
+  uint32_t dma_store_request_gap = 3;
   // MXU (rtl/mxu/mxu.sv): a load runs beside multiplies and multiplies follow each other with no gap.
   // MXU_LW alone: busy N+1 cycles, free at T + N + 2; behind a SWAP its reads wait until the rows of
   // the earlier multiply (the back bank) left the array. An MXU_MM may issue in the cycle the load's
@@ -173,6 +179,10 @@ class ChipModel {
   bool watchdog_expired_ = false;  // the stall at pc_ outlasts WATCHDOG_LIMIT; the core stops at core_time_
   bool draining_ = false;          // an error was raised; the core stops with ERROR at core_time_
   std::array<uint64_t, kNumUnits> unit_busy_until_{};
+  // DMA queue: when the request side takes the next instruction, when each unfinished instruction is
+  // done (oldest first) and when the last load is done. Each is bounded by unit_busy_until_[kDma].
+  uint64_t dma_accept_at_ = 0, dma_last_load_done_ = 0;
+  std::deque<uint64_t> dma_done_at_;
   // MXU overlap: when an MXU_LW / MXU_MM can issue, when the rows of weight bank b have left the array,
   // and which bank is front. Each is bounded by unit_busy_until_[kMxu] (a flush clears them all).
   uint64_t mxu_lw_ready_ = 0, mxu_mm_ready_ = 0;

@@ -457,6 +457,70 @@ int ProgramCount() {
   return env != nullptr ? std::max(1, std::atoi(env)) : 24;
 }
 
+// DMA instructions overlap (DMA_QUEUE): the next one issues when the previous one has sent its
+// requests. Queued loads pay the memory latency once; a store of lines an earlier load writes waits for
+// that load (and must see its data). The model's cycle estimate follows the same rules.
+TEST(ChipDiff, QueuedDmaTimingFollowsTheModel) {
+  constexpr uint32_t kLines = 16, kDmas = 8;
+  const uint64_t latency = cfg::kHbmLatency;
+  struct Case {
+    const char* name;
+    bool loads, stores, interleaved;
+  };
+  for (const Case& c : {Case{"loads", true, false, false}, Case{"stores", false, true, false},
+                        Case{"load then store of its lines", true, true, true}}) {
+    SCOPED_TRACE(c.name);
+    Program p;
+    p.Li(3, kLines);
+    for (uint32_t i = 0; i < kDmas; ++i) {
+      p.Li(1, 64 * i);    // HBM source
+      p.Li(2, 32 * i);    // VMEM
+      p.Li(4, 4096 + 64 * i);  // HBM destination
+      if (c.loads) p.Emit(Opcode::DMA_LD, 0, 1, 2, 3, 0, 1);
+      if (c.stores && c.interleaved) p.Emit(Opcode::DMA_ST, 0, 4, 2, 3, 0, 1);
+      if (c.stores && !c.interleaved) p.Emit(Opcode::DMA_ST, 0, 4, 2, 3, 0, 2);
+    }
+    p.Sync(0);
+    p.Halt();
+    ChipHarness chip;
+    model::ChipModel reference(model::ChipConfig::Build());
+    std::mt19937 rng(7);
+    for (uint32_t line = 0; line < 64 * kDmas; ++line) {
+      const std::vector<uint32_t> data = RandomLine(rng);
+      chip.WriteHbm(line, data);
+      ASSERT_TRUE(reference.WriteHbm(line, data.data(), 1).ok());
+      chip.WriteVmem(line % (32 * kDmas), data);
+      ASSERT_TRUE(reference.WriteVmem(line % (32 * kDmas), data.data(), 1).ok());
+    }
+    for (uint32_t i = 0; i < p.size(); ++i) {
+      reference.MmioWrite(csr::IMEM_WINDOW + 8 * i, static_cast<uint32_t>(p.words()[i]));
+      reference.MmioWrite(csr::IMEM_WINDOW + 8 * i + 4, static_cast<uint32_t>(p.words()[i] >> 32));
+    }
+    reference.MmioWrite(csr::DOORBELL, 1);
+    reference.Run(1000000);
+    ASSERT_TRUE(chip.RunProgram(p, 1000000));
+    const uint32_t rtl_cycles = chip.MmioRead(csr::CYCLES_LO);
+    const uint32_t model_cycles = reference.MmioRead(csr::CYCLES_LO);
+    std::printf("[ dma queue ] %s: rtl %u cycles, model %u\n", c.name, rtl_cycles, model_cycles);
+    const uint64_t lines = uint64_t{kLines} * kDmas * ((c.loads ? 1 : 0) + (c.stores ? 1 : 0));
+    if (!c.interleaved) {
+      EXPECT_LT(rtl_cycles, lines + 2 * latency + 8 * kDmas) << "latency paid once, not per instruction";
+    } else {
+      EXPECT_GE(rtl_cycles, kDmas * (2 * kLines + latency)) << "each store waits for its load";
+    }
+    EXPECT_NEAR(static_cast<double>(model_cycles), rtl_cycles, 4.0 * kDmas);
+    std::vector<uint32_t> want(kLanes);
+    for (uint32_t i = 0; c.stores && i < kDmas; ++i) {
+      for (uint32_t l = 0; l < kLines; ++l) {
+        const uint64_t line = 4096 + 64 * i + (c.interleaved ? l : 2 * l);
+        ASSERT_TRUE(reference.ReadHbm(line, want.data(), 1).ok());
+        ASSERT_EQ(chip.ReadHbm(line), want) << "HBM line " << line;
+      }
+    }
+    EXPECT_EQ(chip.MmioRead(csr::STATUS) & csr::STATUS_ERROR, 0u);
+  }
+}
+
 TEST(ChipDiff, RandomProgramsMatchTheReferenceModel) {
   const int programs = ProgramCount();
   Coverage coverage;
