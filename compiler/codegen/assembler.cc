@@ -44,6 +44,10 @@ uint32_t Assembler::Beq(Reg rs1, Reg rs2, Label target) { return EmitBranch(isa:
 uint32_t Assembler::Blt(Reg rs1, Reg rs2, Label target) { return EmitBranch(isa::Opcode::BLT, rs1, rs2, target); }
 uint32_t Assembler::Jmp(Label target) { return EmitBranch(isa::Opcode::JMP, {}, {}, target); }
 
+void Assembler::AppendStraightLine(const std::vector<uint64_t>& words) {
+  code_.insert(code_.end(), words.begin(), words.end());
+}
+
 uint32_t Assembler::Sync(uint8_t units) { return Emit(isa::Opcode::SYNC, {{}, {}, {}, {}, units, 0}); }
 
 uint32_t Assembler::DmaLoad(Reg hbm, Reg vmem, Reg count, uint32_t stride) {

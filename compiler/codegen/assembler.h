@@ -63,6 +63,9 @@ class Assembler {
   uint32_t Vmax(Reg dst, Reg src1, Reg src2, Reg count, uint8_t flags = 0, uint32_t imm = 0);
   uint32_t Vsplat(Reg dst, Reg count, uint32_t bits);
 
+  // Appends instruction words encoded by another Assembler that hold no branch and no relocation
+  // (straight-line code, e.g. loop bodies built ahead and compared).
+  void AppendStraightLine(const std::vector<uint64_t>& words);
   // LI reg, <base line of the region> + line_offset, patched by the loader (see Relocation).
   uint32_t LoadAddress(Reg rd, RegionKind kind, uint32_t region_index, uint32_t line_offset);
 

@@ -1,5 +1,7 @@
 // Dots on the MXU: a software pipeline (EmitDotPipelined) where the shape allows it, otherwise one
 // weight tile at a time with a SYNC around every hand-over (EmitDotSerial).
+#include <algorithm>
+
 #include "compiler/codegen/codegen_internal.h"
 
 namespace tpu::compiler::codegen_internal {
@@ -209,36 +211,158 @@ Status CodeGenerator::EmitDotSerial(const HloInstruction& instruction, const Dot
 }
 
 
-// The software pipeline. Rows are processed in chunks whose lhs (one VMEM slice of `rows` lines per K
-// tile) stays in VMEM; a chunk runs its (K tile, N tile) steps on the MXU back to back:
+namespace {
+
+// N tiles per group of the pipeline (see EmitDotPipelined). The first group runs its K tiles in the
+// outer loop so that each lhs slice, loaded while the group's multiplies stream, is spread over several
+// steps; each later group stores the accumulators of the group before it, so the groups shrink (the
+// stores of a wide group need a group with as many steps to hide in) down to single tiles, which keep
+// the final store (after the last multiply) to one accumulator.
+std::vector<uint32_t> DotGroupSizes(uint32_t n_tiles) {
+  switch (n_tiles) {
+    case 1: return {1};
+    case 2: return {2};
+    case 3: return {2, 1};
+    case 4: return {2, 1, 1};
+    case 5: return {3, 1, 1};
+    default: break;
+  }
+  std::vector<uint32_t> sizes = {4, 2};
+  sizes.resize(n_tiles - 4, 1);
+  return sizes;
+}
+
+// A scalar register whose value codegen tracks at compile time and moves with ADDI, so that steps doing
+// the same work emit the same words (and can become a loop).
+struct Stream {
+  Reg reg;
+  int64_t value = 0;
+  void MoveTo(Assembler& a, int64_t target) {
+    if (target != value) a.Addi(reg, reg, static_cast<uint32_t>(target - value));
+    value = target;
+  }
+};
+
+// Rows of a chunk split into `pieces` DMAs: piece i covers [Begin(i), Begin(i+1)).
+struct RowSplit {
+  uint32_t rows, pieces;
+  uint32_t Begin(uint32_t i) const { return static_cast<uint32_t>(uint64_t{rows} * i / pieces); }
+};
+
+// Emits `bodies` (straight-line code per step) with runs of repeated blocks of up to 16 steps rolled
+// into counted loops on `counter`.
+void EmitRolled(Assembler& a, const std::vector<std::vector<uint64_t>>& bodies, Reg counter) {
+  const size_t steps = bodies.size();
+  auto same = [&](size_t x, size_t y, size_t period) {
+    for (size_t q = 0; q < period; ++q) {
+      if (bodies[x + q] != bodies[y + q]) return false;
+    }
+    return true;
+  };
+  size_t i = 0;
+  while (i < steps) {
+    size_t best_period = 0, best_reps = 0;
+    int64_t best_saving = 0;
+    for (size_t period = 1; period <= 16 && i + 2 * period <= steps; ++period) {
+      size_t reps = 1;
+      while (i + (reps + 1) * period <= steps && same(i, i + reps * period, period)) ++reps;
+      if (reps < 2) continue;
+      int64_t words = 0;
+      for (size_t q = 0; q < period; ++q) words += static_cast<int64_t>(bodies[i + q].size());
+      const int64_t saving = static_cast<int64_t>(reps - 1) * words - 4;  // LI, ADDI, BNE and a margin
+      if (saving > best_saving) {
+        best_saving = saving;
+        best_period = period;
+        best_reps = reps;
+      }
+    }
+    if (best_period == 0) {
+      a.AppendStraightLine(bodies[i++]);
+      continue;
+    }
+    a.Li(counter, static_cast<uint32_t>(best_reps));
+    Assembler::Label loop = a.NewLabel();
+    a.Bind(loop);
+    for (size_t q = 0; q < best_period; ++q) a.AppendStraightLine(bodies[i + q]);
+    a.Addi(counter, counter, static_cast<uint32_t>(-1));
+    a.Bne(counter, kZeroReg, loop);
+    i += best_period * best_reps;
+  }
+}
+
+}  // namespace
+
+// The software pipeline. Rows are processed in chunks whose lhs (one VMEM slice of R lines per K tile)
+// stays in VMEM; a chunk runs its steps (one MXU_MM each: K tile, N tile, rows) back to back:
 //
-//   step s:  MXU_MM  lhs slice k -> accumulator of n, SWAP (weights of step s), ACC unless k = 0
-//            SYNC DMA; MXU_LW weight tile s+1 (fetched a step earlier; loaded while MXU_MM s streams)
-//            DMA_LD  weight tile s+2 into the buffer tile s came from
-//            and, beside the multiply: the next lhs slice (first N tiles) or the store of a finished
-//            accumulator (one per step).
+//   step p:  MXU_MM  lhs slice k -> accumulator of n, SWAP (weights of step p), ACC unless k = 0
+//            SYNC DMA; MXU_LW weights of step p+1 (fetched a step earlier; loaded while MXU_MM p streams)
+//            DMA_LD  weight tile of step p+2 unless it is already in VMEM
+//            and beside the multiply, spread evenly over the steps: pieces of the lhs slices and of
+//            finished accumulators (stores).
 //
-// The first group of N tiles (two when there are at least three K tiles) runs its K tiles in the
-// outer loop so that each lhs slice is loaded while two multiplies run; the other N tiles run one at a
-// time. Accumulators are double-buffered per group: the tiles of group g are stored during the first
-// steps of group g+1, without a SYNC on the MXU: once an MXU_MM of at least 2*LANES+2 rows has streamed
-// after a multiply and the next one issued, that multiply's results are written (sync_checker.h). The
-// last group of a chunk is stored after a SYNC on the MXU. Between chunks the units drain.
+// DMA work issued in step p is complete at the SYNC of step p+1, before multiply p+2, so each lhs piece
+// is loaded in the steps between the previous piece's window and two steps before its first use, and a
+// multiply's results are stored once MXU_MMs of at least 2*LANES+2 rows have streamed after it and
+// another one issued (its results are written then, sync_checker.h), without a SYNC on the MXU.
+//
+// The order of the steps keeps the DMA's share of the work even:
+//  - K tile 0 runs first over every N tile, in two row blocks (the N tiles inner, their weights kept in
+//    VMEM): the multiplies start after a weight tile and half a slice, and the other lhs slices load
+//    while each of them is used by all N tiles;
+//  - the other K tiles run in groups of N tiles (DotGroupSizes), K tiles outer within a group: a group's
+//    accumulators are stored during the next group;
+//  - a last group of one N tile runs in two row blocks (K tiles inner, weights kept in VMEM): the first
+//    three quarters of its rows are stored while the last quarter multiplies, and only that quarter is
+//    left after the last multiply.
+// Every N tile has its own accumulator when VMEM holds them all beside the lhs without splitting the rows
+// into more chunks; otherwise K tile 0 runs inside the groups and two accumulator sets alternate between
+// groups (a store is then never left for the last step of a group when the group after it writes the same
+// accumulator). Steps that emit the same code are rolled into loops. Between chunks the units drain.
 StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction, const DotGeometry& g) {
   const uint32_t lanes = g.lanes, KT = g.k_tiles, NT = g.n_tiles;
   const uint32_t min_rows = 2 * lanes + 2;  // the result latency the store hand-over relies on
   if (!pipelined_dots_ || KT < 2 || g.M < min_rows) return false;
-  const uint32_t first_group = (NT >= 2 && KT >= 3) ? 2 : 1;
-  // VMEM: full weight buffers [0, 2L), partial ones [2L, 4L), the lhs slices, two accumulator sets.
-  const uint32_t weights = 0, partial_weights = 2 * lanes, lhs_base = 4 * lanes;
-  if (options_.vmem_lines <= lhs_base) return false;
-  const uint64_t max_rows = (options_.vmem_lines - lhs_base) / (KT + 2 * first_group);
-  if (max_rows < min_rows) return false;
-  const uint64_t chunks = (static_cast<uint64_t>(g.M) + max_rows - 1) / max_rows;
+  const std::vector<uint32_t> group_sizes = DotGroupSizes(NT);
+  const uint32_t max_group = *std::max_element(group_sizes.begin(), group_sizes.end());
+  const bool blocked_tail = NT >= 3 && group_sizes.back() == 1;
+  // VMEM: rotating weight buffers [0, 2L) and their partial twins [2L, 4L), then the weights kept in
+  // VMEM (K tile 0 of every N tile when accumulators are resident, the tail's K tiles), the lhs slices,
+  // the accumulators.
+  const uint32_t weights = 0, partial_weights = 2 * lanes, kept_weights = 4 * lanes;
+  auto rows_for = [&](uint32_t weight_lines, uint64_t lines_per_row) -> uint64_t {
+    return options_.vmem_lines > weight_lines ? (options_.vmem_lines - weight_lines) / lines_per_row : 0;
+  };
+  const uint32_t tail_weights = blocked_tail ? KT * lanes : 0;
+  const uint64_t set_rows = rows_for(kept_weights + tail_weights, KT + 2 * max_group);
+  const uint64_t resident_rows = rows_for(kept_weights + tail_weights + NT * lanes, KT + NT);
+  if (std::max(set_rows, resident_rows) < min_rows) return false;
+  auto chunk_count = [&](uint64_t max_rows) { return max_rows == 0 ? UINT64_MAX : (uint64_t{g.M} + max_rows - 1) / max_rows; };
+  const bool resident_accumulators = resident_rows >= min_rows && chunk_count(resident_rows) <= chunk_count(set_rows);
+  const uint64_t max_rows = resident_accumulators ? resident_rows : set_rows;
+  const uint64_t chunks = chunk_count(max_rows);
   const uint32_t R = static_cast<uint32_t>((static_cast<uint64_t>(g.M) + chunks - 1) / chunks);
   const uint32_t last_rows = static_cast<uint32_t>(g.M - (chunks - 1) * R);
   if (last_rows < min_rows) return false;
-  const uint32_t acc0 = lhs_base + KT * R, acc1 = acc0 + first_group * R;
+  const uint32_t first_k_weights = kept_weights + tail_weights;  // resident: K tile 0 of N tile n at + n*L
+  const uint32_t lhs_base = first_k_weights + (resident_accumulators ? NT * lanes : 0);
+  const uint32_t acc_base = lhs_base + KT * R;
+
+  struct Group {
+    uint32_t first_n, size;
+    size_t first_step;
+  };
+  std::vector<Group> groups;
+  std::vector<uint32_t> group_of_n(NT);
+  for (uint32_t n0 = 0, gi = 0; gi < group_sizes.size(); n0 += group_sizes[gi++]) {
+    groups.push_back({n0, group_sizes[gi], 0});
+    for (uint32_t i = 0; i < group_sizes[gi]; ++i) group_of_n[n0 + i] = gi;
+  }
+  auto accumulator = [&](uint32_t n) -> int64_t {
+    if (resident_accumulators) return acc_base + int64_t{n} * R;
+    const Group& group = groups[group_of_n[n]];
+    return acc_base + int64_t{group_of_n[n] % 2} * max_group * R + int64_t{n - group.first_n} * R;
+  };
 
   const HloInstruction* lhs = instruction.operand(0);
   const HloInstruction* rhs = instruction.operand(1);
@@ -246,200 +370,261 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
   const uint32_t rest = g.partial_k ? g.k_rest : g.n_rest;
   if (partial) {
     // Weight rows past K (or N) of a partial tile must be zero, not stale data (0 * NaN is NaN), and
-    // rows past N become output columns past N. The DMA fills only the first `rest` lines of the
-    // partial buffers, so their tails are cleared once here.
-    TPU_ASSIGN_OR_RETURN(ScopedReg from, NewReg());
+    // rows past N become output columns past N. The DMA fills only the first `rest` lines of a partial
+    // tile's buffer (the partial twins or a kept buffer), so every weight buffer is cleared here.
     TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
-    asm_.Li(count, lanes - rest);
-    for (uint32_t b = 0; b < 2; ++b) {
-      asm_.Li(from, partial_weights + b * lanes + rest);
-      asm_.Vsplat(from, count, 0);
-    }
+    asm_.Li(count, lhs_base);
+    asm_.Vsplat(kZeroReg, count, 0);
     asm_.Sync(kSyncVpu);
   }
-
-  // The chunk's steps in order: (K tile, N tile) of each multiply, group by group.
-  struct Tile {
-    uint32_t k, n;
-  };
-  std::vector<Tile> tiles;
-  std::vector<std::pair<uint32_t, uint32_t>> groups;  // (first N tile, tiles) per group
-  groups.push_back({0, first_group});
-  for (uint32_t n = first_group; n < NT; ++n) groups.push_back({n, 1});
-  for (const auto& [n0, G] : groups) {
-    for (uint32_t k = 0; k < KT; ++k) {
-      for (uint32_t i = 0; i < G; ++i) tiles.push_back({k, n0 + i});
-    }
-  }
-  auto offset = [&](size_t p) -> int64_t {  // HBM lines of step p's weight tile from the rhs base
-    return p < tiles.size() ? int64_t{tiles[p].k} * g.kt_step + int64_t{tiles[p].n} * g.nt_step : 0;
-  };
-  auto weight_rows = [&](size_t p) { return p < tiles.size() ? g.WeightRows(tiles[p].k, tiles[p].n) : lanes; };
 
   for (uint64_t chunk = 0; chunk < chunks; ++chunk) {
     const uint32_t m0 = static_cast<uint32_t>(chunk * R);
     const uint32_t rows = chunk + 1 == chunks ? last_rows : R;
+    struct Step {
+      uint32_t k, n, row0, rows;
+      int64_t kept_buffer;  // VMEM line of the weights when they stay in VMEM, else -1
+    };
+    std::vector<Step> plan;
+    const uint32_t first_k = resident_accumulators ? 1 : 0;
+    if (resident_accumulators) {
+      const RowSplit halves{rows, rows / 2 >= lanes ? 2u : 1u};
+      for (uint32_t b = 0; b < halves.pieces; ++b) {
+        for (uint32_t n = 0; n < NT; ++n) {
+          plan.push_back({0, n, halves.Begin(b), halves.Begin(b + 1) - halves.Begin(b), first_k_weights + int64_t{n} * lanes});
+        }
+      }
+    }
+    // The tail's second block stores the first at a quarter of a line per MXU cycle: rows / (1 + steps / 4)
+    // rows.
+    const uint32_t tail_steps = KT - first_k;
+    const uint32_t tail_split = rows - static_cast<uint32_t>((uint64_t{rows} * 4 + tail_steps + 3) / (tail_steps + 4));
+    const bool blocked = blocked_tail && rows - tail_split >= lanes && tail_split >= lanes;
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      Group& group = groups[gi];
+      group.first_step = plan.size();
+      if (blocked && gi + 1 == groups.size()) {
+        for (uint32_t row0 : {0u, tail_split}) {
+          for (uint32_t k = first_k; k < KT; ++k) {
+            plan.push_back({k, group.first_n, row0, row0 == 0 ? tail_split : rows - tail_split, kept_weights + int64_t{k} * lanes});
+          }
+        }
+        continue;
+      }
+      for (uint32_t k = first_k; k < KT; ++k) {
+        for (uint32_t i = 0; i < group.size; ++i) plan.push_back({k, group.first_n + i, 0, rows, -1});
+      }
+    }
+    const size_t steps = plan.size();
+    auto weight_rows = [&](size_t p) { return g.WeightRows(plan[p].k, plan[p].n); };
+    // Rotating buffers alternate with the step's parity: the steps using them are consecutive.
+    auto buffer = [&](size_t p) -> int64_t {
+      if (plan[p].kept_buffer >= 0) return plan[p].kept_buffer;
+      return (weight_rows(p) == lanes ? weights : partial_weights) + int64_t(p % 2) * lanes;
+    };
+    auto needs_fetch = [&](size_t p) {
+      for (size_t q = 0; q < p; ++q) {
+        if (plan[q].kept_buffer >= 0 && plan[q].kept_buffer == plan[p].kept_buffer) return false;
+      }
+      return true;
+    };
+    // The first step whose MXU_MM guarantees that step p's results are written.
+    auto complete_at = [&](size_t p) {
+      size_t q = p + 1;
+      for (uint64_t streamed = 0; q < steps && streamed < min_rows; ++q) streamed += plan[q].rows;
+      return q;
+    };
+
+    // DMA pieces per step: lhs slices (slice, first row, rows) and stores (N tile, first row, rows).
+    struct Piece {
+      uint32_t index, row0, rows;
+    };
+    std::vector<std::vector<Piece>> slice_pieces(steps), store_pieces(steps);
+    std::vector<Piece> prologue_slices, epilogue_stores;
+    // Each run of lhs rows first read by a step is loaded before it (units in order of first use).
+    std::vector<std::pair<size_t, Piece>> units;  // (first use, rows)
+    for (size_t p = 0; p < steps; ++p) {
+      bool fresh = true;
+      for (size_t q = 0; q < p; ++q) {
+        fresh = fresh && !(plan[q].k == plan[p].k && plan[q].row0 <= plan[p].row0 &&
+                           plan[p].row0 + plan[p].rows <= plan[q].row0 + plan[q].rows);
+      }
+      if (fresh) units.push_back({p, {plan[p].k, plan[p].row0, plan[p].rows}});
+    }
+    // The tiles whose stores spread over the steps: (tile, first row, rows, first step, end step).
+    struct StoreRun {
+      uint32_t n, row0, rows;
+      size_t begin, end;
+    };
+    std::vector<StoreRun> store_runs;
+    bool placeable = true;  // every store lands in a step where its accumulator is complete
+    auto last_multiply = [&](uint32_t n, uint32_t row0) {
+      size_t last = 0;
+      for (size_t p = 0; p < steps; ++p) {
+        if (plan[p].n == n && plan[p].k == KT - 1 && plan[p].row0 <= row0 && row0 < plan[p].row0 + plan[p].rows) last = p;
+      }
+      return last;
+    };
+    if (resident_accumulators) {
+      // Every accumulator has its own VMEM: a tile's stores may go anywhere after its last multiply.
+      for (uint32_t n = 0; n < groups.back().first_n; ++n) {
+        store_runs.push_back({n, 0, rows, complete_at(last_multiply(n, 0)), steps});
+      }
+    } else {
+      for (size_t gi = 0; gi + 1 < groups.size(); ++gi) {
+        const Group& done = groups[gi];
+        const Group& next = groups[gi + 1];
+        size_t end = (gi + 2 < groups.size() ? groups[gi + 2].first_step : steps);
+        // The group after `next` writes the same accumulator set: nothing may be left for its last step.
+        if (gi + 2 < groups.size() && groups[gi + 2].size >= done.size) --end;
+        // Before a blocked tail, stores go beside its first block (the second one stores the first).
+        if (blocked && gi + 2 == groups.size()) end = next.first_step + tail_steps;
+        for (uint32_t i = 0; i < done.size; ++i) {
+          const uint32_t n = done.first_n + i;
+          store_runs.push_back({n, 0, rows, std::max(next.first_step, complete_at(last_multiply(n, 0))), end});
+        }
+      }
+    }
+    if (blocked) {
+      const uint32_t n = groups.back().first_n;
+      store_runs.push_back({n, 0, tail_split, complete_at(last_multiply(n, 0)), steps});
+    }
+    // DMA lines a step may take beside its multiply: 0.38 per MXU row (what the v2 HBM sustains for
+    // strided lines with reads and writes mixed, docs/performance.md), less the weight tile it fetches.
+    // Pieces are whole 64ths of the rows, so that steps alike emit the same code.
+    std::vector<int64_t> budget(steps);
+    for (size_t p = 0; p < steps; ++p) {
+      budget[p] = static_cast<int64_t>(plan[p].rows) * 19 / 50;
+      if (p + 2 < steps && needs_fetch(p + 2)) budget[p] -= weight_rows(p + 2);
+    }
+    const uint32_t grain = std::max<uint32_t>(1, rows / 64);
+    // Places rows [row0, row0 + count) of `index` in steps [from, last], as early as the budgets allow;
+    // what does not fit goes to step `last` (or, with `overflow`, there).
+    auto place = [&](std::vector<std::vector<Piece>>& out, uint32_t index, uint32_t row0, uint32_t count, size_t from,
+                     size_t last, std::vector<Piece>* overflow) {
+      uint32_t done = 0;
+      for (size_t p = from; p <= last && p < steps && done < count; ++p) {
+        const int64_t grains = budget[p] / grain;
+        if (grains <= 0) continue;
+        const uint32_t take = static_cast<uint32_t>(std::min<int64_t>(count - done, grains * grain));
+        out[p].push_back({index, row0 + done, take});
+        budget[p] -= take;
+        done += take;
+      }
+      if (done == count) return;
+      if (overflow != nullptr) {
+        overflow->push_back({index, row0 + done, count - done});
+      } else {
+        out[last].push_back({index, row0 + done, count - done});
+        budget[last] -= count - done;
+      }
+    };
+    size_t load_cursor = 0;  // lhs units load in order
+    for (const auto& [use, unit] : units) {
+      if (use < 2) {
+        prologue_slices.push_back(unit);
+        continue;
+      }
+      place(slice_pieces, unit.index, unit.row0, unit.rows, std::min(load_cursor, use - 2), use - 2, nullptr);
+      while (load_cursor < use - 2 && budget[load_cursor] < static_cast<int64_t>(grain)) ++load_cursor;
+    }
+    for (const StoreRun& run : store_runs) {
+      if (run.begin >= run.end) {
+        placeable = placeable && run.end == steps;
+        epilogue_stores.push_back({run.n, run.row0, run.rows});
+        continue;
+      }
+      place(store_pieces, run.n, run.row0, run.rows, run.begin, run.end - 1, run.end == steps ? &epilogue_stores : nullptr);
+    }
+    if (!placeable) {
+      if (chunk == 0) return false;  // nothing of this dot emitted yet but the weight clearing
+      return Internal("dot " + instruction.name() + ": a store cannot follow its multiply in this schedule");
+    }
+
     TPU_ASSIGN_OR_RETURN(ScopedReg rows_reg, NewReg());
-    TPU_ASSIGN_OR_RETURN(ScopedReg lane_count, NewReg());
-    TPU_ASSIGN_OR_RETURN(ScopedReg wbuf, NewReg());       // weight buffer of the next MXU_LW
-    TPU_ASSIGN_OR_RETURN(ScopedReg wsum, NewReg());       // sum of the two buffer addresses (to toggle)
-    TPU_ASSIGN_OR_RETURN(ScopedReg w_hbm, NewReg());      // HBM line of the next weight tile to load
-    TPU_ASSIGN_OR_RETURN(ScopedReg lhs_slice, NewReg());  // lhs slice of the current K tile
-    TPU_ASSIGN_OR_RETURN(ScopedReg acc_cur, NewReg());    // accumulator set of the current group
-    TPU_ASSIGN_OR_RETURN(ScopedReg acc_sum, NewReg());
-    TPU_ASSIGN_OR_RETURN(ScopedReg store_hbm, NewReg());  // output column of the next store
-    TPU_ASSIGN_OR_RETURN(ScopedReg tmp, NewReg());
-    ScopedReg rest_count;
-    if (partial) {
-      TPU_ASSIGN_OR_RETURN(rest_count, NewReg());
-      asm_.Li(rest_count, rest);
-    }
+    TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg counter, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg lw_reg, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg fetch_reg, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg w_hbm_reg, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg lhs_reg, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg acc_reg, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg slice_src_reg, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg slice_dst_reg, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg store_src_reg, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg store_dst_reg, NewReg());
+    Stream lw_buf{lw_reg, weights}, fetch_buf{fetch_reg, weights}, w_hbm{w_hbm_reg, 0};
+    Stream lhs_slice{lhs_reg, lhs_base}, acc{acc_reg, accumulator(0)};
+    Stream slice_src{slice_src_reg, int64_t{m0} * KT}, slice_dst{slice_dst_reg, lhs_base};
+    Stream store_src{store_src_reg, accumulator(0)}, store_dst{store_dst_reg, int64_t{m0} * NT};
+    uint32_t rows_value = rows;
     asm_.Li(rows_reg, rows);
-    asm_.Li(lane_count, lanes);
-    asm_.Li(wbuf, weights);
-    asm_.Li(wsum, 2 * weights + lanes);
-    asm_.Li(acc_sum, acc0 + acc1);
-    asm_.Li(acc_cur, acc1);  // every group starts by switching sets
-    LoadAddress(w_hbm, rhs, 0);
-    LoadAddress(store_hbm, &instruction, m0 * NT);
+    asm_.Li(lw_reg, weights);
+    asm_.Li(fetch_reg, weights);
+    asm_.Li(lhs_reg, lhs_base);
+    asm_.Li(acc_reg, static_cast<uint32_t>(accumulator(0)));
+    asm_.Li(store_src_reg, static_cast<uint32_t>(accumulator(0)));
+    asm_.Li(slice_dst_reg, lhs_base);
+    LoadAddress(w_hbm_reg, rhs, 0);
+    LoadAddress(slice_src_reg, lhs, m0 * KT);
+    LoadAddress(store_dst_reg, &instruction, m0 * NT);
 
-    // Weight tile t goes to buffer t % 2 (the partial twin for a partial tile). At step p the MXU loads
-    // tile p+1 (loaded two steps earlier, so a DMA round trip never sits between two multiplies) and the
-    // DMA fetches tile p+2 into the buffer tile p was loaded from: the MXU accepted multiply p, so that
-    // load is complete.
-    auto buffer_of = [&](size_t t, Reg base) -> Reg {  // `base` holds buffer t % 2's full address
-      if (weight_rows(t) == lanes) return base;
-      asm_.Addi(tmp, base, partial_weights - weights);
-      return tmp;
+    auto fetch = [&](Assembler& a, size_t p) {  // the weight tile of step p into its buffer
+      w_hbm.MoveTo(a, int64_t{plan[p].k} * g.kt_step + int64_t{plan[p].n} * g.nt_step);
+      fetch_buf.MoveTo(a, buffer(p));
+      a.Li(count, weight_rows(p));
+      a.DmaLoad(w_hbm.reg, fetch_buf.reg, count, g.rhs_row_lines);
     };
-    auto fetch = [&](size_t t, Reg base) {  // DMA tile t (w_hbm points at it), then advance w_hbm
-      if (t >= tiles.size()) return;
-      const bool full = weight_rows(t) == lanes;
-      asm_.DmaLoad(w_hbm, buffer_of(t, base), full ? lane_count.get() : rest_count.get(), g.rhs_row_lines);
-      if (t + 1 < tiles.size()) asm_.Addi(w_hbm, w_hbm, static_cast<uint32_t>(offset(t + 1) - offset(t)));
+    auto load_weights = [&](Assembler& a, size_t p) {  // MXU_LW of step p's buffer
+      lw_buf.MoveTo(a, buffer(p));
+      a.MxuLoadWeights(lw_buf.reg, g.transposed);
     };
-    auto load_next = [&](size_t p) {  // step p's weight work (after its MXU_MM)
-      asm_.Sync(kSyncDma);
-      if (p + 1 < tiles.size()) asm_.MxuLoadWeights(buffer_of(p + 1, wbuf), g.transposed);
-      asm_.Sub(wbuf, wsum, wbuf);
-      fetch(p + 2, wbuf);
+    auto load_slice = [&](Assembler& a, const Piece& piece) {
+      slice_src.MoveTo(a, int64_t{m0 + piece.row0} * KT + piece.index);
+      slice_dst.MoveTo(a, lhs_base + int64_t{piece.index} * R + piece.row0);
+      a.Li(count, piece.rows);
+      a.DmaLoad(slice_src.reg, slice_dst.reg, count, KT);
     };
-    // Stores accumulator `index` of a group's set (the other set unless `current`) to the next column.
-    auto store = [&](uint32_t index, bool current) {
-      if (current) {
-        asm_.Addi(tmp, acc_cur, index * R);
-      } else {
-        asm_.Sub(tmp, acc_sum, acc_cur);
-        if (index != 0) asm_.Addi(tmp, tmp, index * R);
-      }
-      asm_.DmaStore(store_hbm, tmp, rows_reg, NT);
-      asm_.Addi(store_hbm, store_hbm, 1);
+    auto store = [&](Assembler& a, const Piece& piece) {
+      store_src.MoveTo(a, accumulator(piece.index) + piece.row0);
+      store_dst.MoveTo(a, int64_t{m0 + piece.row0} * NT + piece.index);
+      a.Li(count, piece.rows);
+      a.DmaStore(store_dst.reg, store_src.reg, count, NT);
     };
 
-    // Prologue: lhs slice 0 (all slices when the first group is a single tile) and weight tiles 0 and 1;
-    // the MXU loads tile 0.
-    {
-      TPU_ASSIGN_OR_RETURN(ScopedReg src, NewReg());
-      TPU_ASSIGN_OR_RETURN(ScopedReg dst, NewReg());
-      LoadAddress(src, lhs, m0 * KT);
-      asm_.Li(dst, lhs_base);
-      const uint32_t slices = first_group == 2 ? 1 : KT;
-      for (uint32_t t = 0; t < slices; ++t) {
-        asm_.DmaLoad(src, dst, rows_reg, KT);
-        if (t + 1 < slices) {
-          asm_.Addi(src, src, 1);
-          asm_.Addi(dst, dst, R);
-        }
-      }
-      fetch(0, wbuf);
-      asm_.Sub(dst, wsum, wbuf);
-      fetch(1, dst);
-      asm_.Sync(kSyncDma);
-      asm_.MxuLoadWeights(buffer_of(0, wbuf), g.transposed);
-      asm_.Sub(wbuf, wsum, wbuf);
+    // Prologue: the lhs rows of the first steps, weights of step 0 in the MXU.
+    for (const Piece& piece : prologue_slices) load_slice(asm_, piece);
+    fetch(asm_, 0);
+    asm_.Sync(kSyncDma);
+    load_weights(asm_, 0);
+    if (steps > 1 && needs_fetch(1)) fetch(asm_, 1);
+
+    std::vector<std::vector<uint64_t>> bodies(steps);
+    for (size_t p = 0; p < steps; ++p) {
+      Assembler a;
+      const Step& step = plan[p];
+      acc.MoveTo(a, accumulator(step.n) + step.row0);
+      lhs_slice.MoveTo(a, lhs_base + int64_t{step.k} * R + step.row0);
+      if (step.rows != rows_value) a.Li(rows_reg, step.rows);
+      rows_value = step.rows;
+      a.MxuMatmul(lhs_slice.reg, acc.reg, rows_reg, /*accumulate=*/step.k != 0, /*swap=*/true);
+      a.Sync(kSyncDma);
+      if (p + 1 < steps) load_weights(a, p + 1);
+      if (p + 2 < steps && needs_fetch(p + 2)) fetch(a, p + 2);
+      for (const Piece& piece : slice_pieces[p]) load_slice(a, piece);
+      for (const Piece& piece : store_pieces[p]) store(a, piece);
+      bodies[p] = a.code();
     }
+    EmitRolled(asm_, bodies, counter);
 
-    // One group: `base` is the step of its first multiply, `stores` accumulators of the previous group
-    // to store. A looped group is emitted once for its first instance; the instances must be alike.
-    auto emit_group = [&](size_t base, uint32_t G, uint32_t stores, bool load_slices) -> Status {
-      asm_.Sub(acc_cur, acc_sum, acc_cur);
-      asm_.Li(lhs_slice, lhs_base);
-      ScopedReg slice_src, slice_dst;
-      if (load_slices) {
-        TPU_ASSIGN_OR_RETURN(slice_src, NewReg());
-        TPU_ASSIGN_OR_RETURN(slice_dst, NewReg());
-        LoadAddress(slice_src, lhs, m0 * KT + 1);
-        asm_.Li(slice_dst, lhs_base + R);
-      }
-      // The G multiplies of K tile k and what runs beside them.
-      auto k_step = [&](uint32_t k) {
-        for (uint32_t i = 0; i < G; ++i) {
-          Reg acc = acc_cur;
-          if (i != 0) {
-            asm_.Addi(tmp, acc_cur, i * R);
-            acc = tmp;
-          }
-          asm_.MxuMatmul(lhs_slice, acc, rows_reg, /*accumulate=*/k != 0, /*swap=*/true);
-          load_next(base + size_t{k} * G + i);
-          if (i == 0 && load_slices && k + 1 < KT) {
-            asm_.DmaLoad(slice_src, slice_dst, rows_reg, KT);
-            asm_.Addi(slice_src, slice_src, 1);
-            asm_.Addi(slice_dst, slice_dst, R);
-          }
-          if (i == 0 && k >= 1 && k - 1 < stores) store(k - 1, /*current=*/false);
-        }
-        asm_.Addi(lhs_slice, lhs_slice, R);
-      };
-      // Steps with their own work come first; the uniform middle ones loop; the last three steps are
-      // unrolled (the tiles they load may be a partial K tile or the next group's).
-      const uint32_t first_uniform = std::min(KT, 1 + stores);
-      for (uint32_t k = 0; k < first_uniform; ++k) k_step(k);
-      const uint32_t tail_k = (3 + G - 1) / G;  // K tiles that hold the group's last three steps
-      const uint32_t tail_start = std::max(first_uniform, KT > tail_k ? KT - tail_k : 0);
-      if (tail_start > first_uniform + 1) {
-        TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
-        asm_.Li(end, lhs_base + tail_start * R);
-        Assembler::Label loop = asm_.NewLabel();
-        asm_.Bind(loop);
-        k_step(first_uniform);
-        asm_.Bne(lhs_slice, end, loop);
-      } else {
-        for (uint32_t k = first_uniform; k < tail_start; ++k) k_step(k);
-      }
-      for (uint32_t k = tail_start; k < KT; ++k) k_step(k);
-      // A store issued in the last step has no SYNC on the DMA behind it before the next group's first
-      // multiply overwrites the accumulator set it reads.
-      if (stores != 0 && stores + 1 >= KT) asm_.Sync(kSyncDma);
-      return OkStatus();
-    };
-    TPU_RETURN_IF_ERROR(emit_group(0, first_group, 0, first_group == 2));
-    uint32_t pending = first_group;  // accumulators of the previous group still to store
-    uint32_t n = first_group;
-    auto step_of = [&](uint32_t tile) { return size_t{first_group} * KT + size_t{tile - first_group} * KT; };
-    auto single = [&](uint32_t tile) -> Status {
-      TPU_RETURN_IF_ERROR(emit_group(step_of(tile), 1, pending, false));
-      pending = 1;
-      return OkStatus();
-    };
-    // Single tiles: the one after a two-tile first group (it stores two accumulators), a loop over the
-    // uniform ones, then the last three alone (the tiles their last steps load may be the partial last
-    // N tile, or none).
-    if (n < NT && pending != 1) TPU_RETURN_IF_ERROR(single(n++));
-    const uint32_t uniform_end = NT >= 3 ? NT - 3 : 0;  // tiles [n, NT-3) are alike
-    if (uniform_end > n + 1) {
-      TPU_ASSIGN_OR_RETURN(ScopedReg left, NewReg());
-      asm_.Li(left, uniform_end - n);
-      Assembler::Label loop = asm_.NewLabel();
-      asm_.Bind(loop);
-      TPU_RETURN_IF_ERROR(single(n));
-      asm_.Addi(left, left, static_cast<uint32_t>(-1));
-      asm_.Bne(left, kZeroReg, loop);
-      n = uniform_end;
-    }
-    while (n < NT) TPU_RETURN_IF_ERROR(single(n++));
-    // Epilogue: the last group's accumulators, once the MXU is done.
+    // Epilogue: what is left of the last group, once the MXU is done.
     asm_.Sync(kSyncMxu);
-    for (uint32_t i = 0; i < pending; ++i) store(i, /*current=*/true);
+    for (const Piece& piece : epilogue_stores) store(asm_, piece);
+    for (uint32_t i = 0; i < groups.back().size; ++i) {
+      const uint32_t row0 = blocked ? tail_split : 0;
+      store(asm_, {groups.back().first_n + i, row0, rows - row0});
+    }
+    if (chunk + 1 < chunks) asm_.Sync(kSyncDma);  // the next chunk reloads the slices and accumulators
   }
   return true;
 }
