@@ -419,7 +419,9 @@ StatusOr<bool> CodeGenerator::EmitExactTranspose(const HloInstruction& instructi
 // the dot rounds its inputs to bf16 anyway).
 Status CodeGenerator::EmitTranspose(const HloInstruction& instruction) {
   const HloInstruction& operand = *instruction.operand(0);
-  if (instruction.shape().rank() != 2 || instruction.dimensions() != std::vector<int64_t>{1, 0}) {
+  const int rank = instruction.shape().rank();
+  if (rank > 2 && instruction.dimensions().back() == rank - 1) return EmitRowTranspose(instruction);  // reverse.cc
+  if (rank != 2 || instruction.dimensions() != std::vector<int64_t>{1, 0}) {
     return EmitCopy(&operand, locations_.at(&instruction));  // identity permutation
   }
   const uint32_t lanes = L();

@@ -107,11 +107,11 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
       const std::vector<int64_t>& dims = instruction.dimensions();
       bool identity = true;
       for (size_t i = 0; i < dims.size(); ++i) identity = identity && dims[i] == static_cast<int64_t>(i);
-      if (!identity && !(instruction.shape().rank() == 2 && dims == std::vector<int64_t>{1, 0})) {
-        // Codegen preparation splits the others (compiler/passes/codegen_legalization.h) when that takes
-        // few enough row slices.
+      const bool keeps_minor = !dims.empty() && dims.back() == static_cast<int64_t>(dims.size()) - 1;
+      if (!identity && !keeps_minor && !(instruction.shape().rank() == 2 && dims == std::vector<int64_t>{1, 0})) {
+        // Codegen preparation splits the others (compiler/passes/codegen_legalization.h).
         return Unimplemented("transpose " + instruction.name() + " of " + instruction.operand(0)->shape().ToString() +
-                             ": only rank-2 transposes are supported; this one would take too many row slices");
+                             ": only rank-2 transposes and row permutations (the minor dimension stays) are supported");
       }
       break;
     }
@@ -174,6 +174,7 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     case HloOpcode::kSlice:
     case HloOpcode::kPad:
     case HloOpcode::kConcatenate:
+    case HloOpcode::kReverse:
     case HloOpcode::kConvolution:  // the depthwise form prepare.h leaves; EmitDepthwiseConvolution checks it
       break;
     case HloOpcode::kReduceWindow:
@@ -221,6 +222,7 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     case HloOpcode::kSlice:
     case HloOpcode::kPad:
     case HloOpcode::kConcatenate:
+    case HloOpcode::kReverse:
       type_ok = IsDeviceElementType(type);
       break;
     case HloOpcode::kBroadcast:
@@ -474,6 +476,8 @@ Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
       return EmitPad(instruction);
     case HloOpcode::kConcatenate:
       return EmitConcatenate(instruction);
+    case HloOpcode::kReverse:
+      return EmitReverse(instruction);
     case HloOpcode::kReshape:
     case HloOpcode::kBitcast:
       return EmitReshape(instruction);

@@ -224,7 +224,8 @@ struct DotGeometry {
 };
 
 // A lane relayout (relayout.cc): every output row of a box (rows indexed like RowBox) is assembled from
-// pieces of input rows, each moving columns src_col + k*src_stride to dst_col + k*dst_stride (k < count);
+// pieces of input rows, each moving columns src_col + k*src_stride (a stride of -1 reads backwards) to
+// dst_col + k*dst_stride (k < count);
 // a piece with repeat > 1 stands for `repeat` instances, instance i reading repeat_lines*i lines further
 // into the input and writing repeat_cols*i columns further on (both strides 1).
 struct ColumnPiece {
@@ -349,6 +350,13 @@ class CodeGenerator {
                         Reg from, Reg to, Reg end);
   // A reshape or bitcast that changes the device layout (rows of other lengths), through lane relayouts.
   Status EmitReshape(const HloInstruction& instruction);
+  // reverse.cc: output row i over the leading dimensions copies input row src_first_line + sum(i_d *
+  // src_steps[d]) (steps may be negative), with DMAs, or through a lane relayout that also reverses the
+  // minor dimension. reverse, and transposes that keep the minor dimension.
+  Status EmitRowPermutation(const HloInstruction& instruction, int64_t src_first_line,
+                            const std::vector<int64_t>& src_steps, bool reverse_minor);
+  Status EmitReverse(const HloInstruction& instruction);
+  Status EmitRowTranspose(const HloInstruction& instruction);
   // depthwise.cc: the unpadded depthwise convolution of compiler/passes/convolution_lowering.h.
   Status EmitDepthwiseConvolution(const HloInstruction& instruction);
   // pool.cc: reduce-window (max/min/sum pooling) and select-and-scatter (max-pool gradient) over

@@ -82,7 +82,7 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
   auto gather_tiles = [&](const ColumnPiece& piece, int64_t window) -> int64_t {
     if (piece.repeat > 1) return (piece.src_col % lanes + piece.count - 1) / lanes + 1;
     const int64_t columns = std::min(piece.count, CeilDiv(window * lanes, piece.dst_stride));
-    return ((columns - 1) * piece.src_stride) / lanes + 2;
+    return ((columns - 1) * std::abs(piece.src_stride)) / lanes + 2;
   };
   const bool split = r.out_repeat > 1;
   if (split && (r.pieces.size() != 1 || r.pieces[0].repeat > 1 || r.pieces[0].src_stride != 1 ||
@@ -198,12 +198,12 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
     int64_t first_tile, tiles, s_line, t_column;
   };
   auto span_of = [&](const ColumnPiece& piece, int64_t dst_col, int64_t k0, int64_t k1) {
-    const int64_t c_lo = piece.src_col + k0 * piece.src_stride;
-    const int64_t c_hi = piece.src_col + (k1 - 1) * piece.src_stride;
+    const int64_t c_first = piece.src_col + k0 * piece.src_stride;
+    const int64_t c_last = piece.src_col + (k1 - 1) * piece.src_stride;  // below c_first for a negative stride
     Span span;
-    span.first_tile = c_lo / lanes;
-    span.tiles = c_hi / lanes - span.first_tile + 1;
-    span.s_line = c_lo - span.first_tile * lanes;
+    span.first_tile = std::min(c_first, c_last) / lanes;
+    span.tiles = std::max(c_first, c_last) / lanes - span.first_tile + 1;
+    span.s_line = c_first - span.first_tile * lanes;
     span.t_column = dst_col + k0 * piece.dst_stride;
     return span;
   };

@@ -170,7 +170,17 @@ StatusOr<Shape> InferShape(const HloInstruction& instruction) {
       for (int64_t p : permutation) result.dimensions.push_back(operand.dimensions[p]);
       return result;
     }
-    case HloOpcode::kReverse:
+    case HloOpcode::kReverse: {
+      TPU_RETURN_IF_ERROR(CheckArray(instruction, 0));
+      std::vector<int64_t> reversed = instruction.dimensions();
+      std::sort(reversed.begin(), reversed.end());
+      for (size_t i = 0; i < reversed.size(); ++i) {
+        if (reversed[i] < 0 || reversed[i] >= operand_shape(0).rank() || (i > 0 && reversed[i] == reversed[i - 1]))
+          return ShapeError(instruction, "dimensions=" + IntsToString(instruction.dimensions()) +
+                                             " are not distinct dimensions of the operand");
+      }
+      return operand_shape(0);
+    }
     case HloOpcode::kCopy:
     case HloOpcode::kOptimizationBarrier:
       return operand_shape(0);
