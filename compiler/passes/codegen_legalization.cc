@@ -44,6 +44,15 @@ class Builder {
     const Dims& dims = x->shape().dimensions;
     return Add(HloInstruction::CreateTranspose(Shape({dims[1], dims[0]}), x, {1, 0}));
   }
+  // Leading dimension i of the result is leading dimension order[i] of x; the minor dimension stays
+  // (codegen moves the rows with DMAs: one row permutation, no slices).
+  HloInstruction* PermuteLeading(HloInstruction* x, const Dims& order) {
+    Dims perm = order, dims;
+    if (std::is_sorted(perm.begin(), perm.end())) return x;
+    perm.push_back(x->shape().rank() - 1);
+    for (int64_t d : perm) dims.push_back(x->shape().dimensions[d]);
+    return Add(HloInstruction::CreateTranspose(Shape(dims), x, perm));
+  }
   // [start:limit] of dimension `dim`, everything of the others.
   HloInstruction* Slice(HloInstruction* x, size_t dim, int64_t start, int64_t limit) {
     Dims dims = x->shape().dimensions;
@@ -92,119 +101,9 @@ class Builder {
 // ---------------------------------------------------------------------------------------------------
 // Transposes
 
-// [P, X, Y, Q, C] -> [P, Y, X, Q, C]: the rows of blocks X and Y trade places, C stays on lanes.
-struct BlockSwap {
-  int64_t p, x, y, q;
-};
-
-// Row slices the swap is copied in (none when a block has one element: then it is a reshape).
-int64_t Pieces(const BlockSwap& swap) { return swap.x == 1 || swap.y == 1 ? 0 : std::min(swap.x, swap.y); }
-
-int64_t Pieces(const std::vector<BlockSwap>& swaps) {
-  int64_t pieces = 0;
-  for (const BlockSwap& swap : swaps) pieces += Pieces(swap);
-  return pieces;
-}
-
-Dims PrimeFactors(int64_t n) {
-  Dims factors;
-  for (int64_t f = 2; f * f <= n; ++f) {
-    for (; n % f == 0; n /= f) factors.push_back(f);
-  }
-  if (n > 1) factors.push_back(n);
-  return factors;
-}
-
-// Appends `swap`, or swaps of one prime factor of X or of Y at a time (whichever side needs fewer
-// slices in all) when that saves a third of the slices: swapping a 130-row block with a 130-row block
-// takes 2 + 5 + 13 slices, not 130 (the slices of the inner swaps have more loop levels each).
-void AppendBlockSwap(const BlockSwap& swap, std::vector<BlockSwap>* swaps) {
-  const Dims x_factors = PrimeFactors(swap.x), y_factors = PrimeFactors(swap.y);
-  int64_t x_pieces = 0, y_pieces = 0;
-  for (int64_t f : x_factors) x_pieces += Pieces(BlockSwap{1, f, swap.y, 1});
-  for (int64_t f : y_factors) y_pieces += Pieces(BlockSwap{1, swap.x, f, 1});
-  if (3 * std::min(x_pieces, y_pieces) >= 2 * Pieces(swap)) {
-    swaps->push_back(swap);
-    return;
-  }
-  if (x_pieces <= y_pieces) {
-    // [P, f1..fr, Y, Q]: Y moves forward past fr, then f(r-1), ...
-    int64_t before = swap.p * swap.x, after = swap.q;
-    for (auto f = x_factors.rbegin(); f != x_factors.rend(); ++f) {
-      before /= *f;
-      swaps->push_back({before, *f, swap.y, after});
-      after *= *f;
-    }
-    return;
-  }
-  // [P, X, g1..gs, Q]: g1 moves forward past X, then g2, ...
-  int64_t before = swap.p, after = swap.q * swap.y;
-  for (int64_t g : y_factors) {
-    after /= g;
-    swaps->push_back({before, swap.x, g, after});
-    before *= g;
-  }
-}
-
-// Block swaps that reorder leading dimensions of sizes `sizes` so that position i holds dimension
-// order[i]: each brings the next wanted dimension forward past the block before it.
-std::vector<BlockSwap> PlanRowPermutation(const Dims& sizes, const Dims& order) {
-  Dims current(sizes.size());
-  std::iota(current.begin(), current.end(), 0);
-  std::vector<BlockSwap> swaps;
-  for (size_t i = 0; i < order.size(); ++i) {
-    const size_t j = static_cast<size_t>(std::find(current.begin(), current.end(), order[i]) - current.begin());
-    if (j == i) continue;
-    Dims current_sizes;
-    for (int64_t d : current) current_sizes.push_back(sizes[d]);
-    AppendBlockSwap({Product(current_sizes, 0, i), Product(current_sizes, i, j), current_sizes[j],
-                     Product(current_sizes, j + 1, current_sizes.size())},
-                    &swaps);
-    std::rotate(current.begin() + i, current.begin() + j, current.begin() + j + 1);
-  }
-  return swaps;
-}
-
-// Slices along the smaller block, each reshaped into its place in the other order and concatenated.
-// Blocks P and Q are left out of the shapes when they have one element.
-HloInstruction* SwapBlocks(Builder& b, HloInstruction* x, const BlockSwap& swap, int64_t cols) {
-  auto shape = [&](int64_t first, int64_t second) {
-    Dims dims;
-    if (swap.p > 1) dims.push_back(swap.p);
-    dims.push_back(first);
-    dims.push_back(second);
-    if (swap.q > 1) dims.push_back(swap.q);
-    dims.push_back(cols);
-    return dims;
-  };
-  const size_t x_dim = swap.p > 1 ? 1 : 0, y_dim = x_dim + 1;
-  x = b.Reshape(x, shape(swap.x, swap.y));
-  if (Pieces(swap) == 0) return b.Reshape(x, shape(swap.y, swap.x));
-  std::vector<HloInstruction*> parts;
-  if (swap.x <= swap.y) {
-    for (int64_t i = 0; i < swap.x; ++i) parts.push_back(b.Reshape(b.Slice(x, x_dim, i, i + 1), shape(swap.y, 1)));
-    return b.Concatenate(parts, y_dim);
-  }
-  for (int64_t i = 0; i < swap.y; ++i) parts.push_back(b.Reshape(b.Slice(x, y_dim, i, i + 1), shape(1, swap.x)));
-  return b.Concatenate(parts, x_dim);
-}
-
-HloInstruction* PermuteRows(Builder& b, HloInstruction* x, const std::vector<BlockSwap>& swaps, const Dims& result) {
-  const int64_t cols = x->shape().dimensions.back();
-  for (const BlockSwap& swap : swaps) x = SwapBlocks(b, x, swap, cols);
-  return b.Reshape(x, result);
-}
-
-// The swap [N, B] -> [B, N] of the batched transpose [B, M, N] -> [B, N, M] below.
-std::vector<BlockSwap> BatchedTransposeSwaps(int64_t batch, int64_t n) {
-  std::vector<BlockSwap> swaps;
-  if (batch > 1) AppendBlockSwap({1, n, batch, 1}, &swaps);
-  return swaps;
-}
-
 // [B, M, N] -> [B, N, M]. With B > 1, M is padded with zero rows to M' (a multiple of lane_multiple),
-// [B*M', N] is transposed as a whole to [N, B*M'], which is [N, B, M'] in whole lines; a block swap
-// makes it [B, N, M'] and a prefix slice [B, N, M].
+// [B*M', N] is transposed as a whole to [N, B*M'], which is [N, B, M'] in whole lines; a row
+// permutation makes it [B, N, M'] and a prefix slice [B, N, M].
 HloInstruction* BatchedTranspose(Builder& b, HloInstruction* x, int64_t lane_multiple) {
   const Dims dims = x->shape().dimensions;
   const int64_t batch = dims[0], m = dims[1], n = dims[2];
@@ -212,8 +111,7 @@ HloInstruction* BatchedTranspose(Builder& b, HloInstruction* x, int64_t lane_mul
   const int64_t padded = RoundUp(m, lane_multiple);
   if (padded != m) x = b.PadWithZeros(x, 1, padded - m);
   HloInstruction* transposed = b.Transpose2(b.Reshape(x, {batch * padded, n}));
-  HloInstruction* swapped =
-      PermuteRows(b, b.Reshape(transposed, {n, batch, padded}), BatchedTransposeSwaps(batch, n), {batch, n, padded});
+  HloInstruction* swapped = b.PermuteLeading(b.Reshape(transposed, {n, batch, padded}), {1, 0});
   return padded == m ? swapped : b.Slice(swapped, 2, 0, m);
 }
 
@@ -221,11 +119,10 @@ HloInstruction* BatchedTranspose(Builder& b, HloInstruction* x, int64_t lane_mul
 // dimensions that are minor on neither side are dropped or merged, so the reshapes keep the layout.
 struct TransposePlan {
   Dims dims, perm;  // collapsed operand dimensions and permutation
-  // Either the only row permutation (the minor dimension stays), or the one before the batched transpose.
-  std::vector<BlockSwap> before, after;
+  // The row permutations (orders of the leading dimensions) before and after the batched transpose.
+  Dims before_order, after_order;
   bool batched = false;
   Dims others;  // collapsed dimensions that stay leading around the batched transpose, in output order
-  int64_t pieces = 0;
 };
 
 TransposePlan PlanTranspose(const Dims& in, const Dims& perm) {
@@ -262,38 +159,28 @@ TransposePlan PlanTranspose(const Dims& in, const Dims& perm) {
     plan.perm[by_input[i]] = static_cast<int64_t>(i);
   }
   const int64_t r = static_cast<int64_t>(plan.dims.size());
-  if (r <= 2) return plan;
-  const Dims leading(plan.dims.begin(), plan.dims.end() - 1);
-  if (plan.perm.back() == r - 1) {
-    plan.before = PlanRowPermutation(leading, Dims(plan.perm.begin(), plan.perm.end() - 1));
-    plan.pieces = Pieces(plan.before);
-    return plan;
-  }
+  if (r <= 2 || plan.perm.back() == r - 1) return plan;
   // The future minor dimension k goes last among the leading ones, the others in output order.
   const int64_t k = plan.perm.back();
   for (int64_t i = 0; i + 1 < r; ++i) {
     if (plan.perm[i] != r - 1) plan.others.push_back(plan.perm[i]);
   }
-  Dims first = plan.others;
-  first.push_back(k);
-  plan.before = PlanRowPermutation(leading, first);
+  plan.before_order = plan.others;
+  plan.before_order.push_back(k);
   plan.batched = true;
   // After the batched transpose the leading dimensions are others..., r-1 (the operand's minor).
-  Dims current = plan.others, current_sizes;
+  Dims current = plan.others;
   current.push_back(r - 1);
-  for (int64_t d : current) current_sizes.push_back(plan.dims[d]);
   Dims second;
   for (int64_t i = 0; i + 1 < r; ++i) {
     second.push_back(std::find(current.begin(), current.end(), plan.perm[i]) - current.begin());
   }
-  plan.after = PlanRowPermutation(current_sizes, second);
-  int64_t batch = 1;
-  for (int64_t d : plan.others) batch *= plan.dims[d];
-  plan.pieces = Pieces(plan.before) + Pieces(BatchedTransposeSwaps(batch, plan.dims[r - 1])) + Pieces(plan.after);
+  plan.after_order = second;
   return plan;
 }
 
-// The transpose from supported pieces, or nullptr when it is supported as it is or needs too many pieces.
+// The transpose from supported pieces, or nullptr when it is supported as it is: a rank-2 transpose, or a
+// row permutation (the minor dimension stays), which codegen moves with DMAs.
 HloInstruction* LegalizeTranspose(HloComputation* computation, HloInstruction* transpose,
                                   const CodegenLegalizationOptions& options) {
   const hlo::Shape& in = transpose->operand(0)->shape();
@@ -303,7 +190,7 @@ HloInstruction* LegalizeTranspose(HloComputation* computation, HloInstruction* t
   for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
   if (identity) return nullptr;
   const TransposePlan plan = PlanTranspose(in.dimensions, perm);
-  if (plan.pieces > options.max_pieces) return nullptr;
+  if (plan.dims.size() >= 3 && !plan.batched) return nullptr;
   Builder b(computation, in.element_type);
   const Dims& out = transpose->shape().dimensions;
   HloInstruction* x = b.Reshape(transpose->operand(0), plan.dims);
@@ -312,8 +199,6 @@ HloInstruction* LegalizeTranspose(HloComputation* computation, HloInstruction* t
   for (int64_t d : plan.perm) permuted.push_back(plan.dims[d]);
   if (r == 2 && plan.perm[0] == 1) {
     x = b.Transpose2(x);
-  } else if (r >= 3 && !plan.batched) {
-    x = PermuteRows(b, x, plan.before, permuted);
   } else if (plan.batched) {
     const int64_t k = plan.perm.back(), cols = plan.dims[r - 1];
     Dims leading;
@@ -322,15 +207,12 @@ HloInstruction* LegalizeTranspose(HloComputation* computation, HloInstruction* t
       leading.push_back(plan.dims[d]);
       batch *= plan.dims[d];
     }
-    Dims first = leading;
-    first.push_back(plan.dims[k]);
-    first.push_back(cols);
-    x = PermuteRows(b, x, plan.before, first);
+    x = b.PermuteLeading(x, plan.before_order);
     x = BatchedTranspose(b, b.Reshape(x, {batch, plan.dims[k], cols}), options.lane_multiple);
     Dims second = leading;
     second.push_back(cols);
     second.push_back(plan.dims[k]);
-    x = PermuteRows(b, b.Reshape(x, second), plan.after, permuted);
+    x = b.Reshape(b.PermuteLeading(b.Reshape(x, second), plan.after_order), permuted);
   }
   return b.Reshape(x, out);
 }

@@ -1,6 +1,7 @@
 // Rewrites reductions and transposes that the code generator does not lower into equivalent forms it
 // does (compiler/codegen: reductions over consecutive non-minor dimensions, the minor dimension of
-// ranks 1 and 2 through a transpose, rank-2 transposes, slices, pads and concatenates of rows, and
+// ranks 1 and 2 through a transpose, rank-2 transposes and row permutations (transposes that keep the
+// minor dimension), slices, pads and concatenates of rows, and
 // reshapes that keep the device layout: rows = product of the non-minor dimensions, the minor dimension
 // on lanes). Supported forms are left as they are.
 //
@@ -19,15 +20,13 @@
 // Transposes of rank >= 3: dimensions of size 1 and runs that stay together are folded away by reshapes
 // that keep the device layout; what is left is
 //  - a rank-2 transpose;
-//  - a row permutation (the minor dimension stays): block swaps [P,X,Y,Q,C] -> [P,Y,X,Q,C], each as
-//    min(X,Y) strided row slices concatenated in the new order (pure DMA row copies; large blocks
-//    are swapped one prime factor at a time when that saves a third of the slices);
+//  - a row permutation (the minor dimension stays): left as it is, codegen moves the rows with DMAs
+//    (compiler/codegen/reverse.cc);
 //  - otherwise a row permutation that puts the future minor dimension last, a batched transpose
 //    [B,M,N] -> [B,N,M] and a row permutation into the output order. The batched transpose pads M to
 //    `lane_multiple`, transposes [B*M',N] -> [N,B*M'] as one rank-2 transpose, reads that as [N,B,M']
-//    (whole lines), swaps to [B,N,M'] and slices M' back to M.
-// A transpose that would need more than `max_pieces` slices (code size) is left unchanged; codegen
-// reports it. All rewrites are exact except the order in which add reductions sum.
+//    (whole lines), permutes the rows to [B,N,M'] and slices M' back to M.
+// All rewrites are exact except the order in which add reductions sum.
 #pragma once
 
 #include <cstdint>
@@ -41,8 +40,6 @@ struct CodegenLegalizationOptions {
   // Rows moved onto lanes by a transpose are padded to a multiple of this, so that they split into
   // whole lines on every configuration (each lane count divides 128).
   int64_t lane_multiple = 128;
-  // Most row slices one transpose may be split into (each costs a few dozen instruction words).
-  int64_t max_pieces = 40;
 };
 
 // kAdd, kMaximum or kMinimum when `reduce` applies that op to the two parameters of its computation;
