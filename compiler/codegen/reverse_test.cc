@@ -4,104 +4,20 @@
 // build has it) and compared bit for bit with the HLO interpreter; padded lanes must stay +0.
 #include <gtest/gtest.h>
 
-#include <cstring>
-#include <random>
+#include <algorithm>
 #include <string>
 #include <vector>
 
-#include "compiler/codegen/codegen.h"
-#include "compiler/codegen/sync_checker.h"
-#include "compiler/hlo/parser.h"
+#include "compiler/codegen/device_test_util.h"
 #include "compiler/hlo/verifier.h"
-#include "compiler/interpreter/interpreter.h"
-#include "sw/runtime/client.h"
-#include "sw/runtime/transport_factory.h"
-#include "tpu_config.h"
 
 namespace tpu::compiler {
 namespace {
 
+using device_test::DeviceOptions;
 using Dims = std::vector<int64_t>;
 
-CompileOptions DeviceOptions() {
-  CompileOptions options;
-  options.lanes = cfg::kLanes;
-  options.vmem_lines = cfg::kVmemLines;
-  options.imem_words = cfg::kImemWords;
-  return options;
-}
-
-std::vector<runtime::Client*> Backends() {
-  static const std::vector<runtime::Client*> clients = [] {
-    std::vector<runtime::Client*> made{runtime::Client::Create("model", cfg::kName).value().release()};
-    if (runtime::RtlBackendAvailable()) made.push_back(runtime::Client::Create("rtl", cfg::kName).value().release());
-    return made;
-  }();
-  return clients;
-}
-
-// Distinct random words: any misplaced element shows.
-hlo::Literal RandomArgument(const hlo::Shape& shape, std::mt19937& rng) {
-  hlo::Literal literal(shape);
-  std::vector<uint32_t> words(static_cast<size_t>(literal.element_count()));
-  std::uniform_real_distribution<float> value(-100.0f, 100.0f);
-  for (uint32_t& word : words) {
-    const float f = value(rng);
-    std::memcpy(&word, &f, 4);
-  }
-  std::memcpy(literal.untyped_data(), words.data(), literal.size_bytes());
-  return literal;
-}
-
-void ExpectExactOnDevice(const std::string& text) {
-  SCOPED_TRACE(text);
-  StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
-  ASSERT_TRUE(module.ok()) << module.status();
-  StatusOr<Program> program = Compile(**module, DeviceOptions());
-  ASSERT_TRUE(program.ok()) << program.status();
-  Status synchronized = CheckUnitSynchronization(program->code, SyncCheckOptions{cfg::kLanes});
-  ASSERT_TRUE(synchronized.ok()) << synchronized;
-
-  std::mt19937 rng(11);
-  std::vector<hlo::Literal> arguments;
-  const hlo::HloComputation& entry = *(*module)->entry_computation();
-  for (int64_t i = 0; i < entry.num_parameters(); ++i) {
-    arguments.push_back(RandomArgument(entry.parameter_instruction(i)->shape(), rng));
-  }
-  StatusOr<std::vector<hlo::Literal>> expected = Interpret(**module, arguments);
-  ASSERT_TRUE(expected.ok()) << expected.status();
-
-  for (runtime::Client* client : Backends()) {
-    SCOPED_TRACE(client->backend());
-    StatusOr<std::unique_ptr<runtime::LoadedExecutable>> executable = client->Load(*program);
-    ASSERT_TRUE(executable.ok()) << executable.status();
-    std::vector<std::unique_ptr<runtime::Buffer>> buffers;
-    std::vector<const runtime::Buffer*> pointers;
-    for (const hlo::Literal& argument : arguments) {
-      buffers.push_back(client->BufferFromHostLiteral(argument).value());
-      pointers.push_back(buffers.back().get());
-    }
-    StatusOr<runtime::ExecuteResult> result = (*executable)->Execute(pointers);
-    ASSERT_TRUE(result.ok()) << result.status();
-    ASSERT_EQ(result->outputs.size(), expected->size());
-    for (size_t i = 0; i < expected->size(); ++i) {
-      const hlo::Literal device = result->outputs[i]->ToLiteral().value();
-      const hlo::Literal& reference = (*expected)[i];
-      ASSERT_EQ(device.shape(), reference.shape());
-      ASSERT_EQ(std::memcmp(device.untyped_data(), reference.untyped_data(), reference.size_bytes()), 0)
-          << "output " << i;
-      const DeviceLayout layout = result->outputs[i]->layout();
-      const std::vector<uint8_t> bytes = result->outputs[i]->ToDeviceBytes().value();
-      for (int64_t row = 0; row < layout.rows; ++row) {
-        for (int64_t c = layout.cols; c < layout.padded_cols; ++c) {
-          uint32_t word;
-          std::memcpy(&word, &bytes[static_cast<size_t>((row * layout.padded_cols + c) * 4)], 4);
-          ASSERT_EQ(word, 0u) << "output " << i << " row " << row << " padded column " << c;
-        }
-      }
-    }
-  }
-}
+void ExpectExactOnDevice(const std::string& text) { device_test::ExpectBitExactOnDevices(text); }
 
 std::string ShapeText(const std::string& type, const Dims& dims) {
   std::string text = type + "[";
