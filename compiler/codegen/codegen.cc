@@ -940,7 +940,7 @@ StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& op
     return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
   };
   double prepare_ms = 0, codegen_ms = 0;
-  auto compile = [&](int dot_passes, bool pipelined_dots) -> StatusOr<Program> {
+  auto compile = [&](int dot_passes, CodeGenerator::DotSchedule dot_schedule) -> StatusOr<Program> {
     PrepareOptions prepare_options;
     prepare_options.dot_passes = dot_passes;
     Clock::time_point start = Clock::now();
@@ -949,7 +949,7 @@ StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& op
     TPU_RETURN_IF_ERROR(prepared.status());
     start = Clock::now();
     CodeGenerator generator(**prepared, options);
-    generator.set_pipelined_dots(pipelined_dots);
+    generator.set_dot_schedule(dot_schedule);
     StatusOr<Program> program = generator.Run(stats);
     codegen_ms += milliseconds(start);
     if (stats != nullptr) {
@@ -959,14 +959,15 @@ StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& op
     if (program.ok() && options.after_prepare) TPU_RETURN_IF_ERROR(options.after_prepare(**prepared));
     return program;
   };
-  // Most precise first; while the code does not fit the IMEM, dots without the software pipeline (less
-  // code, dot.cc), then fewer dot passes.
+  // Most precise first; while the code does not fit the IMEM, dots with a compact pipeline, then without
+  // the software pipeline (less code, dot.cc), then fewer dot passes.
   const std::vector<int> passes = options.dot_passes != 0 ? std::vector<int>{options.dot_passes}
                                                           : std::vector<int>{3, 0, 1};
   StatusOr<Program> program = InvalidArgument("nothing compiled");
   for (int dot_passes : passes) {
-    for (bool pipelined_dots : {true, false}) {
-      program = compile(dot_passes, pipelined_dots);
+    for (CodeGenerator::DotSchedule dot_schedule : {CodeGenerator::DotSchedule::kBalanced, CodeGenerator::DotSchedule::kCompact,
+                                                     CodeGenerator::DotSchedule::kSerial}) {
+      program = compile(dot_passes, dot_schedule);
       const bool imem_full = !program.ok() && program.status().code() == StatusCode::kResourceExhausted &&
                              program.status().message().find("imem") != std::string::npos;
       if (!imem_full) return program;

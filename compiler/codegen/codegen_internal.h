@@ -253,8 +253,13 @@ class CodeGenerator {
   CodeGenerator(const hlo::HloModule& module, const CompileOptions& options) : module_(module), options_(options) {}
 
   StatusOr<Program> Run(CompileStats* stats);
-  // Dots as a software pipeline (fast, more code) or one tile at a time (compact); see dot.cc.
-  void set_pipelined_dots(bool pipelined) { pipelined_dots_ = pipelined; }
+  // How dots are scheduled (dot.cc): the balanced software pipeline (fastest, most code), a compact
+  // one (fewer distinct steps) or one tile at a time (least code; no relayout pipelines either).
+  enum class DotSchedule { kBalanced, kCompact, kSerial };
+  void set_dot_schedule(DotSchedule schedule) {
+    dot_schedule_ = schedule;
+    pipelined_dots_ = schedule != DotSchedule::kSerial;
+  }
 
  private:
   uint32_t L() const { return options_.lanes; }
@@ -413,6 +418,7 @@ class CodeGenerator {
   std::map<const HloInstruction*, int32_t> constant_regions_;
   std::map<std::pair<uint32_t, int64_t>, int32_t> constant_rows_;
   std::vector<DotPaddingReport> dots_;
+  DotSchedule dot_schedule_ = DotSchedule::kBalanced;
   bool pipelined_dots_ = true;
   uint32_t aliased_outputs_ = 0;  // outputs written into a parameter's buffer
   uint32_t alias_copies_ = 0;     // of those, copied there at the end

@@ -249,9 +249,12 @@ struct RowSplit {
   uint32_t Begin(uint32_t i) const { return static_cast<uint32_t>(uint64_t{rows} * i / pieces); }
 };
 
-// Emits `bodies` (straight-line code per step) with runs of repeated blocks of up to 16 steps rolled
-// into counted loops on `counter`.
-void EmitRolled(Assembler& a, const std::vector<std::vector<uint64_t>>& bodies, Reg counter) {
+// Runs of repeated blocks of up to 64 steps in `bodies` (straight-line code per step), found greedily:
+// each segment is emitted once, as a counted loop when reps > 1.
+struct RolledSegment {
+  size_t first, period, reps;
+};
+std::vector<RolledSegment> RollSteps(const std::vector<std::vector<uint64_t>>& bodies) {
   const size_t steps = bodies.size();
   auto same = [&](size_t x, size_t y, size_t period) {
     for (size_t q = 0; q < period; ++q) {
@@ -259,11 +262,12 @@ void EmitRolled(Assembler& a, const std::vector<std::vector<uint64_t>>& bodies, 
     }
     return true;
   };
+  std::vector<RolledSegment> segments;
   size_t i = 0;
   while (i < steps) {
-    size_t best_period = 0, best_reps = 0;
+    RolledSegment best{i, 1, 1};
     int64_t best_saving = 0;
-    for (size_t period = 1; period <= 16 && i + 2 * period <= steps; ++period) {
+    for (size_t period = 1; period <= 64 && i + 2 * period <= steps; ++period) {
       size_t reps = 1;
       while (i + (reps + 1) * period <= steps && same(i, i + reps * period, period)) ++reps;
       if (reps < 2) continue;
@@ -272,21 +276,28 @@ void EmitRolled(Assembler& a, const std::vector<std::vector<uint64_t>>& bodies, 
       const int64_t saving = static_cast<int64_t>(reps - 1) * words - 4;  // LI, ADDI, BNE and a margin
       if (saving > best_saving) {
         best_saving = saving;
-        best_period = period;
-        best_reps = reps;
+        best = {i, period, reps};
       }
     }
-    if (best_period == 0) {
-      a.AppendStraightLine(bodies[i++]);
+    segments.push_back(best);
+    i += best.period * best.reps;
+  }
+  return segments;
+}
+
+// Emits `bodies` rolled into counted loops on `counter`.
+void EmitRolled(Assembler& a, const std::vector<std::vector<uint64_t>>& bodies, Reg counter) {
+  for (const RolledSegment& segment : RollSteps(bodies)) {
+    if (segment.reps == 1) {
+      a.AppendStraightLine(bodies[segment.first]);
       continue;
     }
-    a.Li(counter, static_cast<uint32_t>(best_reps));
+    a.Li(counter, static_cast<uint32_t>(segment.reps));
     Assembler::Label loop = a.NewLabel();
     a.Bind(loop);
-    for (size_t q = 0; q < best_period; ++q) a.AppendStraightLine(bodies[i + q]);
+    for (size_t q = 0; q < segment.period; ++q) a.AppendStraightLine(bodies[segment.first + q]);
     a.Addi(counter, counter, static_cast<uint32_t>(-1));
     a.Bne(counter, kZeroReg, loop);
-    i += best_period * best_reps;
   }
 }
 
@@ -325,7 +336,8 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
   if (!pipelined_dots_ || KT < 2 || g.M < min_rows) return false;
   const std::vector<uint32_t> group_sizes = DotGroupSizes(NT);
   const uint32_t max_group = *std::max_element(group_sizes.begin(), group_sizes.end());
-  const bool blocked_tail = NT >= 3 && group_sizes.back() == 1;
+  const bool compact = dot_schedule_ == DotSchedule::kCompact;
+  const bool blocked_tail = !compact && NT >= 3 && group_sizes.back() == 1;
   // VMEM: rotating weight buffers [0, 2L) and their partial twins [2L, 4L), then the weights kept in
   // VMEM (K tile 0 of every N tile when accumulators are resident, the tail's K tiles), the lhs slices,
   // the accumulators.
@@ -338,7 +350,8 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
   const uint64_t resident_rows = rows_for(kept_weights + tail_weights + NT * lanes, KT + NT);
   if (std::max(set_rows, resident_rows) < min_rows) return false;
   auto chunk_count = [&](uint64_t max_rows) { return max_rows == 0 ? UINT64_MAX : (uint64_t{g.M} + max_rows - 1) / max_rows; };
-  const bool resident_accumulators = resident_rows >= min_rows && chunk_count(resident_rows) <= chunk_count(set_rows);
+  const bool resident_accumulators =
+      !compact && resident_rows >= min_rows && chunk_count(resident_rows) <= chunk_count(set_rows);
   const uint64_t max_rows = resident_accumulators ? resident_rows : set_rows;
   const uint64_t chunks = chunk_count(max_rows);
   const uint32_t R = static_cast<uint32_t>((static_cast<uint64_t>(g.M) + chunks - 1) / chunks);
@@ -491,50 +504,60 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
     }
     // DMA lines a step may take beside its multiply: 0.38 per MXU row (what the v2 HBM sustains for
     // strided lines with reads and writes mixed, docs/performance.md), less the weight tile it fetches.
-    // Pieces are whole 64ths of the rows, so that steps alike emit the same code.
-    std::vector<int64_t> budget(steps);
-    for (size_t p = 0; p < steps; ++p) {
-      budget[p] = static_cast<int64_t>(plan[p].rows) * 19 / 50;
-      if (p + 2 < steps && needs_fetch(p + 2)) budget[p] -= weight_rows(p + 2);
-    }
+    // Pieces are whole 64ths of the rows, so that steps alike emit the same code. The compact schedule
+    // moves each lhs run and each store with one DMA, one store per step (fewer distinct steps).
     const uint32_t grain = std::max<uint32_t>(1, rows / 64);
-    // Places rows [row0, row0 + count) of `index` in steps [from, last], as early as the budgets allow;
-    // what does not fit goes to step `last` (or, with `overflow`, there).
-    auto place = [&](std::vector<std::vector<Piece>>& out, uint32_t index, uint32_t row0, uint32_t count, size_t from,
-                     size_t last, std::vector<Piece>* overflow) {
-      uint32_t done = 0;
-      for (size_t p = from; p <= last && p < steps && done < count; ++p) {
-        const int64_t grains = budget[p] / grain;
-        if (grains <= 0) continue;
-        const uint32_t take = static_cast<uint32_t>(std::min<int64_t>(count - done, grains * grain));
-        out[p].push_back({index, row0 + done, take});
-        budget[p] -= take;
-        done += take;
+    {
+      std::vector<int64_t> budget(steps);
+      for (size_t p = 0; p < steps; ++p) {
+        budget[p] = static_cast<int64_t>(plan[p].rows) * 19 / 50;
+        if (p + 2 < steps && needs_fetch(p + 2)) budget[p] -= weight_rows(p + 2);
       }
-      if (done == count) return;
-      if (overflow != nullptr) {
-        overflow->push_back({index, row0 + done, count - done});
-      } else {
-        out[last].push_back({index, row0 + done, count - done});
-        budget[last] -= count - done;
+      // Places rows [row0, row0 + count) of `index` in steps [from, last], as early as the budgets
+      // allow; what does not fit goes to step `last` (or, with `overflow`, there).
+      auto place = [&](std::vector<std::vector<Piece>>& out, uint32_t index, uint32_t row0, uint32_t count, size_t from,
+                       size_t last, std::vector<Piece>* overflow) {
+        uint32_t done = 0;
+        for (size_t p = from; p <= last && p < steps && done < count; ++p) {
+          const int64_t grains = budget[p] / grain;
+          if (!compact && grains <= 0) continue;
+          const uint32_t take = compact ? count : std::min<uint32_t>(count - done, static_cast<uint32_t>(grains * grain));
+          out[p].push_back({index, row0 + done, take});
+          budget[p] -= take;
+          done += take;
+        }
+        if (done == count) return;
+        if (overflow != nullptr) {
+          overflow->push_back({index, row0 + done, count - done});
+        } else {
+          out[last].push_back({index, row0 + done, count - done});
+          budget[last] -= count - done;
+        }
+      };
+      size_t load_cursor = 0;  // lhs units load in order
+      for (const auto& [use, unit] : units) {
+        if (use < 2) {
+          prologue_slices.push_back(unit);
+          continue;
+        }
+        place(slice_pieces, unit.index, unit.row0, unit.rows, std::min(load_cursor, use - 2), use - 2, nullptr);
+        if (compact) {
+          load_cursor = use - 1;
+        } else {
+          while (load_cursor < use - 2 && budget[load_cursor] < static_cast<int64_t>(grain)) ++load_cursor;
+        }
       }
-    };
-    size_t load_cursor = 0;  // lhs units load in order
-    for (const auto& [use, unit] : units) {
-      if (use < 2) {
-        prologue_slices.push_back(unit);
-        continue;
+      size_t next_store = 0;  // compact: one store per step
+      for (const StoreRun& run : store_runs) {
+        const size_t begin = compact ? std::max(run.begin, next_store) : run.begin;
+        if (begin >= run.end) {
+          placeable = placeable && run.end == steps;
+          epilogue_stores.push_back({run.n, run.row0, run.rows});
+          continue;
+        }
+        place(store_pieces, run.n, run.row0, run.rows, begin, run.end - 1, run.end == steps ? &epilogue_stores : nullptr);
+        next_store = begin + 1;
       }
-      place(slice_pieces, unit.index, unit.row0, unit.rows, std::min(load_cursor, use - 2), use - 2, nullptr);
-      while (load_cursor < use - 2 && budget[load_cursor] < static_cast<int64_t>(grain)) ++load_cursor;
-    }
-    for (const StoreRun& run : store_runs) {
-      if (run.begin >= run.end) {
-        placeable = placeable && run.end == steps;
-        epilogue_stores.push_back({run.n, run.row0, run.rows});
-        continue;
-      }
-      place(store_pieces, run.n, run.row0, run.rows, run.begin, run.end - 1, run.end == steps ? &epilogue_stores : nullptr);
     }
     if (!placeable) {
       if (chunk == 0) return false;  // nothing of this dot emitted yet but the weight clearing
