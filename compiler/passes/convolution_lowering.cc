@@ -67,12 +67,13 @@ class Builder {
     pad->set_padding_config(config);
     return Add(std::move(pad));
   }
-  HloInstruction* Dot(HloInstruction* lhs, HloInstruction* rhs, hlo::PrimitiveType type) {
+  // dot(lhs, rhs) over lhs dimension `lhs_contracting` (1: [M,K] x [K,N]; 0: [K,M] x [K,N]).
+  HloInstruction* Dot(HloInstruction* lhs, HloInstruction* rhs, hlo::PrimitiveType type, int64_t lhs_contracting = 1) {
     hlo::DotDimensionNumbers dnums;
-    dnums.lhs_contracting_dimensions = {1};
+    dnums.lhs_contracting_dimensions = {lhs_contracting};
     dnums.rhs_contracting_dimensions = {0};
-    return Add(HloInstruction::CreateDot(ShapeOf(type, {lhs->shape().dimensions[0], rhs->shape().dimensions[1]}), lhs,
-                                         rhs, dnums));
+    const int64_t rows = lhs->shape().dimensions[1 - lhs_contracting];
+    return Add(HloInstruction::CreateDot(ShapeOf(type, {rows, rhs->shape().dimensions[1]}), lhs, rhs, dnums));
   }
   HloInstruction* Binary(HloOpcode op, HloInstruction* a, HloInstruction* b) {
     return Add(HloInstruction::CreateBinary(a->shape(), op, a, b));
@@ -110,31 +111,44 @@ int64_t Product(const std::vector<int64_t>& values) {
   return std::accumulate(values.begin(), values.end(), int64_t{1}, std::multiplies<int64_t>());
 }
 
-// Every tap of the window, as spatial indices (row-major).
-std::vector<std::vector<int64_t>> Taps(const std::vector<int64_t>& window_size) {
-  std::vector<std::vector<int64_t>> taps;
-  std::vector<int64_t> tap(window_size.size(), 0);
-  for (int64_t i = 0; i < Product(window_size); ++i) {
-    taps.push_back(tap);
-    for (int s = static_cast<int>(tap.size()) - 1; s >= 0; --s) {
-      if (++tap[s] < window_size[s]) break;
-      tap[s] = 0;
+// Every index of a box of the given sizes (the taps of a window, the positions of an output), row-major.
+std::vector<std::vector<int64_t>> Indices(const std::vector<int64_t>& sizes) {
+  std::vector<std::vector<int64_t>> indices;
+  std::vector<int64_t> index(sizes.size(), 0);
+  for (int64_t i = 0; i < Product(sizes); ++i) {
+    indices.push_back(index);
+    for (int s = static_cast<int>(index.size()) - 1; s >= 0; --s) {
+      if (++index[s] < sizes[s]) break;
+      index[s] = 0;
     }
   }
-  return taps;
+  return indices;
+}
+
+// x [.., spatial..., ..] at spatial dimensions 1..k: `counts[s]` elements from offset + first[s] *
+// first_step[s], `step[s]` apart. Window(tap) and PositionWindow(o) are the two readings of
+// x[o * stride + t * dilation + offset].
+HloInstruction* SpatialBox(Builder& b, const Canonical& c, HloInstruction* x, const std::vector<int64_t>& first,
+                           const std::vector<int64_t>& first_step, const std::vector<int64_t>& counts,
+                           const std::vector<int64_t>& step) {
+  const std::vector<int64_t>& dims = x->shape().dimensions;
+  std::vector<int64_t> starts(dims.size(), 0), limits = dims, strides(dims.size(), 1);
+  for (size_t s = 0; s < first.size(); ++s) {
+    starts[s + 1] = first[s] * first_step[s] + c.start_offset[s];
+    limits[s + 1] = starts[s + 1] + (counts[s] - 1) * step[s] + 1;
+    strides[s + 1] = step[s];
+  }
+  return b.Slice(x, starts, limits, strides);
 }
 
 // The input window tap `tap` reads: [N, output spatial..., features of x].
 HloInstruction* Window(Builder& b, const Canonical& c, HloInstruction* x, const std::vector<int64_t>& tap) {
-  const std::vector<int64_t>& dims = x->shape().dimensions;
-  const size_t k = tap.size();
-  std::vector<int64_t> starts(dims.size(), 0), limits = dims, strides(dims.size(), 1);
-  for (size_t s = 0; s < k; ++s) {
-    starts[s + 1] = tap[s] * c.window_dilation[s] + c.start_offset[s];
-    limits[s + 1] = starts[s + 1] + (c.output_spatial[s] - 1) * c.window_stride[s] + 1;
-    strides[s + 1] = c.window_stride[s];
-  }
-  return b.Slice(x, starts, limits, strides);
+  return SpatialBox(b, c, x, tap, c.window_dilation, c.output_spatial, c.window_stride);
+}
+
+// The input the taps of output position `o` read: [.., window size..., ..].
+HloInstruction* PositionWindow(Builder& b, const Canonical& c, HloInstruction* x, const std::vector<int64_t>& o) {
+  return SpatialBox(b, c, x, o, c.window_stride, c.window_size, c.window_dilation);
 }
 
 // The kernel tap `tap` of `kernel` [spatial..., Ci, Co] as [Ci, Co].
@@ -149,16 +163,40 @@ HloInstruction* KernelTap(Builder& b, const Canonical& c, HloInstruction* kernel
   return b.Reshape(b.Slice(kernel, starts, limits, strides), {dims[k], dims[k + 1]});
 }
 
-// sum over taps of dot(window, kernel tap), for x with Ci features and kernel [spatial..., Ci, Co].
+// Windows with at most this many columns together ([rows, Ci] per tap, or [Ci*taps, N] per output
+// position) are gathered side by side into one matrix (a `concatenate` along the minor dimension: one
+// lane relayout) and multiplied by one dot: with one or a few input features (grayscale images) every
+// per-tap dot would use a sliver of the MXU's contraction width, and every dot is code.
+constexpr int64_t kMaxGatheredColumns = 16;
+
+bool GatherIntoOneDot(int64_t windows, int64_t columns_each) {
+  return windows > 1 && windows * columns_each <= kMaxGatheredColumns;
+}
+
+bool AnyReversal(const Canonical& c) {
+  return std::any_of(c.reversal.begin(), c.reversal.end(), [](bool r) { return r; });
+}
+
+// sum over taps of dot(window, kernel tap), for x with Ci features and kernel [spatial..., Ci, Co]; or,
+// for narrow windows, dot([window_0 ... window_T-1], kernel as [taps*Ci, Co]).
 HloInstruction* LowerDense(Builder& b, const Canonical& c, HloInstruction* x, HloInstruction* kernel) {
   const int64_t n = x->shape().dimensions[0];
   const int64_t ci = x->shape().dimensions.back();
   const int64_t co = kernel->shape().dimensions.back();
   const int64_t rows = n * Product(c.output_spatial);
+  const int64_t taps = Product(c.window_size);
   HloInstruction* acc = nullptr;
-  for (const std::vector<int64_t>& tap : Taps(c.window_size)) {
-    HloInstruction* window = b.Reshape(Window(b, c, x, tap), {rows, ci});
-    acc = b.Accumulate(acc, b.Dot(window, KernelTap(b, c, kernel, tap), c.type));
+  if (GatherIntoOneDot(taps, ci) && !AnyReversal(c)) {
+    std::vector<HloInstruction*> windows;
+    for (const std::vector<int64_t>& tap : Indices(c.window_size)) {
+      windows.push_back(b.Reshape(Window(b, c, x, tap), {rows, ci}));
+    }
+    acc = b.Dot(b.Concatenate(windows, 1), b.Reshape(kernel, {taps * ci, co}), c.type);
+  } else {
+    for (const std::vector<int64_t>& tap : Indices(c.window_size)) {
+      HloInstruction* window = b.Reshape(Window(b, c, x, tap), {rows, ci});
+      acc = b.Accumulate(acc, b.Dot(window, KernelTap(b, c, kernel, tap), c.type));
+    }
   }
   std::vector<int64_t> out = {n};
   out.insert(out.end(), c.output_spatial.begin(), c.output_spatial.end());
@@ -166,11 +204,42 @@ HloInstruction* LowerDense(Builder& b, const Canonical& c, HloInstruction* x, Hl
   return b.Reshape(acc, out);
 }
 
+// One dot per output position o instead of one per tap, for windows with more taps than the output has
+// positions (the kernel-gradient convolution: a window the size of the image, a KxK output):
+// out[n, o, co] = sum over (ci, t) of x[n, o * stride + t * dilation, ci] * K[t, ci, co] contracts the
+// rows of the window [Ci, T..., N] -> [Ci*T, N] with those of the kernel [Ci, T..., Co] -> [Ci*T, Co].
+// x_cn is the padded input as [Ci, spatial..., N] and kernel_c [Ci, taps..., Co]: in the
+// kernel-gradient convolution's own order (f01b_i01o) both are its operands as written, and every
+// reshape keeps the minor dimension. Returns [output spatial..., N, Co].
+HloInstruction* LowerByOutputPosition(Builder& b, const Canonical& c, HloInstruction* x_cn, HloInstruction* kernel_c) {
+  const int64_t n = x_cn->shape().dimensions.back();
+  const int64_t co = kernel_c->shape().dimensions.back();
+  const int64_t rows = x_cn->shape().dimensions[0] * Product(c.window_size);
+  HloInstruction* kernel = b.Reshape(kernel_c, {rows, co});
+  std::vector<HloInstruction*> windows;
+  for (const std::vector<int64_t>& o : Indices(c.output_spatial)) {
+    windows.push_back(b.Reshape(PositionWindow(b, c, x_cn, o), {rows, n}));
+  }
+  std::vector<int64_t> out = c.output_spatial;
+  out.push_back(n);
+  out.push_back(co);
+  const int64_t positions = static_cast<int64_t>(windows.size());
+  if (GatherIntoOneDot(positions, n)) {
+    // [rows, positions*N] contracted over its rows: [positions*N, Co], rows in [o..., N] order.
+    return b.Reshape(b.Dot(b.Concatenate(windows, 1), kernel, c.type, /*lhs_contracting=*/0), out);
+  }
+  std::vector<HloInstruction*> per_position;
+  for (HloInstruction* window : windows) {
+    per_position.push_back(b.Reshape(b.Dot(window, kernel, c.type, /*lhs_contracting=*/0), {1, n, co}));
+  }
+  return b.Reshape(b.Concatenate(per_position, 0), out);
+}
+
 // sum over taps of window * broadcast(kernel row), one output per input feature.
 HloInstruction* LowerDepthwise(Builder& b, const Canonical& c) {
   HloInstruction* acc = nullptr;
   const int64_t features = c.x->shape().dimensions.back();
-  for (const std::vector<int64_t>& tap : Taps(c.window_size)) {
+  for (const std::vector<int64_t>& tap : Indices(c.window_size)) {
     HloInstruction* window = Window(b, c, c.x, tap);
     HloInstruction* row = b.Reshape(KernelTap(b, c, c.kernel, tap), {features});
     HloInstruction* broadcast = b.Add(HloInstruction::CreateBroadcast(
@@ -247,6 +316,14 @@ bool HasPadding(const HloInstruction& convolution) {
   return false;
 }
 
+// The transpose from a result whose dimension r is canonical dimension result_dims[r] to the convolution's
+// output order (canonical dimension j is output dimension output_order[j]).
+std::vector<int64_t> ToOutputOrder(const std::vector<int64_t>& result_dims, const std::vector<int64_t>& output_order) {
+  std::vector<int64_t> permutation(result_dims.size());
+  for (size_t r = 0; r < result_dims.size(); ++r) permutation[output_order[result_dims[r]]] = static_cast<int64_t>(r);
+  return permutation;
+}
+
 StatusOr<HloInstruction*> Lower(HloComputation* computation, HloInstruction* convolution) {
   if (convolution->batch_group_count() != 1) {
     return Unimplemented("convolution " + convolution->name() + ": batch_group_count " +
@@ -270,8 +347,6 @@ StatusOr<HloInstruction*> Lower(HloComputation* computation, HloInstruction* con
 
   Canonical c;
   c.type = convolution->shape().element_type;
-  HloInstruction* x = b.Transpose(convolution->operand(0), input_order);
-  c.kernel = b.Transpose(convolution->operand(1), kernel_order);
   hlo::PaddingConfig padding;
   padding.dimensions.resize(k + 2);
   for (size_t s = 0; s < k; ++s) {
@@ -287,12 +362,26 @@ StatusOr<HloInstruction*> Lower(HloComputation* computation, HloInstruction* con
     c.start_offset.push_back(p.edge_padding_low - w.padding_low);
     c.reversal.push_back(w.window_reversal);
   }
-  c.x = b.Pad(x, padding);
-
   const int64_t groups = convolution->feature_group_count();
+  const bool by_position = groups == 1 && !AnyReversal(c) && Product(c.output_spatial) < Product(c.window_size);
+  // result_dims[r]: the canonical dimension (batch 0, spatial 1..k, feature k+1) of result dimension r.
+  std::vector<int64_t> result_dims(k + 2);
+  std::iota(result_dims.begin(), result_dims.end(), 0);
+  if (by_position) {
+    // Input [C, spatial..., N] (batch and feature swapped: the padding of dims 1..k stays), kernel
+    // [Ci, spatial..., Co], result [output spatial..., N, Co].
+    std::swap(input_order.front(), input_order.back());
+    std::rotate(kernel_order.begin(), kernel_order.begin() + k, kernel_order.begin() + k + 1);
+    HloInstruction* x_cn = b.Pad(b.Transpose(convolution->operand(0), input_order), padding);
+    HloInstruction* result = LowerByOutputPosition(b, c, x_cn, b.Transpose(convolution->operand(1), kernel_order));
+    std::rotate(result_dims.begin(), result_dims.begin() + 1, result_dims.begin() + k + 1);
+    return b.Transpose(result, ToOutputOrder(result_dims, output_order));
+  }
+  HloInstruction* result = nullptr;
+  c.x = b.Pad(b.Transpose(convolution->operand(0), input_order), padding);
+  c.kernel = b.Transpose(convolution->operand(1), kernel_order);
   const int64_t features = c.x->shape().dimensions.back();
   const int64_t out_features = c.kernel->shape().dimensions.back();
-  HloInstruction* result = nullptr;
   if (groups == 1) {
     result = LowerDense(b, c, c.x, c.kernel);
   } else if (groups == features && out_features == features) {
@@ -316,10 +405,7 @@ StatusOr<HloInstruction*> Lower(HloComputation* computation, HloInstruction* con
     }
     result = b.Concatenate(parts, static_cast<int64_t>(k) + 1);
   }
-  // Back to the convolution's output order: canonical dimension j is output dimension output_order[j].
-  std::vector<int64_t> to_output(k + 2);
-  for (size_t j = 0; j < k + 2; ++j) to_output[output_order[j]] = static_cast<int64_t>(j);
-  return b.Transpose(result, to_output);
+  return b.Transpose(result, ToOutputOrder(result_dims, output_order));
 }
 
 }  // namespace

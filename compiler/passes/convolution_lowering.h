@@ -11,7 +11,12 @@
 //    itself, [N*H*W, Cin] x [Cin, Cout] (the reshapes keep the minor dimension, so they are free in the
 //    device layout). A KxK window sums per-tap dots instead of gathering an im2col matrix: each tap
 //    reads one strided window of the input (the size of the output, times Cin/Cout), where im2col would
-//    write and read a K*K times larger temporary;
+//    write and read a K*K times larger temporary.
+//    A window with more taps than the output has positions, without reversal (the kernel-gradient
+//    convolution f01b_i01o->01bf of a training step: a window the size of the image, a 3x3 output),
+//    gets one dot per output position instead: the window at that position as [Ci*taps, N] (input in
+//    the order [Ci, spatial..., N], which f01b is) contracted over its rows with the kernel as
+//    [Ci*taps, Co] (i01o as written): 9 dots instead of 784 for 28x28 images (every dot is code);
 //  - depthwise (feature_group_count == input features, one output per feature): out = sum_t W_t *
 //    broadcast(k_t), k_t the kernel row of tap t: VPU multiply-adds of shifted windows;
 //  - other feature groupings (including depthwise with a channel multiplier): each group's feature

@@ -190,9 +190,106 @@ TEST(ConvolutionLoweringTest, MatchesTheInterpreterOnRandomConvolutions) {
       {"bf01_oi01->bf01", {2, 3, 6, 5}, {4, 3, 3, 2}, "size=3x2 stride=1x2 pad=1_1x0_0", 1},
       {"b0f_0io->b0f", {3, 10, 4}, {3, 4, 2}, "size=3 stride=2 pad=1_0", 1},
       {"f01b_i01o->01bf", {3, 6, 5, 2}, {3, 2, 2, 4}, "size=2x2 stride=1x1", 1},
+      // More taps than output positions: one dot per position (kernel gradients, a 1x1 output).
+      {"f01b_i01o->01bf", {3, 8, 8, 2}, {3, 8, 8, 4}, "size=8x8 pad=1_1x1_1", 1},
+      {"f01b_i01o->01bf", {2, 9, 9, 3}, {2, 4, 4, 5}, "size=4x4 rhs_dilate=2x2", 1},
+      {"f01b_i01o->01bf", {2, 6, 7, 1}, {2, 5, 6, 3}, "size=5x6 lhs_dilate=2x1 pad=1_0x-1_1", 1},
+      {"b01f_01io->b01f", {2, 5, 5, 3}, {5, 5, 3, 4}, "size=5x5", 1},
+      {"b0f_0io->b0f", {2, 9, 3}, {7, 3, 2}, "size=7 stride=2 pad=1_1", 1},
+      {"bf01_oi01->bf01", {2, 3, 6, 6}, {4, 3, 5, 5}, "size=5x5 pad=0_1x1_0", 1},
+      {"f01b_i01o->01bf", {3, 8, 8, 2}, {3, 7, 7, 4}, "size=7x7 pad=1_1x1_1 rhs_reversal=0x1", 1},
+      // At most 16 window columns together: gathered into one matrix for one dot.
+      {"b01f_01io->b01f", {2, 7, 6, 1}, {3, 3, 1, 4}, "size=3x3 pad=1_1x1_1", 1},
+      {"b01f_01io->b01f", {2, 7, 6, 2}, {2, 3, 2, 3}, "size=2x3 stride=2x1 rhs_dilate=1x2 pad=0_1x1_1", 1},
+      {"f01b_i01o->01bf", {3, 8, 8, 1}, {3, 8, 8, 4}, "size=8x8 pad=1_1x1_1", 1},
+      {"f01b_i01o->01bf", {2, 7, 7, 3}, {2, 6, 6, 5}, "size=6x6 stride=2x2 pad=1_0x0_1", 1},
   };
   uint32_t seed = 1;
   for (const ConvCase& c : cases) CheckAgainstInterpreter(c, seed++);
+}
+
+// What the pass made of a module with one convolution: op counts and, per dot, the lhs shape and
+// contracting dimension.
+struct LoweredOps {
+  int dots = 0, transposes = 0, slices = 0, concatenates = 0;
+  std::vector<std::vector<int64_t>> dot_lhs_shapes;
+  std::vector<int64_t> dot_lhs_contracting;
+};
+
+LoweredOps LowerAndCount(const std::string& text) {
+  std::unique_ptr<hlo::HloModule> module = hlo::ParseHloModule(text).value();
+  ConvolutionLowering pass;
+  StatusOr<bool> changed = pass.Run(module.get());
+  EXPECT_TRUE(changed.ok() && *changed) << changed.status();
+  EXPECT_TRUE(hlo::VerifyHloModule(*module).ok()) << module->ToString();
+  LoweredOps ops;
+  for (const hlo::HloInstruction* instruction : module->entry_computation()->instructions()) {
+    ops.transposes += instruction->opcode() == hlo::HloOpcode::kTranspose;
+    ops.slices += instruction->opcode() == hlo::HloOpcode::kSlice;
+    ops.concatenates += instruction->opcode() == hlo::HloOpcode::kConcatenate;
+    if (instruction->opcode() == hlo::HloOpcode::kDot) {
+      ++ops.dots;
+      ops.dot_lhs_shapes.push_back(instruction->operand(0)->shape().dimensions);
+      ops.dot_lhs_contracting.push_back(instruction->dot_dimension_numbers().lhs_contracting_dimensions.at(0));
+    }
+  }
+  return ops;
+}
+
+// The kernel gradient of a 3x3 SAME convolution over 6x6 images with 2 channels (JAX's form): one dot
+// per output position over the operands as written (no transpose), instead of 36 per-tap dots.
+TEST(ConvolutionLoweringTest, KernelGradientIsOneDotPerOutputPosition) {
+  const char* input = R"(HloModule kernel_gradient
+
+ENTRY %main (x: f32[2,6,6,2], g: f32[2,6,6,4]) -> f32[3,3,2,4] {
+  %x = f32[2,6,6,2]{3,2,1,0} parameter(0)
+  %g = f32[2,6,6,4]{3,2,1,0} parameter(1)
+  ROOT %c = f32[3,3,2,4]{3,2,1,0} convolution(f32[2,6,6,2]{3,2,1,0} %x, f32[2,6,6,4]{3,2,1,0} %g), window={size=6x6 pad=1_1x1_1}, dim_labels=f01b_i01o->01bf
+}
+)";
+  LoweredOps ops = LowerAndCount(input);
+  EXPECT_EQ(ops.dots, 9);
+  EXPECT_EQ(ops.slices, 9);
+  EXPECT_EQ(ops.transposes, 0);
+  for (int i = 0; i < ops.dots; ++i) {
+    EXPECT_EQ(ops.dot_lhs_shapes[i], (std::vector<int64_t>{72, 2}));  // [Ci*taps, N]: 2 images * 36 taps
+    EXPECT_EQ(ops.dot_lhs_contracting[i], 0);
+  }
+}
+
+// Grayscale images: the 9 windows of a 3x3 convolution (and of its kernel gradient) are 9 columns
+// together, gathered into one matrix for one dot.
+TEST(ConvolutionLoweringTest, NarrowWindowsAreGatheredForOneDot) {
+  const char* forward = R"(HloModule forward
+
+ENTRY %main (x: f32[2,6,6,1], k: f32[3,3,1,4]) -> f32[2,6,6,4] {
+  %x = f32[2,6,6,1]{3,2,1,0} parameter(0)
+  %k = f32[3,3,1,4]{3,2,1,0} parameter(1)
+  ROOT %c = f32[2,6,6,4]{3,2,1,0} convolution(f32[2,6,6,1]{3,2,1,0} %x, f32[3,3,1,4]{3,2,1,0} %k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+}
+)";
+  const char* kernel_gradient = R"(HloModule kernel_gradient
+
+ENTRY %main (x: f32[2,6,6,1], g: f32[2,6,6,4]) -> f32[3,3,1,4] {
+  %x = f32[2,6,6,1]{3,2,1,0} parameter(0)
+  %g = f32[2,6,6,4]{3,2,1,0} parameter(1)
+  ROOT %c = f32[3,3,1,4]{3,2,1,0} convolution(f32[2,6,6,1]{3,2,1,0} %x, f32[2,6,6,4]{3,2,1,0} %g), window={size=6x6 pad=1_1x1_1}, dim_labels=f01b_i01o->01bf
+}
+)";
+  LoweredOps ops = LowerAndCount(forward);
+  EXPECT_EQ(ops.dots, 1);
+  EXPECT_EQ(ops.slices, 9);
+  EXPECT_EQ(ops.concatenates, 1);
+  EXPECT_EQ(ops.transposes, 0);
+  EXPECT_EQ(ops.dot_lhs_shapes, (std::vector<std::vector<int64_t>>{{72, 9}}));  // [N*H*W, taps]
+  EXPECT_EQ(ops.dot_lhs_contracting, std::vector<int64_t>{1});
+  ops = LowerAndCount(kernel_gradient);
+  EXPECT_EQ(ops.dots, 1);
+  EXPECT_EQ(ops.slices, 9);
+  EXPECT_EQ(ops.concatenates, 1);
+  EXPECT_EQ(ops.transposes, 0);
+  EXPECT_EQ(ops.dot_lhs_shapes, (std::vector<std::vector<int64_t>>{{72, 9}}));  // [N*H*W, positions]
+  EXPECT_EQ(ops.dot_lhs_contracting, std::vector<int64_t>{0});
 }
 
 TEST(ConvolutionLoweringTest, KeepsDepthwiseWindowsBehindAPadWhenAsked) {
