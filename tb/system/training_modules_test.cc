@@ -38,11 +38,14 @@ struct TrainingModule {
 // jax_cnn_train_step: 4x4x3 images, conv 3x3 SAME (3 -> 8 channels, NHWC) -> ReLU -> max pool 2x2
 // (reduce-window) -> dense 32-10 -> softmax cross-entropy, SGD on every parameter; the max-pool gradient is
 // a select-and-scatter (GE, add), the kernel gradient a convolution with dim_labels f01b_i01o->01bf (a 4x4
-// window, lowered tap by tap: with 8x8 images the program needs 8091 IMEM words of 4096).
+// window, one dot per output position: compiler/passes/convolution_lowering.h).
+// jax_mnist_cnn_train_step: the same network at MNIST size (batch 8 of 28x28x1 images, 8 channels, dense
+// 1568-10): the 3x3 windows of the one-channel images are gathered into one matrix for one dot.
 const TrainingModule kModules[] = {{"jax_mlp_tanh_adam_train_step", 14},
                                    {"pytorch_xla_mlp_sigmoid_l1_momentum_train_step", 10},
                                    {"pytorch_xla_mlp_tanh_mse_adam_train_step", 14},
-                                   {"jax_cnn_train_step", 5}};
+                                   {"jax_cnn_train_step", 5},
+                                   {"jax_mnist_cnn_train_step", 5}};
 
 std::string ModulePath(const char* name) { return std::string(TPU_SOURCE_DIR) + "/tb/system/hlo/" + name + ".hlo"; }
 
