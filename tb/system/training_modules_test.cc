@@ -41,11 +41,15 @@ struct TrainingModule {
 // window, one dot per output position: compiler/passes/convolution_lowering.h).
 // jax_mnist_cnn_train_step: the same network at MNIST size (batch 8 of 28x28x1 images, 8 channels, dense
 // 1568-10): the 3x3 windows of the one-channel images are gathered into one matrix for one dot.
+// jax_cnn2_train_step: 2x2x3 images, conv 3x3 SAME (3 -> 8) -> tanh -> conv 2x2 SAME (8 -> 8) -> ReLU ->
+// max pool 2x2 -> dense 8-10 -> softmax cross-entropy, SGD on every parameter; the second conv's input
+// gradient is `reverse` of its kernel's spatial dimensions and a convolution (b01f_01oi->b01f).
 const TrainingModule kModules[] = {{"jax_mlp_tanh_adam_train_step", 14},
                                    {"pytorch_xla_mlp_sigmoid_l1_momentum_train_step", 10},
                                    {"pytorch_xla_mlp_tanh_mse_adam_train_step", 14},
                                    {"jax_cnn_train_step", 5},
-                                   {"jax_mnist_cnn_train_step", 5}};
+                                   {"jax_mnist_cnn_train_step", 5},
+                                   {"jax_cnn2_train_step", 7}};
 
 std::string ModulePath(const char* name) { return std::string(TPU_SOURCE_DIR) + "/tb/system/hlo/" + name + ".hlo"; }
 
