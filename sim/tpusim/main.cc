@@ -68,7 +68,7 @@ const char kUsage[] =
     "\n"
     "run     parses and verifies FILE.hlo, fills its parameters with seeded uniform values in [-1, 1),\n"
     "        runs it on the backend, prints the device counters and compares every output with the HLO\n"
-    "        interpreter (|d - r| <= atol + rtol*|r|, rtol = 2^-6, atol = 2^-6 * max|r|).\n"
+    "        interpreter (|d - r| <= atol + rtol*|r|, rtol = 2^-6, atol = 2^-6 * max|r|; integers exactly).\n"
     "        --outputs=DIR writes DIR/out<i>.bin, the raw little-endian bytes of each output.\n"
     "        --trace* write an FST waveform of a cycle window (rtl backend only).\n"
     "        --perturb-output=X adds X to the first element of output 0 before the comparison (to check\n"

@@ -22,7 +22,11 @@ OutputComparison CompareOutput(const hlo::Literal& device, const hlo::Literal& r
     const double r = reference.GetAsDouble(i);
     if (std::isfinite(r)) max_reference = std::max(max_reference, std::fabs(r));
   }
-  result.atol = kRelativeTolerance * max_reference;
+  // Integers (and predicates) have one right answer: the tolerance is for floating-point rounding.
+  const bool exact = !hlo::IsFloatingPointType(reference.shape().element_type);
+  const double rtol = exact ? 0.0 : kRelativeTolerance;
+  result.atol = rtol * max_reference;
+  result.rtol = rtol;
   for (int64_t i = 0; i < count; ++i) {
     const double d = device.GetAsDouble(i);
     const double r = reference.GetAsDouble(i);
@@ -35,7 +39,7 @@ OutputComparison CompareOutput(const hlo::Literal& device, const hlo::Literal& r
       if (!within) result.max_abs_error = result.max_rel_error = INFINITY;
     } else {
       const double error = std::fabs(d - r);
-      within = error <= result.atol + kRelativeTolerance * std::fabs(r);
+      within = error <= result.atol + rtol * std::fabs(r);
       result.max_abs_error = std::max(result.max_abs_error, error);
       if (r != 0 && std::fabs(r) >= result.atol) result.max_rel_error = std::max(result.max_rel_error, error / std::fabs(r));
     }
@@ -60,7 +64,7 @@ std::string FormatComparison(int index, const hlo::Literal& reference, const Out
           " elements outside |d - r| <= atol + rtol*|r|";
   char detail[96];
   std::snprintf(detail, sizeof(detail), ", atol=%.3e rtol=%.3e; first at element %lld)", comparison.atol,
-                kRelativeTolerance, static_cast<long long>(comparison.first_mismatch));
+                comparison.rtol, static_cast<long long>(comparison.first_mismatch));
   return line + detail;
 }
 

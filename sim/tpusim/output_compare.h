@@ -1,6 +1,6 @@
 // Comparison of device outputs with the HLO interpreter's, with the tolerance of docs/numerics.md:
 //   |device - reference| <= atol + rtol * |reference|,  rtol = 2^-6,  atol = 2^-6 * max|reference| of the output
-// NaN matches only NaN and an infinity only the same infinity.
+// NaN matches only NaN and an infinity only the same infinity. Integer and predicate outputs must be equal.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +19,8 @@ struct OutputComparison {
   // Over elements with |reference| >= atol: near zero the absolute term decides, and a relative error
   // there says nothing (a ReLU output of 1e-6 off by 1e-5 is fine).
   double max_rel_error = 0;
-  double atol = 0;           // 2^-6 * max|reference|
+  double atol = 0;           // 2^-6 * max|reference| (0 for integers)
+  double rtol = 0;           // 2^-6 (0 for integers)
   int64_t mismatches = 0;    // elements outside the tolerance
   int64_t first_mismatch = -1;  // linear index of the first one
 };

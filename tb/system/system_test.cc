@@ -215,6 +215,16 @@ TEST(OutputCompareTest, FlagsValuesOutsideTheTolerance) {
   tpu::tpusim::OutputComparison mismatch = tpu::tpusim::CompareOutput(other_shape, reference);
   EXPECT_FALSE(mismatch.ok);
   EXPECT_FALSE(mismatch.error.empty());
+
+  // Integers have one right answer: off by one is a mismatch however large the values.
+  Literal counts = Literal::Random(Shape::Make(PrimitiveType::S32, {16}), rng);
+  counts.SetFromDouble(0, 100000);
+  EXPECT_TRUE(tpu::tpusim::CompareOutput(counts, counts).ok);
+  Literal off_by_one = counts;
+  off_by_one.SetFromDouble(5, counts.GetAsDouble(5) + 1);
+  tpu::tpusim::OutputComparison exact = tpu::tpusim::CompareOutput(off_by_one, counts);
+  EXPECT_FALSE(exact.ok);
+  EXPECT_EQ(exact.first_mismatch, 5);
 }
 
 // The shared training steps (JAX/Flax MAML and PyTorch/XLA MNIST MLP) end to end: every output within
