@@ -103,7 +103,7 @@ TEST(CodegenReverseTest, TransposesThatKeepTheMinorDimension) {
 
 // Dimensions out of range or repeated: the verifier says so, and codegen does not crash on them.
 TEST(CodegenReverseTest, RejectsBadDimensions) {
-  for (const std::string& dims : {"{2}", "{-1}", "{0,0}"}) {
+  for (const std::string dims : {"{2}", "{-1}", "{0,0}"}) {
     const std::string text = "HloModule m\nENTRY %main (x: f32[3,4]) -> f32[3,4] {\n  %x = f32[3,4] parameter(0)\n"
                              "  ROOT %r = f32[3,4] reverse(f32[3,4] %x), dimensions=" + dims + "\n}\n";
     StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
@@ -111,7 +111,9 @@ TEST(CodegenReverseTest, RejectsBadDimensions) {
     Status verified = hlo::VerifyHloModule(**module);
     EXPECT_FALSE(verified.ok()) << text;
     EXPECT_NE(verified.message().find("dimensions="), std::string::npos) << verified;
-    if (dims != "{0,0}") EXPECT_FALSE(Compile(**module, DeviceOptions()).ok()) << text;
+    if (dims != "{0,0}") {
+      EXPECT_FALSE(Compile(**module, DeviceOptions()).ok()) << text;
+    }
   }
 }
 
