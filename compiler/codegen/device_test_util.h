@@ -64,7 +64,22 @@ inline hlo::Literal RandomWords(const hlo::Shape& shape, std::mt19937& rng) {
   return literal;
 }
 
-inline void ExpectBitExactOnDevices(const std::string& text, const CompileOptions& options = DeviceOptions()) {
+// The reference model of the v2 configuration (128 lanes) and the options to compile for it.
+inline runtime::Client* V2Model() {
+  static runtime::Client* const client = runtime::Client::Create("model", "v2").value().release();
+  return client;
+}
+inline CompileOptions V2Options() {
+  CompileOptions options;
+  options.lanes = 128;
+  options.vmem_lines = 32768;
+  options.imem_words = 16384;
+  return options;
+}
+
+// On `clients` (default: Backends()), which must run programs compiled with `options`.
+inline void ExpectBitExactOnDevices(const std::string& text, const CompileOptions& options = DeviceOptions(),
+                                    const std::vector<runtime::Client*>& clients = Backends()) {
   SCOPED_TRACE(text);
   StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
   ASSERT_TRUE(module.ok()) << module.status();
@@ -82,7 +97,7 @@ inline void ExpectBitExactOnDevices(const std::string& text, const CompileOption
   StatusOr<std::vector<hlo::Literal>> expected = Interpret(**module, arguments);
   ASSERT_TRUE(expected.ok()) << expected.status();
 
-  for (runtime::Client* client : Backends()) {
+  for (runtime::Client* client : clients) {
     SCOPED_TRACE(client->backend());
     StatusOr<std::unique_ptr<runtime::LoadedExecutable>> executable = client->Load(*program);
     ASSERT_TRUE(executable.ok()) << executable.status();

@@ -17,7 +17,14 @@ namespace {
 using device_test::DeviceOptions;
 using Dims = std::vector<int64_t>;
 
-void ExpectExactOnDevice(const std::string& text) { device_test::ExpectBitExactOnDevices(text); }
+// On this build's devices, or with `v2` on the v2 model (128 lanes).
+void ExpectExactOnDevice(const std::string& text, bool v2 = false) {
+  if (v2) {
+    device_test::ExpectBitExactOnDevices(text, device_test::V2Options(), {device_test::V2Model()});
+  } else {
+    device_test::ExpectBitExactOnDevices(text);
+  }
+}
 
 std::string ShapeText(const std::string& type, const Dims& dims) {
   std::string text = type + "[";
@@ -48,7 +55,7 @@ std::string ModuleOfVariants(const std::string& type, const Dims& in, const std:
 }
 
 // reverse of `in` over every subset of its dimensions, all in one module.
-void ExpectEveryReverse(const std::string& type, const Dims& in) {
+void ExpectEveryReverse(const std::string& type, const Dims& in, bool v2 = false) {
   std::vector<Dims> subsets, shapes;
   const int rank = static_cast<int>(in.size());
   for (int mask = 0; mask < (1 << rank); ++mask) {
@@ -59,7 +66,7 @@ void ExpectEveryReverse(const std::string& type, const Dims& in) {
     subsets.push_back(dims);
     shapes.push_back(in);
   }
-  ExpectExactOnDevice(ModuleOfVariants(type, in, "reverse", subsets, shapes));
+  ExpectExactOnDevice(ModuleOfVariants(type, in, "reverse", subsets, shapes), v2);
 }
 
 TEST(CodegenReverseTest, EverySubsetOfDimensionsOfRanks1And2) {
@@ -99,6 +106,14 @@ TEST(CodegenReverseTest, TransposesThatKeepTheMinorDimension) {
   every_permutation("f32", {41, 43, 3});  // more slices than the legalization's limit would allow
   every_permutation("f32", {2, 3, 4, 9});
   every_permutation("s32", {3, 1, 4, 20});
+}
+
+// 128 lanes: rows of several tiles and of one partial tile; reversed minor dimensions across tiles.
+TEST(CodegenReverseTest, V2ModelMatchesTheInterpreter) {
+  ExpectEveryReverse("f32", {3, 5, 130}, true);
+  ExpectEveryReverse("s32", {2, 3, 4, 9}, true);
+  ExpectEveryReverse("f32", {300}, true);
+  ExpectExactOnDevice(ModuleOfVariants("f32", {41, 43, 3}, "transpose", {{1, 0, 2}}, {{43, 41, 3}}), true);
 }
 
 // Dimensions out of range or repeated: the verifier says so, and codegen does not crash on them.
