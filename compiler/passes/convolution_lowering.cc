@@ -165,9 +165,10 @@ HloInstruction* KernelTap(Builder& b, const Canonical& c, HloInstruction* kernel
 
 // Windows with at most this many columns together ([rows, Ci] per tap, or [Ci*taps, N] per output
 // position) are gathered side by side into one matrix (a `concatenate` along the minor dimension: one
-// lane relayout) and multiplied by one dot: with one or a few input features (grayscale images) every
-// per-tap dot would use a sliver of the MXU's contraction width, and every dot is code.
-constexpr int64_t kMaxGatheredColumns = 16;
+// lane relayout) and multiplied by one dot: with one or a few input features (grayscale or RGB images)
+// every per-tap dot would use a sliver of the MXU's contraction width, and every dot is code. 32 takes
+// the 3x3 windows of RGB images (27 columns: 4 tiles on tiny, one on v2).
+constexpr int64_t kMaxGatheredColumns = 32;
 
 bool GatherIntoOneDot(int64_t windows, int64_t columns_each) {
   return windows > 1 && windows * columns_each <= kMaxGatheredColumns;

@@ -16,7 +16,9 @@
 //    convolution f01b_i01o->01bf of a training step: a window the size of the image, a 3x3 output),
 //    gets one dot per output position instead: the window at that position as [Ci*taps, N] (input in
 //    the order [Ci, spatial..., N], which f01b is) contracted over its rows with the kernel as
-//    [Ci*taps, Co] (i01o as written): 9 dots instead of 784 for 28x28 images (every dot is code);
+//    [Ci*taps, Co] (i01o as written): 9 dots instead of 784 for 28x28 images (every dot is code).
+//    Windows with at most 32 columns together (taps x Cin, or output positions x N) are gathered side
+//    by side (`concatenate` along the minor dimension) into one matrix for a single dot;
 //  - depthwise (feature_group_count == input features, one output per feature): out = sum_t W_t *
 //    broadcast(k_t), k_t the kernel row of tap t: VPU multiply-adds of shifted windows;
 //  - other feature groupings (including depthwise with a channel multiplier): each group's feature

@@ -190,7 +190,10 @@ TEST(ConvolutionLoweringTest, MatchesTheInterpreterOnRandomConvolutions) {
       {"bf01_oi01->bf01", {2, 3, 6, 5}, {4, 3, 3, 2}, "size=3x2 stride=1x2 pad=1_1x0_0", 1},
       {"b0f_0io->b0f", {3, 10, 4}, {3, 4, 2}, "size=3 stride=2 pad=1_0", 1},
       {"f01b_i01o->01bf", {3, 6, 5, 2}, {3, 2, 2, 4}, "size=2x2 stride=1x1", 1},
-      // More taps than output positions: one dot per position (kernel gradients, a 1x1 output).
+      // More taps than output positions: one dot per position (kernel gradients, a 1x1 output), or one
+      // dot of the positions' windows gathered when they have at most 32 columns together.
+      {"f01b_i01o->01bf", {3, 8, 8, 5}, {3, 8, 8, 4}, "size=8x8 pad=1_1x1_1", 1},
+      {"f01b_i01o->01bf", {2, 9, 9, 6}, {2, 4, 4, 5}, "size=4x4 rhs_dilate=2x2", 1},
       {"f01b_i01o->01bf", {3, 8, 8, 2}, {3, 8, 8, 4}, "size=8x8 pad=1_1x1_1", 1},
       {"f01b_i01o->01bf", {2, 9, 9, 3}, {2, 4, 4, 5}, "size=4x4 rhs_dilate=2x2", 1},
       {"f01b_i01o->01bf", {2, 6, 7, 1}, {2, 5, 6, 3}, "size=5x6 lhs_dilate=2x1 pad=1_0x-1_1", 1},
@@ -198,8 +201,10 @@ TEST(ConvolutionLoweringTest, MatchesTheInterpreterOnRandomConvolutions) {
       {"b0f_0io->b0f", {2, 9, 3}, {7, 3, 2}, "size=7 stride=2 pad=1_1", 1},
       {"bf01_oi01->bf01", {2, 3, 6, 6}, {4, 3, 5, 5}, "size=5x5 pad=0_1x1_0", 1},
       {"f01b_i01o->01bf", {3, 8, 8, 2}, {3, 7, 7, 4}, "size=7x7 pad=1_1x1_1 rhs_reversal=0x1", 1},
-      // At most 16 window columns together: gathered into one matrix for one dot.
+      // At most 32 window columns together: gathered into one matrix for one dot; more: per-tap dots.
       {"b01f_01io->b01f", {2, 7, 6, 1}, {3, 3, 1, 4}, "size=3x3 pad=1_1x1_1", 1},
+      {"b01f_01io->b01f", {2, 7, 8, 5}, {3, 3, 5, 4}, "size=3x3 stride=2x1 pad=1_1x0_1", 1},
+      {"b01f_01io->b01f", {1, 9, 9, 4}, {3, 3, 4, 3}, "size=3x3 rhs_dilate=2x2 pad=1_0x2_1", 1},
       {"b01f_01io->b01f", {2, 7, 6, 2}, {2, 3, 2, 3}, "size=2x3 stride=2x1 rhs_dilate=1x2 pad=0_1x1_1", 1},
       {"f01b_i01o->01bf", {3, 8, 8, 1}, {3, 8, 8, 4}, "size=8x8 pad=1_1x1_1", 1},
       {"f01b_i01o->01bf", {2, 7, 7, 3}, {2, 6, 6, 5}, "size=6x6 stride=2x2 pad=1_0x0_1", 1},
@@ -236,15 +241,16 @@ LoweredOps LowerAndCount(const std::string& text) {
   return ops;
 }
 
-// The kernel gradient of a 3x3 SAME convolution over 6x6 images with 2 channels (JAX's form): one dot
-// per output position over the operands as written (no transpose), instead of 36 per-tap dots.
+// The kernel gradient of a 3x3 SAME convolution over 6x6 images with 4 channels (JAX's form): one dot
+// per output position over the operands as written (no transpose), instead of 36 per-tap dots
+// (9 positions x 4 channels are more columns than one gathered matrix takes).
 TEST(ConvolutionLoweringTest, KernelGradientIsOneDotPerOutputPosition) {
   const char* input = R"(HloModule kernel_gradient
 
-ENTRY %main (x: f32[2,6,6,2], g: f32[2,6,6,4]) -> f32[3,3,2,4] {
-  %x = f32[2,6,6,2]{3,2,1,0} parameter(0)
+ENTRY %main (x: f32[2,6,6,4], g: f32[2,6,6,4]) -> f32[3,3,4,4] {
+  %x = f32[2,6,6,4]{3,2,1,0} parameter(0)
   %g = f32[2,6,6,4]{3,2,1,0} parameter(1)
-  ROOT %c = f32[3,3,2,4]{3,2,1,0} convolution(f32[2,6,6,2]{3,2,1,0} %x, f32[2,6,6,4]{3,2,1,0} %g), window={size=6x6 pad=1_1x1_1}, dim_labels=f01b_i01o->01bf
+  ROOT %c = f32[3,3,4,4]{3,2,1,0} convolution(f32[2,6,6,4]{3,2,1,0} %x, f32[2,6,6,4]{3,2,1,0} %g), window={size=6x6 pad=1_1x1_1}, dim_labels=f01b_i01o->01bf
 }
 )";
   LoweredOps ops = LowerAndCount(input);
@@ -252,7 +258,7 @@ ENTRY %main (x: f32[2,6,6,2], g: f32[2,6,6,4]) -> f32[3,3,2,4] {
   EXPECT_EQ(ops.slices, 9);
   EXPECT_EQ(ops.transposes, 0);
   for (int i = 0; i < ops.dots; ++i) {
-    EXPECT_EQ(ops.dot_lhs_shapes[i], (std::vector<int64_t>{72, 2}));  // [Ci*taps, N]: 2 images * 36 taps
+    EXPECT_EQ(ops.dot_lhs_shapes[i], (std::vector<int64_t>{72, 4}));  // [Ci*taps, N]: 2 images * 36 taps
     EXPECT_EQ(ops.dot_lhs_contracting[i], 0);
   }
 }
