@@ -38,7 +38,7 @@ struct TrainingModule {
 // jax_cnn_train_step: 4x4x3 images, conv 3x3 SAME (3 -> 8 channels, NHWC) -> ReLU -> max pool 2x2
 // (reduce-window) -> dense 32-10 -> softmax cross-entropy, SGD on every parameter; the max-pool gradient is
 // a select-and-scatter (GE, add), the kernel gradient a convolution with dim_labels f01b_i01o->01bf (a 4x4
-// window, one dot per output position: compiler/passes/convolution_lowering.h).
+// window: the windows of its 9 output positions gathered into one dot, compiler/passes/convolution_lowering.h).
 // jax_mnist_cnn_train_step: the same network at MNIST size (batch 8 of 28x28x1 images, 8 channels, dense
 // 1568-10): the 3x3 windows of the one-channel images are gathered into one matrix for one dot.
 // jax_cnn2_train_step: 2x2x3 images, conv 3x3 SAME (3 -> 8) -> tanh -> conv 2x2 SAME (8 -> 8) -> ReLU ->
