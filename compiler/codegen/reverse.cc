@@ -62,26 +62,21 @@ Status CodeGenerator::EmitRowPermutation(const HloInstruction& instruction, int6
   map.src_steps.push_back(in_tiles);
   map.dst_steps.push_back(out_tiles);
   MergeRowDimensions(&map);
-  // The DMA stride is unsigned: the innermost dimension must read forwards. Copies prefer the longest
-  // such dimension as a strided DMA over whole-row DMAs when it has more rows than a row has tiles; a
-  // relayout gathers blocks of LANES rows along it.
-  if (map.counts.back() == 1 || map.src_steps.back() < 0) {
+  // The innermost dimension is now consecutive rows (forwards), or the row alone when the last leading
+  // dimension is reversed or permuted. The DMA stride is unsigned, so another innermost dimension must
+  // read forwards: copies take the longest forward one as strided DMAs when it has more rows than a row
+  // has tiles (fewer DMAs than one per row); a relayout gathers its blocks of LANES rows along it.
+  if (map.counts.back() == 1) {
     size_t best = map.counts.size();
     for (size_t d = 0; d + 1 < map.counts.size(); ++d) {
       if (map.src_steps[d] > 0 && (best == map.counts.size() || map.counts[d] > map.counts[best])) best = d;
     }
     const int64_t worth = reverse_minor ? 1 : in_tiles;
     if (best < map.counts.size() && map.counts[best] > worth) {
-      if (map.counts.back() == 1) {
-        map.counts.pop_back();
-        map.src_steps.pop_back();
-        map.dst_steps.pop_back();
-      }
+      map.counts.pop_back();
+      map.src_steps.pop_back();
+      map.dst_steps.pop_back();
       MakeInnermost(&map, best);
-    } else if (map.counts.back() != 1) {
-      map.counts.push_back(1);
-      map.src_steps.push_back(in_tiles);
-      map.dst_steps.push_back(out_tiles);
     }
   }
   Location src = locations_.at(BufferOf(&operand));
