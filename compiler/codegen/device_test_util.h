@@ -1,11 +1,13 @@
 // Test helper for lowerings that must be bit-exact: a module is compiled, checked by the sync checker,
 // run on the reference model (and the verilated chip when the build has it) through the runtime and
-// compared word for word with the HLO interpreter; the padded lanes of every output must be +0.
+// compared word for word with the HLO interpreter; the padded lanes of every output must be +0. The
+// run-and-compare steps also serve tests that compile and make arguments their own way.
 // For GoogleTest programs linked with tpusim_runtime, tpusim_codegen and tpusim_interpreter.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -77,7 +79,75 @@ inline CompileOptions V2Options() {
   return options;
 }
 
-// On `clients` (default: Backends()), which must run programs compiled with `options`.
+// Checks the outputs of one run against the interpreter's `expected`: word for word, or when `exact` is
+// false, f32 elements within max|expected| / 64 + |expected| / 64 (rounding of operations the device
+// computes differently, such as a divide as a multiply by the reciprocal); other element types stay
+// exact. The padded lanes of every output must be +0. Reports up to five mismatches per output.
+inline void ExpectOutputsMatch(const std::vector<std::unique_ptr<runtime::Buffer>>& outputs,
+                               const std::vector<hlo::Literal>& expected, bool exact = true) {
+  ASSERT_EQ(outputs.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const runtime::Buffer& output = *outputs[i];
+    StatusOr<hlo::Literal> device = output.ToLiteral();
+    ASSERT_TRUE(device.ok()) << device.status();
+    const hlo::Literal& reference = expected[i];
+    ASSERT_EQ(device->shape(), reference.shape());
+    const bool tolerant = !exact && reference.shape().element_type == hlo::PrimitiveType::F32;
+    double max_reference = 0;
+    if (tolerant) {
+      for (int64_t e = 0; e < reference.element_count(); ++e) {
+        max_reference = std::max(max_reference, std::fabs(reference.GetAsDouble(e)));
+      }
+    }
+    const auto* d = static_cast<const uint8_t*>(device->untyped_data());
+    const auto* r = static_cast<const uint8_t*>(reference.untyped_data());
+    int mismatches = 0;
+    for (size_t byte = 0; byte < static_cast<size_t>(reference.size_bytes()) && mismatches < 5; byte += 4) {
+      uint32_t dw, rw;
+      std::memcpy(&dw, d + byte, 4);
+      std::memcpy(&rw, r + byte, 4);
+      float df, rf;
+      std::memcpy(&df, &dw, 4);
+      std::memcpy(&rf, &rw, 4);
+      const bool ok = tolerant ? std::fabs(df - rf) <= max_reference / 64 + std::fabs(rf) / 64 : dw == rw;
+      if (!ok) {
+        ++mismatches;
+        ADD_FAILURE() << "output " << i << " element " << byte / 4 << ": device 0x" << std::hex << dw
+                      << " interpreter 0x" << rw << std::dec << " (as f32: " << df << ", " << rf << ")";
+      }
+    }
+    StatusOr<std::vector<uint8_t>> bytes = output.ToDeviceBytes();
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    const DeviceLayout& layout = output.layout();
+    for (int64_t row = 0; row < layout.rows; ++row) {
+      for (int64_t c = layout.cols; c < layout.padded_cols; ++c) {
+        uint32_t word;
+        std::memcpy(&word, &(*bytes)[static_cast<size_t>((row * layout.padded_cols + c) * 4)], 4);
+        ASSERT_EQ(word, 0u) << "output " << i << " row " << row << " padded column " << c;
+      }
+    }
+  }
+}
+
+// Runs `executable` (loaded on `client`) with `arguments` and checks its outputs as ExpectOutputsMatch.
+inline void ExpectRunMatches(runtime::Client& client, runtime::LoadedExecutable& executable,
+                             const std::vector<hlo::Literal>& arguments, const std::vector<hlo::Literal>& expected,
+                             bool exact = true) {
+  std::vector<std::unique_ptr<runtime::Buffer>> buffers;
+  std::vector<const runtime::Buffer*> pointers;
+  for (const hlo::Literal& argument : arguments) {
+    StatusOr<std::unique_ptr<runtime::Buffer>> buffer = client.BufferFromHostLiteral(argument);
+    ASSERT_TRUE(buffer.ok()) << buffer.status();
+    pointers.push_back(buffer->get());
+    buffers.push_back(std::move(buffer).value());
+  }
+  StatusOr<runtime::ExecuteResult> result = executable.Execute(pointers);
+  ASSERT_TRUE(result.ok()) << result.status();
+  ExpectOutputsMatch(result->outputs, expected, exact);
+}
+
+// Compiles `text` with `options`, checks its unit synchronization and runs it on `clients` (default:
+// Backends(), which must run programs compiled with `options`) with RandomWords arguments.
 inline void ExpectBitExactOnDevices(const std::string& text, const CompileOptions& options = DeviceOptions(),
                                     const std::vector<runtime::Client*>& clients = Backends()) {
   SCOPED_TRACE(text);
@@ -101,37 +171,7 @@ inline void ExpectBitExactOnDevices(const std::string& text, const CompileOption
     SCOPED_TRACE(client->backend());
     StatusOr<std::unique_ptr<runtime::LoadedExecutable>> executable = client->Load(*program);
     ASSERT_TRUE(executable.ok()) << executable.status();
-    std::vector<std::unique_ptr<runtime::Buffer>> buffers;
-    std::vector<const runtime::Buffer*> pointers;
-    for (const hlo::Literal& argument : arguments) {
-      buffers.push_back(client->BufferFromHostLiteral(argument).value());
-      pointers.push_back(buffers.back().get());
-    }
-    StatusOr<runtime::ExecuteResult> result = (*executable)->Execute(pointers);
-    ASSERT_TRUE(result.ok()) << result.status();
-    ASSERT_EQ(result->outputs.size(), expected->size());
-    for (size_t i = 0; i < expected->size(); ++i) {
-      const hlo::Literal device = result->outputs[i]->ToLiteral().value();
-      const hlo::Literal& reference = (*expected)[i];
-      ASSERT_EQ(device.shape(), reference.shape());
-      const auto* d = static_cast<const uint8_t*>(device.untyped_data());
-      const auto* r = static_cast<const uint8_t*>(reference.untyped_data());
-      for (size_t byte = 0; byte < static_cast<size_t>(reference.size_bytes()); byte += 4) {
-        uint32_t dw, rw;
-        std::memcpy(&dw, d + byte, 4);
-        std::memcpy(&rw, r + byte, 4);
-        ASSERT_EQ(dw, rw) << "output " << i << " element " << byte / 4;
-      }
-      const DeviceLayout layout = result->outputs[i]->layout();
-      const std::vector<uint8_t> bytes = result->outputs[i]->ToDeviceBytes().value();
-      for (int64_t row = 0; row < layout.rows; ++row) {
-        for (int64_t c = layout.cols; c < layout.padded_cols; ++c) {
-          uint32_t word;
-          std::memcpy(&word, &bytes[static_cast<size_t>((row * layout.padded_cols + c) * 4)], 4);
-          ASSERT_EQ(word, 0u) << "output " << i << " row " << row << " padded column " << c;
-        }
-      }
-    }
+    ExpectRunMatches(*client, **executable, arguments, *expected);
   }
 }
 

@@ -5,18 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "compiler/codegen/sync_checker.h"
-#include "compiler/hlo/parser.h"
-#include "compiler/interpreter/interpreter.h"
-#include "sw/runtime/client.h"
-#include "sw/runtime/transport_factory.h"
-#include "tpu_config.h"
+#include "compiler/codegen/device_test_util.h"
 
 namespace tpu::compiler {
 namespace {
@@ -147,48 +140,7 @@ class PoolTest : public ::testing::Test {
     const Program& program = (*executable)->program();
     Status sync = CheckUnitSynchronization(program.code, SyncCheckOptions{program.lanes});
     ASSERT_TRUE(sync.ok()) << sync;
-    std::vector<std::unique_ptr<runtime::Buffer>> buffers;
-    std::vector<const runtime::Buffer*> pointers;
-    for (const Literal& argument : arguments) {
-      StatusOr<std::unique_ptr<runtime::Buffer>> buffer = client_->BufferFromHostLiteral(argument);
-      ASSERT_TRUE(buffer.ok()) << buffer.status();
-      pointers.push_back(buffer->get());
-      buffers.push_back(std::move(buffer).value());
-    }
-    StatusOr<runtime::ExecuteResult> result = (*executable)->Execute(pointers);
-    ASSERT_TRUE(result.ok()) << result.status();
-    ASSERT_EQ(result->outputs.size(), reference->size());
-    for (size_t o = 0; o < reference->size(); ++o) {
-      const runtime::Buffer& output = *result->outputs[o];
-      StatusOr<Literal> device = output.ToLiteral();
-      ASSERT_TRUE(device.ok()) << device.status();
-      const Literal& expected = (*reference)[o];
-      ASSERT_EQ(device->shape(), expected.shape());
-      double max_reference = 0;
-      for (int64_t i = 0; i < expected.element_count(); ++i) {
-        max_reference = std::max(max_reference, std::fabs(expected.GetAsDouble(i)));
-      }
-      int mismatches = 0;
-      for (int64_t i = 0; i < expected.element_count() && mismatches < 5; ++i) {
-        const float d = device->data<float>()[i], r = expected.data<float>()[i];
-        const bool ok = exact ? std::memcmp(&d, &r, 4) == 0
-                              : std::fabs(d - r) <= max_reference / 64 + std::fabs(r) / 64;
-        if (!ok) {
-          ++mismatches;
-          ADD_FAILURE() << "output " << o << " element " << i << ": device " << d << " interpreter " << r;
-        }
-      }
-      StatusOr<std::vector<uint8_t>> bytes = output.ToDeviceBytes();
-      ASSERT_TRUE(bytes.ok()) << bytes.status();
-      const DeviceLayout& layout = output.layout();
-      for (int64_t row = 0; row < layout.rows; ++row) {
-        for (int64_t column = layout.cols; column < layout.padded_cols; ++column) {
-          uint32_t word;
-          std::memcpy(&word, &(*bytes)[(row * layout.padded_cols + column) * 4], 4);
-          ASSERT_EQ(word, 0u) << "output " << o << " row " << row << " padded column " << column;
-        }
-      }
-    }
+    device_test::ExpectRunMatches(*client_, **executable, arguments, *reference, exact);
   }
 
   Status CompileError(const std::string& text) {

@@ -5,128 +5,18 @@
 // outputs must be +0.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <cstring>
-#include <random>
 #include <string>
-#include <vector>
 
-#include "compiler/codegen/codegen.h"
-#include "compiler/codegen/sync_checker.h"
-#include "compiler/hlo/parser.h"
-#include "compiler/interpreter/interpreter.h"
-#include "sw/runtime/client.h"
-#include "sw/runtime/transport_factory.h"
-#include "tpu_config.h"
+#include "compiler/codegen/device_test_util.h"
 
 namespace tpu::compiler {
 namespace {
 
-CompileOptions DeviceOptions(uint32_t vmem_lines = cfg::kVmemLines) {
-  CompileOptions options;
-  options.lanes = cfg::kLanes;
-  options.vmem_lines = vmem_lines;
-  options.imem_words = cfg::kImemWords;
-  return options;
-}
-
-// The reference model, and the verilated chip when this build has it (its units run concurrently, so a
-// missing SYNC would show there).
-std::vector<runtime::Client*> Backends() {
-  static const std::vector<runtime::Client*> clients = [] {
-    std::vector<runtime::Client*> made{runtime::Client::Create("model", cfg::kName).value().release()};
-    if (runtime::RtlBackendAvailable()) made.push_back(runtime::Client::Create("rtl", cfg::kName).value().release());
-    return made;
-  }();
-  return clients;
-}
-
-// Values that show any misplaced element: distinct, with zeros of both signs, infinities and a NaN.
-hlo::Literal RandomArgument(const hlo::Shape& shape, std::mt19937& rng) {
-  hlo::Literal literal(shape);
-  const int64_t count = literal.element_count();
-  std::vector<uint32_t> bits(static_cast<size_t>(count));
-  std::uniform_real_distribution<float> value(-100.0f, 100.0f);
-  for (int64_t i = 0; i < count; ++i) {
-    float f = value(rng);
-    switch (rng() % 16) {
-      case 0: f = -0.0f; break;
-      case 1: f = INFINITY; break;
-      case 2: f = std::nanf(""); break;
-      default: break;
-    }
-    uint32_t word;
-    std::memcpy(&word, &f, 4);
-    if (shape.element_type == hlo::PrimitiveType::S32) word = static_cast<uint32_t>(rng());
-    bits[static_cast<size_t>(i)] = word;
-  }
-  std::memcpy(literal.untyped_data(), bits.data(), literal.size_bytes());
-  return literal;
-}
-
-void ExpectOutputs(runtime::Client& client, const Program& program, const std::vector<hlo::Literal>& arguments,
-                   const std::vector<hlo::Literal>& expected);
+using device_test::DeviceOptions;
 
 // vmem_lines: the VMEM the code may use (less than the device has: narrower windows).
 void ExpectExactOnDevice(const std::string& text, uint32_t vmem_lines = cfg::kVmemLines) {
-  SCOPED_TRACE(text);
-  StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
-  ASSERT_TRUE(module.ok()) << module.status();
-  StatusOr<Program> program = Compile(**module, DeviceOptions(vmem_lines));
-  ASSERT_TRUE(program.ok()) << program.status();
-  Status synchronized = CheckUnitSynchronization(program->code, SyncCheckOptions{cfg::kLanes});
-  ASSERT_TRUE(synchronized.ok()) << synchronized;
-
-  std::mt19937 rng(7);
-  std::vector<hlo::Literal> arguments;
-  const hlo::HloComputation& entry = *(*module)->entry_computation();
-  for (int64_t i = 0; i < entry.num_parameters(); ++i) {
-    arguments.push_back(RandomArgument(entry.parameter_instruction(i)->shape(), rng));
-  }
-  StatusOr<std::vector<hlo::Literal>> expected = Interpret(**module, arguments);
-  ASSERT_TRUE(expected.ok()) << expected.status();
-
-  for (runtime::Client* client : Backends()) {
-    SCOPED_TRACE(client->backend());
-    ExpectOutputs(*client, *program, arguments, *expected);
-  }
-}
-
-void ExpectOutputs(runtime::Client& client, const Program& program, const std::vector<hlo::Literal>& arguments,
-                   const std::vector<hlo::Literal>& expected) {
-  StatusOr<std::unique_ptr<runtime::LoadedExecutable>> executable = client.Load(program);
-  ASSERT_TRUE(executable.ok()) << executable.status();
-  std::vector<std::unique_ptr<runtime::Buffer>> buffers;
-  std::vector<const runtime::Buffer*> pointers;
-  for (const hlo::Literal& argument : arguments) {
-    buffers.push_back(client.BufferFromHostLiteral(argument).value());
-    pointers.push_back(buffers.back().get());
-  }
-  StatusOr<runtime::ExecuteResult> result = (*executable)->Execute(pointers);
-  ASSERT_TRUE(result.ok()) << result.status();
-  ASSERT_EQ(result->outputs.size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    hlo::Literal device = result->outputs[i]->ToLiteral().value();
-    const hlo::Literal& reference = expected[i];
-    ASSERT_EQ(device.shape(), reference.shape());
-    const auto* d = static_cast<const uint8_t*>(device.untyped_data());
-    const auto* r = static_cast<const uint8_t*>(reference.untyped_data());
-    for (size_t byte = 0; byte < static_cast<size_t>(reference.size_bytes()); byte += 4) {
-      uint32_t dw, rw;
-      std::memcpy(&dw, d + byte, 4);
-      std::memcpy(&rw, r + byte, 4);
-      ASSERT_EQ(dw, rw) << "output " << i << " element " << byte / 4;
-    }
-    const DeviceLayout layout = result->outputs[i]->layout();
-    const std::vector<uint8_t> bytes = result->outputs[i]->ToDeviceBytes().value();
-    for (int64_t row = 0; row < layout.rows; ++row) {
-      for (int64_t c = layout.cols; c < layout.padded_cols; ++c) {
-        uint32_t word;
-        std::memcpy(&word, &bytes[static_cast<size_t>((row * layout.padded_cols + c) * 4)], 4);
-        ASSERT_EQ(word, 0u) << "output " << i << " row " << row << " padded column " << c;
-      }
-    }
-  }
+  device_test::ExpectBitExactOnDevices(text, DeviceOptions(vmem_lines));
 }
 
 std::string Unary(const std::string& in, const std::string& out, const std::string& op, const std::string& attrs) {
