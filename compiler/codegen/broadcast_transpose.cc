@@ -207,7 +207,7 @@ StatusOr<bool> CodeGenerator::EmitTransposeVtrans(const HloInstruction& instruct
       asm_.Sync(kSyncVpu);
     }
     asm_.Li(rows_reg, rows);
-    GatherTileMajor(in_hbm, rows_reg, in_tiles, source, block_lines, from, to, end);
+    MoveTileMajor(DmaDirection::kToVmem, in_hbm, rows_reg, in_tiles, source, block_lines, from, to, end);
     asm_.Sync(kSyncDma);  // also the previous block's store, which read the target lines
     asm_.Emit(isa::Opcode::VTRANS, {target_reg, source_reg, {}, tiles_reg, 0, 0});
     asm_.Sync(kSyncVpu);
@@ -369,7 +369,7 @@ StatusOr<bool> CodeGenerator::EmitExactTranspose(const HloInstruction& instructi
     // Gather: tile t of the block's rows into lines block + t*LANES.
     TPU_ASSIGN_OR_RETURN(ScopedReg rows_reg, NewReg());
     asm_.Li(rows_reg, rows);
-    GatherTileMajor(in_hbm, rows_reg, in_tiles, block, block_lines, a, b, end);
+    MoveTileMajor(DmaDirection::kToVmem, in_hbm, rows_reg, in_tiles, block, block_lines, a, b, end);
     asm_.Sync(kSyncDma);
     // Split: hi <- -bf16(x); x <- x + hi; mid <- -bf16(x); x <- x + mid (now the low piece).
     asm_.Li(a, block);

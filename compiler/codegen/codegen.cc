@@ -419,17 +419,21 @@ Status CodeGenerator::ForRowBlocks(const HloInstruction& output, uint32_t rows, 
   return OkStatus();
 }
 
-void CodeGenerator::GatherTileMajor(Reg in_hbm, Reg rows, uint32_t in_tiles, uint32_t vmem_block,
-                                    uint32_t block_lines, Reg from, Reg to, Reg end) {
-  asm_.Addi(from, in_hbm, 0);
-  asm_.Li(to, vmem_block);
+void CodeGenerator::MoveTileMajor(DmaDirection direction, Reg hbm, Reg rows, uint32_t row_step, uint32_t vmem_block,
+                                  uint32_t block_lines, Reg hbm_cursor, Reg vmem_cursor, Reg end) {
+  asm_.Addi(hbm_cursor, hbm, 0);
+  asm_.Li(vmem_cursor, vmem_block);
   asm_.Li(end, vmem_block + block_lines);
-  Assembler::Label gather = asm_.NewLabel();
-  asm_.Bind(gather);
-  asm_.DmaLoad(from, to, rows, in_tiles);
-  asm_.Addi(from, from, 1);
-  asm_.Addi(to, to, L());
-  asm_.Bne(to, end, gather);
+  Assembler::Label tile_line = asm_.NewLabel();
+  asm_.Bind(tile_line);
+  if (direction == DmaDirection::kToVmem) {
+    asm_.DmaLoad(hbm_cursor, vmem_cursor, rows, row_step);
+  } else {
+    asm_.DmaStore(hbm_cursor, vmem_cursor, rows, row_step);
+  }
+  asm_.Addi(hbm_cursor, hbm_cursor, 1);
+  asm_.Addi(vmem_cursor, vmem_cursor, L());
+  asm_.Bne(vmem_cursor, end, tile_line);
 }
 
 void CodeGenerator::ForColumnTiles(uint32_t full_tiles, uint32_t rest, Reg cols_valid, Reg counter, Reg end,

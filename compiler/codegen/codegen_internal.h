@@ -349,10 +349,6 @@ class CodeGenerator {
   // relayout.cc: moves columns between lanes with VTRANS and VOR (see the definition); exact for every
   // 32-bit element type.
   Status EmitLaneRelayout(LaneRelayout relayout, const HloInstruction& instruction);
-  // Mirror of GatherTileMajor: VMEM line vmem_block + t*LANES + i goes to HBM line out_hbm + t + i*out_step,
-  // for the block_lines / LANES tiles t and i < rows.
-  void ScatterTileMajor(Reg out_hbm, Reg rows, uint32_t out_step, uint32_t vmem_block, uint32_t block_lines,
-                        Reg from, Reg to, Reg end);
   // A reshape or bitcast that changes the device layout (rows of other lengths), through lane relayouts.
   Status EmitReshape(const HloInstruction& instruction);
   // reverse.cc: output row i over the leading dimensions copies input row src_first_line + sum(i_d *
@@ -389,11 +385,13 @@ class CodeGenerator {
   // or more (each block advances `out_hbm` by one line of `output`), then the remaining rows.
   Status ForRowBlocks(const HloInstruction& output, uint32_t rows, Reg out_hbm,
                       const std::function<Status(uint32_t block_rows)>& emit_block);
-  // DMA of `rows` operand rows (from HBM line `in_hbm`, `in_tiles` lines per row) tile-major into VMEM:
-  // column tile t of row i lands at line vmem_block + t*LANES + i, for the block_lines / LANES tiles.
-  // `from`, `to` and `end` are scratch; the caller SYNCs on the DMA.
-  void GatherTileMajor(Reg in_hbm, Reg rows, uint32_t in_tiles, uint32_t vmem_block, uint32_t block_lines,
-                       Reg from, Reg to, Reg end);
+  // DMA between `rows` HBM rows (from line `hbm`, `row_step` lines per row) and VMEM tile-major: column
+  // tile t of row i is VMEM line vmem_block + t*LANES + i, for the block_lines / LANES tiles. kToVmem
+  // gathers the rows, kToHbm scatters them back. `hbm_cursor`, `vmem_cursor` and `end` are scratch; the
+  // caller SYNCs on the DMA.
+  enum class DmaDirection { kToVmem, kToHbm };
+  void MoveTileMajor(DmaDirection direction, Reg hbm, Reg rows, uint32_t row_step, uint32_t vmem_block,
+                     uint32_t block_lines, Reg hbm_cursor, Reg vmem_cursor, Reg end);
   // Runs `emit_tile()` over the column tiles of a row: `full_tiles` with cols_valid = LANES (in a loop
   // while `counter`, advanced by emit_tile, differs from `end`, which `set_end` loads, when there are two
   // or more), then one of `rest` columns.

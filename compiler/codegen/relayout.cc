@@ -42,19 +42,6 @@ void SimplifyBox(LaneRelayout* r) {
 
 }  // namespace
 
-void CodeGenerator::ScatterTileMajor(Reg out_hbm, Reg rows, uint32_t out_step, uint32_t vmem_block,
-                                     uint32_t block_lines, Reg from, Reg to, Reg end) {
-  asm_.Addi(to, out_hbm, 0);
-  asm_.Li(from, vmem_block);
-  asm_.Li(end, vmem_block + block_lines);
-  Assembler::Label scatter = asm_.NewLabel();
-  asm_.Bind(scatter);
-  asm_.DmaStore(to, from, rows, out_step);
-  asm_.Addi(to, to, 1);
-  asm_.Addi(from, from, L());
-  asm_.Bne(from, end, scatter);
-}
-
 // VMEM: the gathered input tiles (G), their transpose (S, one line per input column), the output
 // window's columns as lines (T) and its transpose (O, tile-major output rows). Per block of LANES rows
 // and per window of output column tiles: T is filled (pad value) or its lines past the last column
@@ -187,7 +174,8 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
       TPU_ASSIGN_OR_RETURN(ScopedReg from, NewReg());
       TPU_ASSIGN_OR_RETURN(ScopedReg to, NewReg());
       TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
-      GatherTileMajor(row, rows, src_row_step, g_base, static_cast<uint32_t>(tiles * lanes), from, to, end);
+      MoveTileMajor(DmaDirection::kToVmem, row, rows, src_row_step, g_base, static_cast<uint32_t>(tiles * lanes),
+                    from, to, end);
     }
     asm_.Sync(kSyncDma);
     return transpose(g_base, s_base, tiles);
@@ -280,8 +268,8 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
     asm_.Sync(kSyncDma);  // the previous time's stores read O
     TPU_RETURN_IF_ERROR(transpose(t_base, o_base, out_tiles));
     asm_.Sync(kSyncVpu);
-    ScatterTileMajor(out_row, rows, static_cast<uint32_t>(r.dst_steps.back()), o_base,
-                     static_cast<uint32_t>(out_tiles * lanes), from, to, end);
+    MoveTileMajor(DmaDirection::kToHbm, out_row, rows, static_cast<uint32_t>(r.dst_steps.back()), o_base,
+                  static_cast<uint32_t>(out_tiles * lanes), to, from, end);
     asm_.Addi(column, column, static_cast<uint32_t>(r.out_repeat_cols));
     asm_.Addi(out_row, out_row, static_cast<uint32_t>(r.out_repeat_lines));
     asm_.Addi(remaining, remaining, static_cast<uint32_t>(-1));
@@ -332,8 +320,8 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
       TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
       TPU_ASSIGN_OR_RETURN(ScopedReg out_row, NewReg());
       TPU_RETURN_IF_ERROR(row_address(out_row, r.dst, t0, r.dst_steps));
-      ScatterTileMajor(out_row, rows, static_cast<uint32_t>(r.dst_steps.back()), o_base,
-                       static_cast<uint32_t>(tiles * lanes), from, to, end);
+      MoveTileMajor(DmaDirection::kToHbm, out_row, rows, static_cast<uint32_t>(r.dst_steps.back()), o_base,
+                    static_cast<uint32_t>(tiles * lanes), to, from, end);
     }
     return OkStatus();
   };
@@ -411,8 +399,8 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
         const int64_t step = stage.piece->src_steps.back();
         TPU_RETURN_IF_ERROR(row_address(row, stage.piece->src, stage.span.first_tile, stage.piece->src_steps));
         asm_.Addi(row, row, static_cast<uint32_t>(lanes * step));  // block j+1
-        GatherTileMajor(row, next, static_cast<uint32_t>(step), stage.g[buffer],
-                        static_cast<uint32_t>(stage.span.tiles * lanes), from, to, end);
+        MoveTileMajor(DmaDirection::kToVmem, row, next, static_cast<uint32_t>(step), stage.g[buffer],
+                      static_cast<uint32_t>(stage.span.tiles * lanes), from, to, end);
       }
       return OkStatus();
     };
@@ -433,8 +421,8 @@ Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& ins
         TPU_ASSIGN_OR_RETURN(ScopedReg end, NewReg());
         TPU_RETURN_IF_ERROR(row_address(out_row, r.dst, 0, r.dst_steps));
         asm_.Addi(out_row, out_row, static_cast<uint32_t>(-int64_t{lanes} * step_out));  // block j-1
-        ScatterTileMajor(out_row, prev, static_cast<uint32_t>(step_out), p_o[1 - buffer],
-                         static_cast<uint32_t>(out_tiles * lanes), from, to, end);
+        MoveTileMajor(DmaDirection::kToHbm, out_row, prev, static_cast<uint32_t>(step_out), p_o[1 - buffer],
+                      static_cast<uint32_t>(out_tiles * lanes), to, from, end);
       }
       TPU_RETURN_IF_ERROR(gather(1 - buffer));
       asm_.Addi(index[d], index[d], lanes);
