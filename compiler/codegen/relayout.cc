@@ -515,15 +515,21 @@ Status CodeGenerator::EmitReshape(const HloInstruction& instruction) {
   const int64_t k1 = group / cols, k2 = group / out_cols, groups = in.rows * cols / group;
   const int64_t in_tiles = in.column_tiles(L()), out_tiles = out.column_tiles(L());
   const Location source = locations_.at(BufferOf(&operand));
-  // Operand rows merged into whole result rows, `rows` result rows of `row_cols` columns from result line
-  // `first_line` on: one repeated piece.
-  auto merge = [&](int64_t first_row, int64_t rows, int64_t row_cols, int64_t row_tiles, uint32_t first_line) {
+  // A relayout box of `rows` result rows of `row_cols` columns, `row_step` lines apart from result line
+  // `first_line` on.
+  auto result_rows = [&](uint32_t first_line, int64_t rows, int64_t row_step, int64_t row_cols) {
     LaneRelayout relayout;
     relayout.dst = locations_.at(BufferOf(&instruction));
     relayout.dst.offset += first_line;
     relayout.counts = {rows};
-    relayout.dst_steps = {row_tiles};
+    relayout.dst_steps = {row_step};
     relayout.dst_cols = row_cols;
+    return relayout;
+  };
+  // Operand rows merged into whole result rows, `rows` result rows of `row_cols` columns from result line
+  // `first_line` on: one repeated piece.
+  auto merge = [&](int64_t first_row, int64_t rows, int64_t row_cols, int64_t row_tiles, uint32_t first_line) {
+    LaneRelayout relayout = result_rows(first_line, rows, row_tiles, row_cols);
     ColumnPiece piece;
     piece.src = source;
     piece.src.offset += static_cast<uint32_t>(first_row * in_tiles);
@@ -542,12 +548,8 @@ Status CodeGenerator::EmitReshape(const HloInstruction& instruction) {
                    int64_t first_row) -> StatusOr<bool> {
     if (uint64_t(2 * row_tiles + 2 * out_tiles) * L() > options_.vmem_lines) return false;
     const int64_t parts = row_cols / out_cols;
-    LaneRelayout relayout;
-    relayout.dst = locations_.at(BufferOf(&instruction));
-    relayout.dst.offset += static_cast<uint32_t>(first_row * out_tiles);
-    relayout.counts = {rows};
-    relayout.dst_steps = {parts * out_tiles};
-    relayout.dst_cols = out_cols;
+    LaneRelayout relayout =
+        result_rows(static_cast<uint32_t>(first_row * out_tiles), rows, parts * out_tiles, out_cols);
     relayout.out_repeat = parts;
     relayout.out_repeat_lines = out_tiles;
     relayout.out_repeat_cols = out_cols;
@@ -597,12 +599,7 @@ Status CodeGenerator::EmitReshape(const HloInstruction& instruction) {
                          " elements (at most " + std::to_string(kMaxPieces) + " row pieces)");
   }
   for (int64_t m = 0; m < k2; ++m) {
-    LaneRelayout relayout;
-    relayout.dst = locations_.at(BufferOf(&instruction));
-    relayout.dst.offset += static_cast<uint32_t>(m * out_tiles);
-    relayout.counts = {groups};
-    relayout.dst_steps = {k2 * out_tiles};
-    relayout.dst_cols = out_cols;
+    LaneRelayout relayout = result_rows(static_cast<uint32_t>(m * out_tiles), groups, k2 * out_tiles, out_cols);
     relayout.compact = true;  // one of k2 relayouts
     ColumnPiece piece;
     piece.src_steps = {k1 * in_tiles};
