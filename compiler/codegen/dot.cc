@@ -1,6 +1,7 @@
 // Dots on the MXU: a software pipeline (EmitDotPipelined) where the shape allows it, otherwise one
 // weight tile at a time with a SYNC around every hand-over (EmitDotSerial).
 #include <algorithm>
+#include <set>
 
 #include "compiler/codegen/codegen_internal.h"
 
@@ -435,12 +436,12 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
       if (plan[p].kept_buffer >= 0) return plan[p].kept_buffer;
       return (weight_rows(p) == lanes ? weights : partial_weights) + int64_t(p % 2) * lanes;
     };
-    auto needs_fetch = [&](size_t p) {
-      for (size_t q = 0; q < p; ++q) {
-        if (plan[q].kept_buffer >= 0 && plan[q].kept_buffer == plan[p].kept_buffer) return false;
-      }
-      return true;
-    };
+    // A step fetches its weights unless an earlier step already loaded them into the same kept buffer.
+    std::vector<bool> needs_fetch(steps, true);
+    std::set<int64_t> kept_loaded;
+    for (size_t p = 0; p < steps; ++p) {
+      if (plan[p].kept_buffer >= 0 && !kept_loaded.insert(plan[p].kept_buffer).second) needs_fetch[p] = false;
+    }
     // The first step whose MXU_MM guarantees that step p's results are written.
     auto complete_at = [&](size_t p) {
       size_t q = p + 1;
@@ -511,7 +512,7 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
       std::vector<int64_t> budget(steps);
       for (size_t p = 0; p < steps; ++p) {
         budget[p] = static_cast<int64_t>(plan[p].rows) * 19 / 50;
-        if (p + 2 < steps && needs_fetch(p + 2)) budget[p] -= weight_rows(p + 2);
+        if (p + 2 < steps && needs_fetch[p + 2]) budget[p] -= weight_rows(p + 2);
       }
       // Places rows [row0, row0 + count) of `index` in steps [from, last], as early as the budgets
       // allow; what does not fit goes to step `last` (or, with `overflow`, there).
@@ -620,7 +621,7 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
     fetch(asm_, 0);
     asm_.Sync(kSyncDma);
     load_weights(asm_, 0);
-    if (steps > 1 && needs_fetch(1)) fetch(asm_, 1);
+    if (steps > 1 && needs_fetch[1]) fetch(asm_, 1);
 
     std::vector<std::vector<uint64_t>> bodies(steps);
     for (size_t p = 0; p < steps; ++p) {
@@ -633,7 +634,7 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
       a.MxuMatmul(lhs_slice.reg, acc.reg, rows_reg, /*accumulate=*/step.k != 0, /*swap=*/true);
       a.Sync(kSyncDma);
       if (p + 1 < steps) load_weights(a, p + 1);
-      if (p + 2 < steps && needs_fetch(p + 2)) fetch(a, p + 2);
+      if (p + 2 < steps && needs_fetch[p + 2]) fetch(a, p + 2);
       for (const Piece& piece : slice_pieces[p]) load_slice(a, piece);
       for (const Piece& piece : store_pieces[p]) store(a, piece);
       bodies[p] = a.code();
