@@ -947,6 +947,7 @@ StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& op
   auto compile = [&](int dot_passes, CodeGenerator::DotSchedule dot_schedule) -> StatusOr<Program> {
     PrepareOptions prepare_options;
     prepare_options.dot_passes = dot_passes;
+    prepare_options.lanes = static_cast<int>(options.lanes);
     Clock::time_point start = Clock::now();
     StatusOr<std::unique_ptr<hlo::HloModule>> prepared = PrepareForCodegen(module, nullptr, prepare_options);
     prepare_ms += milliseconds(start);

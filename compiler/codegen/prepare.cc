@@ -308,6 +308,9 @@ StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule
   TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> copy, hlo::CloneModule(module));
   HloComputation* entry = copy->entry_computation();
   if (entry == nullptr) return InvalidArgument("module " + module.name() + " has no entry computation");
+  if (options.lanes <= 0) {
+    return InvalidArgument("PrepareOptions: lanes must be > 0, not " + std::to_string(options.lanes));
+  }
   PrepareStats local;
 
   // Inline until no call is left (a callee may call again); bounded against recursive modules.
@@ -338,7 +341,7 @@ StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule
     if (lowered) ++local.lowered_convolutions;
   }
   // Reductions and transposes codegen does not take as they are (compiler/passes/codegen_legalization.h).
-  TPU_RETURN_IF_ERROR(CodegenLegalization().Run(copy.get()).status());
+  TPU_RETURN_IF_ERROR(CodegenLegalization(CodegenLegalizationOptions{options.lanes}).Run(copy.get()).status());
 
   for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {
     if (instruction->opcode() != HloOpcode::kDot) continue;

@@ -29,6 +29,10 @@ struct PrepareOptions {
   // 0 uses 3 passes for the dots whose values reach a compare, where the bf16 rounding could flip a
   // decision (a ReLU mask), or an exp or log, which amplify it, and 1 pass elsewhere.
   int dot_passes = 0;
+  // Lanes of the target configuration (CompileOptions::lanes). Rows that legalization moves onto lanes
+  // through a transpose are padded to a multiple of it (compiler/passes/codegen_legalization.h). 128
+  // suits every configuration (each lane count divides it) but pads 16x the rows needed on 8 lanes.
+  int lanes = 128;
 };
 
 struct PrepareStats {

@@ -38,7 +38,8 @@ namespace tpu::compiler {
 
 struct CodegenLegalizationOptions {
   // Rows moved onto lanes by a transpose are padded to a multiple of this, so that they split into
-  // whole lines on every configuration (each lane count divides 128).
+  // whole lines: the target's lane count (codegen preparation sets it), or 128, which every
+  // configuration's lane count divides.
   int64_t lane_multiple = 128;
 };
 

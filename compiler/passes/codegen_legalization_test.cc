@@ -184,6 +184,35 @@ ENTRY %main (x: f32[2,3,5]) -> f32[2,3] {
   EXPECT_EQ(result.printed, expected);
 }
 
+// With 8 lanes (tiny) the rows moved onto lanes are padded to 8, not 128: 16 rows instead of 256.
+TEST(CodegenLegalizationTest, MinorDimensionOfRank3PadsToTheLaneMultiple) {
+  const char* expected = R"(HloModule r
+
+%reducer (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %r = f32[] add(f32[] %a, f32[] %b)
+}
+
+ENTRY %main (x: f32[2,3,5]) -> f32[2,3] {
+  %x = f32[2,3,5] parameter(0)
+  %init = f32[] constant(0)
+  %constant.0 = f32[] constant(0)
+  %pad.1 = f32[2,8,5] pad(f32[2,3,5] %x, f32[] %constant.0), padding=0_0x0_5x0_0
+  %reshape.2 = f32[16,5] reshape(f32[2,8,5] %pad.1)
+  %transpose.3 = f32[5,16] transpose(f32[16,5] %reshape.2), dimensions={1,0}
+  %reduce.4 = f32[16] reduce(f32[5,16] %transpose.3, f32[] %init), dimensions={0}, to_apply=%reducer
+  %reshape.5 = f32[2,8] reshape(f32[16] %reduce.4)
+  ROOT %slice.6 = f32[2,3] slice(f32[2,8] %reshape.5), slice={[0:2], [0:3]}
+}
+
+)";
+  CodegenLegalization pass(CodegenLegalizationOptions{/*lane_multiple=*/8});
+  testing::PassResult result = RunPassOnText(pass, ReduceModule("f32", "add", {2, 3, 5}, {2}, "0"));
+  EXPECT_TRUE(result.changed);
+  EXPECT_EQ(result.printed, expected);
+}
+
 // Codegen moves the rows of a row permutation with DMAs; moving only unit dimensions is a reshape.
 TEST(CodegenLegalizationTest, RowPermutationsAreLeftToCodegen) {
   for (const std::string& input : {TransposeModule("f32", {2, 3, 5}, {1, 0, 2}),
@@ -215,6 +244,27 @@ ENTRY %main (x: f32[2,3,5]) -> f32[2,5,3] {
 
 )";
   CodegenLegalization pass;
+  testing::PassResult result = RunPassOnText(pass, TransposeModule("f32", {2, 3, 5}, {0, 2, 1}));
+  EXPECT_TRUE(result.changed);
+  EXPECT_EQ(result.printed, expected);
+}
+
+TEST(CodegenLegalizationTest, BatchedTransposePadsToTheLaneMultiple) {
+  const char* expected = R"(HloModule t
+
+ENTRY %main (x: f32[2,3,5]) -> f32[2,5,3] {
+  %x = f32[2,3,5] parameter(0)
+  %constant.0 = f32[] constant(0)
+  %pad.1 = f32[2,8,5] pad(f32[2,3,5] %x, f32[] %constant.0), padding=0_0x0_5x0_0
+  %reshape.2 = f32[16,5] reshape(f32[2,8,5] %pad.1)
+  %transpose.3 = f32[5,16] transpose(f32[16,5] %reshape.2), dimensions={1,0}
+  %reshape.4 = f32[5,2,8] reshape(f32[5,16] %transpose.3)
+  %transpose.5 = f32[2,5,8] transpose(f32[5,2,8] %reshape.4), dimensions={1,0,2}
+  ROOT %slice.6 = f32[2,5,3] slice(f32[2,5,8] %transpose.5), slice={[0:2], [0:5], [0:3]}
+}
+
+)";
+  CodegenLegalization pass(CodegenLegalizationOptions{/*lane_multiple=*/8});
   testing::PassResult result = RunPassOnText(pass, TransposeModule("f32", {2, 3, 5}, {0, 2, 1}));
   EXPECT_TRUE(result.changed);
   EXPECT_EQ(result.printed, expected);
@@ -270,11 +320,14 @@ TEST(CodegenLegalizationTest, ReductionsInterpretToTheSameValues) {
       {"f32", "add", {2, 3, 4, 5}, {0, 2}, "-2"},
       {"f32", "maximum", {2, 3, 4, 5}, {0, 1, 3}, "-0.25"},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.op + " " + ShapeText(c.type, c.in) + " {" + DimsText(c.reduced) + "} init " + c.init);
-    std::unique_ptr<hlo::HloModule> module =
-        CheckEquivalent(ReduceModule(c.type, c.op, c.in, c.reduced, c.init), c.op == "add", true);
-    ExpectOnlyLoweredForms(*module);
+  for (const int64_t lanes : {128, 8}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.op + " " + ShapeText(c.type, c.in) + " {" + DimsText(c.reduced) + "} init " + c.init +
+                   ", lane multiple " + std::to_string(lanes));
+      std::unique_ptr<hlo::HloModule> module = CheckEquivalent(ReduceModule(c.type, c.op, c.in, c.reduced, c.init),
+                                                               c.op == "add", true, CodegenLegalizationOptions{lanes});
+      ExpectOnlyLoweredForms(*module);
+    }
   }
 }
 
@@ -309,16 +362,20 @@ TEST(CodegenLegalizationTest, EveryPermutationOfRanks3And4InterpretsToTheSameVal
     Dims perm(in.size());
     std::iota(perm.begin(), perm.end(), 0);
     while (std::next_permutation(perm.begin(), perm.end())) {
-      SCOPED_TRACE(ShapeText("f32", in) + " {" + DimsText(perm) + "}");
-      // Rewritten unless it is a row permutation that codegen takes as it is (one that moves only unit
-      // dimensions becomes reshapes).
-      Dims moved;
-      for (size_t i = 0; i + 1 < perm.size(); ++i) {
-        if (in[perm[i]] != 1) moved.push_back(perm[i]);
+      for (const int64_t lanes : {128, 8}) {
+        SCOPED_TRACE(ShapeText("f32", in) + " {" + DimsText(perm) + "}, lane multiple " + std::to_string(lanes));
+        // Rewritten unless it is a row permutation that codegen takes as it is (one that moves only unit
+        // dimensions becomes reshapes).
+        Dims moved;
+        for (size_t i = 0; i + 1 < perm.size(); ++i) {
+          if (in[perm[i]] != 1) moved.push_back(perm[i]);
+        }
+        const bool rewritten =
+            perm.back() != static_cast<int64_t>(perm.size()) - 1 || std::is_sorted(moved.begin(), moved.end());
+        std::unique_ptr<hlo::HloModule> module =
+            CheckEquivalent(TransposeModule("s32", in, perm), true, rewritten, CodegenLegalizationOptions{lanes});
+        ExpectOnlyLoweredForms(*module);
       }
-      const bool rewritten = perm.back() != static_cast<int64_t>(perm.size()) - 1 || std::is_sorted(moved.begin(), moved.end());
-      std::unique_ptr<hlo::HloModule> module = CheckEquivalent(TransposeModule("s32", in, perm), true, rewritten);
-      ExpectOnlyLoweredForms(*module);
     }
   }
 }
