@@ -350,7 +350,7 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
   const uint64_t set_rows = rows_for(kept_weights + tail_weights, KT + 2 * max_group);
   const uint64_t resident_rows = rows_for(kept_weights + tail_weights + NT * lanes, KT + NT);
   if (std::max(set_rows, resident_rows) < min_rows) return false;
-  auto chunk_count = [&](uint64_t max_rows) { return max_rows == 0 ? UINT64_MAX : (uint64_t{g.M} + max_rows - 1) / max_rows; };
+  auto chunk_count = [&](uint64_t max_rows) { return max_rows == 0 ? UINT64_MAX : (static_cast<uint64_t>(g.M) + max_rows - 1) / max_rows; };
   const bool resident_accumulators =
       !compact && resident_rows >= min_rows && chunk_count(resident_rows) <= chunk_count(set_rows);
   const uint64_t max_rows = resident_accumulators ? resident_rows : set_rows;
