@@ -244,12 +244,6 @@ struct Stream {
   }
 };
 
-// Rows of a chunk split into `pieces` DMAs: piece i covers [Begin(i), Begin(i+1)).
-struct RowSplit {
-  uint32_t rows, pieces;
-  uint32_t Begin(uint32_t i) const { return static_cast<uint32_t>(uint64_t{rows} * i / pieces); }
-};
-
 // Runs of repeated blocks of up to 64 steps in `bodies` (straight-line code per step), found greedily:
 // each segment is emitted once, as a counted loop when reps > 1.
 struct RolledSegment {
@@ -402,11 +396,12 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
     std::vector<Step> plan;
     const uint32_t first_k = resident_accumulators ? 1 : 0;
     if (resident_accumulators) {
-      const RowSplit halves{rows, rows / 2 >= lanes ? 2u : 1u};
-      for (uint32_t b = 0; b < halves.pieces; ++b) {
-        for (uint32_t n = 0; n < NT; ++n) {
-          plan.push_back({0, n, halves.Begin(b), halves.Begin(b + 1) - halves.Begin(b), first_k_weights + int64_t{n} * lanes});
-        }
+      // Two row blocks [0, half) and [half, rows) (one when half a chunk is less than a line of rows).
+      const uint32_t half = rows / 2 >= lanes ? rows / 2 : rows;
+      for (const uint32_t row0 : {0u, half}) {
+        if (row0 == rows) break;
+        const uint32_t block_rows = row0 == 0 ? half : rows - half;
+        for (uint32_t n = 0; n < NT; ++n) plan.push_back({0, n, row0, block_rows, first_k_weights + int64_t{n} * lanes});
       }
     }
     // The tail's second block stores the first at a quarter of a line per MXU cycle: rows / (1 + steps / 4)
