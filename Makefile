@@ -4,10 +4,11 @@ JOBS ?= $(shell nproc)
 BUILD_DIR ?= build/$(CONFIG)
 SIM_DIR := build/sim
 
-APT_PACKAGES := verilator libsystemc-dev gtkwave yosys libboost-dev googletest libgtest-dev cmake g++ make
+APT_PACKAGES := verilator libsystemc-dev gtkwave yosys libboost-dev googletest libgtest-dev cmake g++ make \
+  python3-dev python3-venv dataset-fashion-mnist
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test sim wave lint synth bench-mxu bench-hbm bench-gemm clean
+.PHONY: all deps venv build test sim wave lint synth bench-mxu bench-hbm bench-gemm train bench-parity clean
 
 all: build
 
@@ -21,20 +22,33 @@ deps:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
 
-$(BUILD_DIR)/CMakeCache.txt: | deps
+# The front end's Python packages (sw/frontend/requirements.txt) in a virtual environment of Debian's
+# python3, rebuilt when the requirements change.
+VENV := build/venv
+$(VENV)/.installed: sw/frontend/requirements.txt | deps
+	/usr/bin/python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r sw/frontend/requirements.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+$(BUILD_DIR)/CMakeCache.txt: | deps venv
 	cmake -S . -B $(BUILD_DIR) -DTPU_CONFIG=$(CONFIG)
 
-build: deps $(BUILD_DIR)/CMakeCache.txt
+build: deps venv $(BUILD_DIR)/CMakeCache.txt
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
 
-# Runs a dense layer on the verilated chip and writes a waveform and a GTKWave save file.
-sim: build
+# The front end's interpreter with the extension module and the tpusim package on its path.
+FRONTEND := PYTHONPATH=$(BUILD_DIR)/python JAX_PLATFORMS=cpu $(VENV)/bin/python
+
+# Runs one training step of a JAX model (the Flax MLP with Adam, on a Fashion-MNIST batch) on the
+# verilated chip and writes a waveform and a GTKWave save file.
+sim: build venv
 	mkdir -p $(SIM_DIR)
-	$(BUILD_DIR)/sim/tpusim run sim/dense_layer.hlo --backend=rtl --config=$(CONFIG) --seed=1 \
-	  --trace=$(SIM_DIR)/sim.fst
+	$(FRONTEND) -m tpusim.sim_step --config=$(CONFIG) --trace=$(SIM_DIR)/sim.fst
 	cp sim/chip.gtkw $(SIM_DIR)/sim.gtkw
 	@echo "waveform: $(SIM_DIR)/sim.fst  (make wave opens it)"
 
@@ -55,9 +69,19 @@ bench-hbm: build
 	cmake --build $(BUILD_DIR) --target bench-hbm
 
 # The GEMM benchmark runs on the v2 configuration whatever CONFIG says: it builds only tpusim in build/v2.
-bench-gemm: deps
+bench-gemm: deps venv
 	cmake -S . -B build/v2 -DTPU_CONFIG=v2
 	cmake --build build/v2 -j$(JOBS) --target bench-gemm
+
+# Trains the MLP on Fashion-MNIST on the reference model of the v2 chip (sw/frontend/README.md).
+TRAIN_FLAGS ?= --model=mlp --epochs=5 --batch-size=128 --config=v2
+train: build venv
+	$(FRONTEND) -m tpusim.train $(TRAIN_FLAGS)
+
+# Device (v2 model, three bf16 passes per dot) vs XLA on the CPU over 20 training steps.
+bench-parity: build venv
+	$(FRONTEND) -m tpusim.parity --model=mlp --steps=20
+	$(FRONTEND) -m tpusim.parity --model=cnn --steps=20
 
 clean:
 	rm -rf build

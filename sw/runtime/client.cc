@@ -300,6 +300,7 @@ StatusOr<std::unique_ptr<LoadedExecutable>> Client::CompileOwned(std::unique_ptr
   options.codegen.vmem_lines = state_->info.vmem_lines;
   options.codegen.imem_words = state_->info.imem_words;
   options.codegen.hbm_lines = state_->info.hbm_lines;
+  options.codegen.dot_passes = options_.dot_passes;
   options.dump_dir = options_.compile_dump_dir;
   compiler::CompileModuleReport report;
   StatusOr<compiler::Program> program = compiler::CompileModule(module.get(), options, &report);

@@ -44,6 +44,9 @@ struct ClientOptions {
   // Compile writes the module after every compiler step and program.asm here (compiler/driver/compile.h);
   // empty: no dumps.
   std::string compile_dump_dir;
+  // MXU passes per f32 dot for Compile (compiler::CompileOptions::dot_passes: 1 or 3); 0 leaves the
+  // choice to the compiler.
+  int dot_passes = 0;
 };
 
 // One TPU core as the runtime exposes it ("TPU:0").

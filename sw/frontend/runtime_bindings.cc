@@ -1,0 +1,271 @@
+// _tpusim: the runtime (sw/runtime/client.h) as a Python extension module.
+//
+//   import _tpusim, numpy as np
+//   client = _tpusim.Client("model", "tiny")
+//   x = client.buffer_from_numpy(np.ones((4, 8), np.float32))
+//   exe = client.compile(hlo_text)
+//   outputs, counters = exe.execute([x])
+//   outputs[0].to_numpy()
+//   _tpusim.interpret(hlo_text, [np.ones((4, 8), np.float32)])   # the HLO interpreter (the golden)
+//
+// Arrays cross as NumPy arrays of float32, bfloat16 (ml_dtypes), int32, uint32 or bool; other dtypes get
+// the runtime's error. Every runtime error becomes a Python exception named after its code
+// (ResourceExhaustedError, NotFoundError, ...; all derive from TpuError) whose text is the runtime's
+// message. Long calls (compile, execute, transfers) release the GIL.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/hlo/literal.h"
+#include "compiler/hlo/parser.h"
+#include "compiler/hlo/verifier.h"
+#include "compiler/interpreter/interpreter.h"
+#include "compiler/hlo/shape.h"
+#include "sw/base/status.h"
+#include "sw/runtime/client.h"
+
+namespace py = pybind11;
+
+namespace tpu::runtime {
+namespace {
+
+// Python exception classes, one per StatusCode, created at module import.
+std::map<StatusCode, py::object>& ExceptionClasses() {
+  static auto* classes = new std::map<StatusCode, py::object>();
+  return *classes;
+}
+
+[[noreturn]] void Raise(const Status& status) {
+  auto it = ExceptionClasses().find(status.code());
+  PyErr_SetString(it != ExceptionClasses().end() ? it->second.ptr() : PyExc_RuntimeError, status.message().c_str());
+  throw py::error_already_set();
+}
+
+void ThrowIfError(const Status& status) {
+  if (!status.ok()) Raise(status);
+}
+
+template <typename T>
+T ValueOrThrow(StatusOr<T> value) {
+  if (!value.ok()) Raise(value.status());
+  return std::move(*value);
+}
+
+// NumPy dtype names (bfloat16 is ml_dtypes', the type JAX uses) and the element types they carry.
+const std::vector<std::pair<std::string, hlo::PrimitiveType>>& DtypeNames() {
+  static const auto* names = new std::vector<std::pair<std::string, hlo::PrimitiveType>>{
+      {"float32", hlo::PrimitiveType::F32}, {"bfloat16", hlo::PrimitiveType::BF16},
+      {"int32", hlo::PrimitiveType::S32},   {"uint32", hlo::PrimitiveType::U32},
+      {"bool", hlo::PrimitiveType::PRED},   {"float16", hlo::PrimitiveType::F16},
+      {"float64", hlo::PrimitiveType::F64}, {"int8", hlo::PrimitiveType::S8},
+      {"int16", hlo::PrimitiveType::S16},   {"int64", hlo::PrimitiveType::S64},
+      {"uint8", hlo::PrimitiveType::U8},    {"uint16", hlo::PrimitiveType::U16},
+      {"uint64", hlo::PrimitiveType::U64}};
+  return *names;
+}
+
+std::string DtypeName(const py::dtype& dtype) { return py::str(dtype.attr("name")).cast<std::string>(); }
+
+hlo::PrimitiveType ElementTypeOf(const py::dtype& dtype) {
+  const std::string name = DtypeName(dtype);
+  for (const auto& [dtype_name, type] : DtypeNames()) {
+    if (dtype_name == name) return type;
+  }
+  Raise(Status(StatusCode::kTypeError, "DataType " + name + " has no TPU element type"));
+}
+
+py::dtype DtypeOf(hlo::PrimitiveType type) {
+  for (const auto& [dtype_name, element_type] : DtypeNames()) {
+    if (element_type != type) continue;
+    if (type == hlo::PrimitiveType::BF16) return py::dtype::from_args(py::module_::import("ml_dtypes").attr("bfloat16"));
+    return py::dtype(dtype_name);
+  }
+  Raise(Unimplemented(std::string("element type ") + hlo::PrimitiveTypeName(type) + " has no NumPy dtype"));
+}
+
+hlo::Literal LiteralFromNumpy(const py::array& input) {
+  hlo::PrimitiveType type = ElementTypeOf(input.dtype());
+  // A C-contiguous copy when the array is strided or not aligned; row-major, as Literal stores it.
+  py::array array = py::array::ensure(input, py::array::c_style);
+  std::vector<int64_t> dims(array.shape(), array.shape() + array.ndim());
+  hlo::Literal literal(hlo::Shape::Make(type, dims));
+  if (literal.size_bytes() != array.nbytes()) {
+    Raise(Internal("element size of " + DtypeName(array.dtype()) + " differs from the runtime's (" + std::to_string(literal.size_bytes()) + " vs " + std::to_string(array.nbytes()) + " bytes)"));
+  }
+  if (literal.size_bytes() > 0) std::memcpy(literal.untyped_data(), array.data(), array.nbytes());
+  return literal;
+}
+
+py::array NumpyFromLiteral(const hlo::Literal& literal) {
+  if (literal.IsTuple()) Raise(InvalidArgument("a tuple value has no NumPy form"));
+  std::vector<py::ssize_t> dims(literal.shape().dimensions.begin(), literal.shape().dimensions.end());
+  py::array array(DtypeOf(literal.shape().element_type), dims);
+  if (literal.size_bytes() > 0) std::memcpy(array.mutable_data(), literal.untyped_data(), literal.size_bytes());
+  return array;
+}
+
+py::dict CountersToDict(const DeviceCounters& counters) {
+  py::dict out;
+  out["cycles"] = counters.cycles;
+  out["mxu_busy_cycles"] = counters.mxu_busy_cycles;
+  out["instructions"] = counters.instructions;
+  out["dma_lines"] = counters.dma_lines;
+  out["vpu_busy_cycles"] = counters.vpu_busy_cycles;
+  out["stall_cycles"] = counters.stall_cycles;
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_tpusim, m) {
+  m.doc() = "tpusim runtime: clients, devices, HBM buffers, compiled executables";
+
+  // TpuError and one subclass per status code; TypeError and ValueError also derive from Python's own.
+  py::object base = py::reinterpret_steal<py::object>(
+      PyErr_NewException("_tpusim.TpuError", PyExc_RuntimeError, nullptr));
+  m.attr("TpuError") = base;
+  for (StatusCode code : {StatusCode::kInvalidArgument, StatusCode::kNotFound, StatusCode::kResourceExhausted,
+                          StatusCode::kDeadlineExceeded, StatusCode::kFailedPrecondition, StatusCode::kUnimplemented,
+                          StatusCode::kInternal, StatusCode::kAborted, StatusCode::kOutOfRange, StatusCode::kTypeError,
+                          StatusCode::kValueError}) {
+    const std::string name = StatusCodeName(code);
+    py::tuple bases = py::make_tuple(base);
+    if (code == StatusCode::kTypeError) bases = py::make_tuple(base, py::handle(PyExc_TypeError));
+    if (code == StatusCode::kValueError) bases = py::make_tuple(base, py::handle(PyExc_ValueError));
+    py::object cls = py::reinterpret_steal<py::object>(
+        PyErr_NewException(("_tpusim." + name).c_str(), bases.ptr(), nullptr));
+    m.attr(name.c_str()) = cls;
+    ExceptionClasses()[code] = cls;
+  }
+
+  // The chip's clock in every configuration (sysc/platform.h: a 1 ns period), for device time.
+  m.attr("CLOCK_HZ") = 1.0e9;
+
+  m.def(
+      "interpret",
+      [](const std::string& hlo_text, const std::vector<py::array>& arguments) {
+        std::vector<hlo::Literal> literals;
+        for (const py::array& argument : arguments) literals.push_back(LiteralFromNumpy(argument));
+        StatusOr<std::vector<hlo::Literal>> outputs = [&]() -> StatusOr<std::vector<hlo::Literal>> {
+          py::gil_scoped_release release;
+          TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> module, hlo::ParseHloModule(hlo_text));
+          TPU_RETURN_IF_ERROR(hlo::VerifyHloModule(*module));
+          return hlo::Interpret(*module, literals);
+        }();
+        py::list result;
+        for (const hlo::Literal& output : ValueOrThrow(std::move(outputs))) result.append(NumpyFromLiteral(output));
+        return result;
+      },
+      py::arg("hlo_text"), py::arg("arguments"),
+      "Runs an HLO module on the host with the project's interpreter; returns its outputs (tuple flattened).");
+
+  py::class_<Device>(m, "Device")
+      .def_readonly("id", &Device::id)
+      .def_readonly("core", &Device::core)
+      .def_readonly("worker", &Device::worker)
+      .def_readonly("kind", &Device::kind)
+      .def_property_readonly("name", &Device::name)
+      .def_property_readonly("full_name", &Device::full_name)
+      .def("__repr__", &Device::ToString);
+
+  py::class_<Buffer>(m, "Buffer")
+      .def_property_readonly("shape",
+                             [](const Buffer& b) {
+                               const auto& dims = b.shape().dimensions;
+                               return py::tuple(py::cast(std::vector<int64_t>(dims.begin(), dims.end())));
+                             })
+      .def_property_readonly("dtype", [](const Buffer& b) { return DtypeOf(b.shape().element_type); })
+      .def_property_readonly("element_type",
+                             [](const Buffer& b) { return std::string(hlo::PrimitiveTypeName(b.shape().element_type)); })
+      .def_property_readonly("device", &Buffer::device, py::return_value_policy::reference_internal)
+      .def_property_readonly("is_donated", &Buffer::is_donated)
+      .def_property_readonly("hbm_lines", &Buffer::hbm_lines)
+      .def("to_numpy",
+           [](const Buffer& b) {
+             StatusOr<hlo::Literal> literal = [&] {
+               py::gil_scoped_release release;
+               return b.ToLiteral();
+             }();
+             return NumpyFromLiteral(ValueOrThrow(std::move(literal)));
+           })
+      .def("__repr__", [](const Buffer& b) {
+        return "<_tpusim.Buffer " + b.shape().ToString() + " on " + b.device().name() +
+               (b.is_donated() ? " (donated)>" : ">");
+      });
+
+  py::class_<LoadedExecutable>(m, "Executable")
+      .def_property_readonly("name", &LoadedExecutable::name)
+      .def_property_readonly("instruction_words",
+                             [](const LoadedExecutable& e) { return e.program().code.size(); })
+      .def(
+          "execute",
+          [](LoadedExecutable& e, const std::vector<const Buffer*>& arguments) {
+            StatusOr<ExecuteResult> result = [&] {
+              py::gil_scoped_release release;
+              return e.Execute(arguments);
+            }();
+            ExecuteResult value = ValueOrThrow(std::move(result));
+            py::list outputs;
+            for (auto& output : value.outputs) outputs.append(py::cast(std::move(output)));
+            return py::make_tuple(outputs, CountersToDict(value.counters));
+          },
+          py::arg("arguments"),
+          "Runs the program once; returns (outputs, counters). Outputs aliased to a parameter take over "
+          "that argument's HBM (the argument becomes donated).");
+
+  py::class_<Client>(m, "Client")
+      .def(py::init([](const std::string& backend, const std::string& config, uint64_t execute_timeout_cycles,
+                       const std::string& trace_file, uint64_t trace_start_cycle, uint64_t trace_stop_cycle,
+                       const std::string& compile_dump_dir, int dot_passes) {
+             ClientOptions options;
+             options.execute_timeout_cycles = execute_timeout_cycles;
+             options.trace_file = trace_file;
+             options.trace_start_cycle = trace_start_cycle;
+             options.trace_stop_cycle = trace_stop_cycle;
+             options.compile_dump_dir = compile_dump_dir;
+             options.dot_passes = dot_passes;
+             return ValueOrThrow(Client::Create(backend, config, options));
+           }),
+           py::arg("backend") = "model", py::arg("config") = "tiny",
+           py::arg("execute_timeout_cycles") = ClientOptions().execute_timeout_cycles, py::arg("trace_file") = "",
+           py::arg("trace_start_cycle") = 0, py::arg("trace_stop_cycle") = 0, py::arg("compile_dump_dir") = "", py::arg("dot_passes") = 0,
+           "backend: 'model' or 'rtl'; config: a file rtl/config/<config>.cfg (rtl: the build's only). "
+           "trace_file: FST waveform of the rtl backend, cycles trace_start_cycle..trace_stop_cycle (0: the end). "
+           "dot_passes: MXU passes per f32 dot (1 or 3; 0 = the compiler's choice).")
+      .def_property_readonly("backend", &Client::backend)
+      .def_property_readonly("devices", &Client::devices, py::return_value_policy::reference_internal)
+      .def_property_readonly("lanes", [](const Client& c) { return c.device_info().lanes; })
+      .def_property_readonly("hbm_used_bytes", &Client::hbm_used_bytes)
+      .def_property_readonly("hbm_limit_bytes", &Client::hbm_limit_bytes)
+      .def(
+          "buffer_from_numpy",
+          [](Client& c, const py::array& array, int device) {
+            hlo::Literal literal = LiteralFromNumpy(array);
+            StatusOr<std::unique_ptr<Buffer>> buffer = [&] {
+              py::gil_scoped_release release;
+              return c.BufferFromHostLiteral(literal, device);
+            }();
+            return ValueOrThrow(std::move(buffer));
+          },
+          py::arg("array"), py::arg("device") = 0)
+      .def(
+          "compile",
+          [](Client& c, const std::string& hlo_text, int device) {
+            StatusOr<std::unique_ptr<LoadedExecutable>> executable = [&] {
+              py::gil_scoped_release release;
+              return c.Compile(hlo_text, device);
+            }();
+            return ValueOrThrow(std::move(executable));
+          },
+          py::arg("hlo_text"), py::arg("device") = 0)
+      .def("reset_device", [](Client& c) { ThrowIfError(c.ResetDevice()); });
+}
+
+}  // namespace tpu::runtime

@@ -1,0 +1,157 @@
+"""The JAX bridge against XLA on the CPU (through JAX): single operations, gradients, small models, awkward
+sizes; the runtime's errors as Python exceptions; buffers of every element type the device stores; the
+project's HLO interpreter on the same modules."""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+
+import _tpusim
+import tpusim
+
+CONFIG = os.environ.get("TPU_CONFIG", "tiny")
+# Three bf16 MXU passes (bf16_3x) keep about 16 significant bits of each f32 operand. As in
+# docs/numerics.md, the absolute tolerance scales with the output's largest magnitude (sums cancel).
+DOT_RTOL, DOT_ATOL = 2e-4, 2e-5
+
+
+def device_jit(fun, **kwargs):
+    return tpusim.jit(fun, backend="model", config=CONFIG, dot_passes=3, **kwargs)
+
+
+def random(shape, seed, scale=1.0):
+    return (np.random.default_rng(seed).uniform(-1, 1, shape) * scale).astype(np.float32)
+
+
+def assert_matches_cpu(fun, *args, rtol=DOT_RTOL, atol=DOT_ATOL):
+    expected = jax.tree_util.tree_map(np.asarray, jax.jit(fun)(*args))
+    got = tpusim.device_get(device_jit(fun)(*args))
+    for e, g in zip(jax.tree_util.tree_leaves(expected), jax.tree_util.tree_leaves(got)):
+        assert g.shape == e.shape and g.dtype == e.dtype
+        scale = max(float(np.max(np.abs(e), initial=0)), 1.0)
+        np.testing.assert_allclose(g, e, rtol=rtol, atol=atol * scale)
+
+
+ELEMENTWISE = {
+    "add": lambda a, b: a + b,
+    "multiply": lambda a, b: a * b,
+    "maximum": jnp.maximum,
+    "divide": lambda a, b: a / (jnp.abs(b) + 1),
+    "exp_log": lambda a, b: jnp.log(jnp.exp(a) + jnp.exp(b)),
+    "relu_select": lambda a, b: jnp.where(a > b, jax.nn.relu(a), b),
+    "rsqrt": lambda a, b: jax.lax.rsqrt(a * a + 1) * b,
+}
+
+
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE))
+@pytest.mark.parametrize("shape", [(5, 13), (3, 8), (17,)])
+def test_elementwise_matches_cpu(name, shape):
+    # exp, log and rsqrt are within a few ulp (docs/numerics.md), the rest exact.
+    assert_matches_cpu(ELEMENTWISE[name], random(shape, 1, 2), random(shape, 2, 2), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("m,k,n", [(5, 13, 7), (8, 8, 8), (33, 20, 3), (1, 9, 130)])
+def test_dot_and_its_gradients_match_cpu(m, k, n):
+    a, b = random((m, k), 3), random((k, n), 4)
+    assert_matches_cpu(lambda a, b: a @ b, a, b)
+    assert_matches_cpu(jax.grad(lambda a, b: jnp.sum((a @ b) ** 2), argnums=(0, 1)), a, b)
+
+
+def test_reductions_and_softmax_match_cpu():
+    x = random((6, 11), 5, 3)
+    assert_matches_cpu(lambda x: (jnp.sum(x, 0), jnp.max(x, 1), jnp.mean(x)), x, rtol=1e-5, atol=1e-6)
+    assert_matches_cpu(lambda x: jax.nn.log_softmax(x), x, rtol=1e-5, atol=1e-5)
+
+
+def test_small_mlp_loss_and_gradients_match_cpu():
+    import flax.linen as nn
+
+    class Tiny(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.Dense(3)(nn.relu(nn.Dense(12)(x)))
+
+    x, labels = random((10, 7), 6), np.arange(10, dtype=np.int32) % 3
+    params = Tiny().init(jax.random.PRNGKey(0), x)
+
+    def loss(p, x, labels):
+        losses, _ = tpusim.training.sparse_categorical_crossentropy(Tiny().apply(p, x), labels)
+        return jnp.mean(losses)
+
+    assert_matches_cpu(jax.value_and_grad(loss), params, x, labels)
+
+
+def test_results_stay_on_device_and_feed_the_next_call():
+    double = device_jit(lambda x: x * 2)
+    y = double(np.ones((4, 3), np.float32))
+    assert isinstance(y, tpusim.Array) and y.shape == (4, 3) and y.dtype == np.float32
+    z = double(y)
+    np.testing.assert_array_equal(np.asarray(z), np.full((4, 3), 4, np.float32))
+    assert len(double._compiled) == 1  # same signature: compiled once
+
+
+def test_donated_arguments_alias_outputs():
+    step = device_jit(lambda w, g: (w - 0.5 * g, jnp.sum(g)), donate_argnums=(0,))
+    assert "input_output_alias" in step.lower(np.ones(8, np.float32), np.ones(8, np.float32))[0]
+    w = tpusim.device_put(np.ones(8, np.float32), step.client)
+    new_w, total = step(w, np.ones(8, np.float32))
+    assert w.is_deleted() and not new_w.is_deleted()
+    np.testing.assert_array_equal(np.asarray(new_w), np.full(8, 0.5, np.float32))
+    assert float(total) == 8.0
+    with pytest.raises(tpusim.FailedPreconditionError, match="donated"):
+        np.asarray(w)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16, np.int32, np.uint32, np.bool_])
+def test_buffers_round_trip_every_device_element_type(dtype):
+    client = tpusim.get_client("model", CONFIG)
+    value = (np.random.default_rng(7).uniform(-100, 100, (3, 19)) > 0 if dtype == np.bool_
+             else np.random.default_rng(7).uniform(0, 100, (3, 19)).astype(dtype))
+    buffer = client.buffer_from_numpy(value)
+    back = buffer.to_numpy()
+    assert back.dtype == value.dtype and back.shape == value.shape
+    np.testing.assert_array_equal(back, value)
+
+
+def test_bf16_arithmetic_in_a_dot_matches_cpu():
+    a = random((4, 16), 8).astype(ml_dtypes.bfloat16)
+    b = random((16, 5), 9).astype(ml_dtypes.bfloat16)
+    # bf16 x bf16 products are exact in f32; with f32 accumulation the sums match up to rounding order.
+    f = lambda a, b: jnp.dot(a, b, preferred_element_type=jnp.float32)
+    assert_matches_cpu(f, a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_unsupported_operation_stops_compilation_with_the_tpu_message():
+    with pytest.raises(tpusim.NotFoundError,
+                       match=r"No registered '\w+' OpKernel for XLA_TPU_JIT devices compatible with node"):
+        device_jit(lambda x: jnp.cos(x) * jnp.arctan2(x, x))(np.ones(4, np.float32))
+
+
+def test_runtime_errors_are_python_exceptions_with_the_runtime_message():
+    client = tpusim.get_client("model", CONFIG)
+    too_big = client.hbm_limit_bytes // 4 + 1024
+    with pytest.raises(tpusim.ResourceExhaustedError, match=r"^Ran out of memory in memory space hbm; used: "):
+        client.buffer_from_numpy(np.zeros(too_big, np.float32))
+    exe = client.compile(device_jit(lambda x: x + 1).lower(np.ones(4, np.float32))[0])
+    with pytest.raises(tpusim.InvalidArgumentError, match="f32\\[5\\]"):
+        exe.execute([client.buffer_from_numpy(np.ones(5, np.float32))])
+    with pytest.raises(tpusim.TpuError):
+        client.compile("HloModule broken\nENTRY e { p = f32[4] parameter(0)\n ROOT r = f32[4] bogus(p) }")
+    # The client is still usable after each error.
+    np.testing.assert_array_equal(np.asarray(device_jit(lambda x: x + 1)(np.ones(4, np.float32))),
+                                  np.full(4, 2, np.float32))
+
+
+def test_interpreter_matches_cpu_on_the_same_modules():
+    a, b = random((6, 10), 10), random((10, 4), 11)
+    fun = jax.value_and_grad(lambda a, b: jnp.sum(jax.nn.relu(a @ b) * jnp.exp(-(a @ b) ** 2)), argnums=(0, 1))
+    hlo_text, _ = device_jit(fun).lower(a, b)
+    expected = jax.tree_util.tree_leaves(jax.tree_util.tree_map(np.asarray, jax.jit(fun)(a, b)))
+    got = _tpusim.interpret(hlo_text, [a, b])
+    assert len(got) == len(expected)
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)

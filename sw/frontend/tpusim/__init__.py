@@ -1,0 +1,19 @@
+"""tpusim's Python front end: the simulated TPU from JAX.
+
+- ``tpusim.jit``: a function written for ``jax.jit`` compiled by the project's compiler and run on the
+  simulated chip (``backend="model"``: the fast reference model; ``"rtl"``: the verilated chip).
+- ``tpusim.Model``: Keras-style ``fit``/``evaluate`` of a Flax module with an optax optimizer.
+- ``tpusim.data``: Fashion-MNIST (IDX files), ``tpusim.checkpoint``: exact save and resume.
+- Runtime errors arrive as exceptions named after their code (``ResourceExhaustedError``,
+  ``NotFoundError``, ...), all subclasses of ``TpuError``, carrying the runtime's message.
+"""
+
+from _tpusim import (AbortedError, Client, DeadlineExceededError, FailedPreconditionError, InternalError,
+                     InvalidArgumentError, NotFoundError, OutOfRangeError, ResourceExhaustedError, TpuError,
+                     UnimplementedError)
+from _tpusim import TypeError as TpuTypeError
+from _tpusim import ValueError as TpuValueError
+
+from . import checkpoint, data, models
+from .bridge import CLOCK_HZ, Array, Function, device_get, device_put, get_client, jit
+from .training import Model

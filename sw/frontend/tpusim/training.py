@@ -1,0 +1,256 @@
+"""Keras-style training on the simulated TPU: ``Model(...).fit(...)`` and ``evaluate(...)``.
+
+    model = tpusim.Model(tpusim.models.MLP(), optax.adam(1e-3), backend="model", config="v2")
+    model.fit(x_train, y_train, epochs=5, batch_size=128, validation_data=(x_test, y_test))
+
+The training step (forward, sparse categorical cross-entropy, gradients, optimizer update, and the batch's
+loss and correct-prediction count) is one jitted function that runs on the device through the bridge;
+parameters and optimizer state are donated to it, so they stay in device HBM from step to step and only
+the batch and two scalars cross the host link. Every epoch prints the line Keras prints
+(``300/300 [====...] - 6s 21ms/step - loss: ... - sparse_categorical_accuracy: ...``), with the simulated
+device time per step (device cycles at the chip's clock) next to the host's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import bridge, checkpoint, data
+
+
+def sparse_categorical_crossentropy(logits, labels):
+    """Per-example loss and the labels' one-hot rows (one-hot rather than a gather: the same values)."""
+    onehot = jax.nn.one_hot(labels, logits.shape[-1], dtype=logits.dtype)
+    return -jnp.sum(onehot * jax.nn.log_softmax(logits), axis=-1), onehot
+
+
+def correct_predictions(logits, onehot):
+    """1.0 where the label's logit is the largest (sparse categorical accuracy), else 0.0."""
+    label_logit = jnp.sum(logits * onehot, axis=-1)
+    return (label_logit >= jnp.max(logits, axis=-1)).astype(jnp.float32)
+
+
+def make_train_step(module, optimizer):
+    """(params, opt_state, x, labels) -> (params, opt_state, mean loss, correct count)."""
+    import optax
+
+    def train_step(params, opt_state, x, labels):
+        def loss_fn(p):
+            logits = module.apply(p, x)
+            losses, onehot = sparse_categorical_crossentropy(logits, labels)
+            return jnp.mean(losses), (logits, onehot)
+
+        (loss, (logits, onehot)), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+        return params, opt_state, loss, jnp.sum(correct_predictions(logits, onehot))
+
+    return train_step
+
+
+def make_eval_step(module):
+    """(params, x, labels, weights) -> (weighted loss sum, weighted correct count); weight 0 pads a batch."""
+    def eval_step(params, x, labels, weights):
+        logits = module.apply(params, x)
+        losses, onehot = sparse_categorical_crossentropy(logits, labels)
+        return jnp.sum(losses * weights), jnp.sum(correct_predictions(logits, onehot) * weights)
+
+    return eval_step
+
+
+@dataclasses.dataclass
+class Position:
+    """Where training stands: the next step to run. Saved in checkpoints."""
+    epoch: int = 0
+    step_in_epoch: int = 0
+    global_step: int = 0
+    # Sums over the current epoch so far (for the epoch line after a resume).
+    epoch_loss_sum: float = 0.0
+    epoch_correct: float = 0.0
+    epoch_examples: int = 0
+    epoch_device_cycles: int = 0
+    epoch_host_seconds: float = 0.0
+
+
+def _format_duration_per_step(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.0f}s/step"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.0f}ms/step"
+    return f"{seconds * 1e6:.0f}us/step"
+
+
+def progress_bar(done: int, total: int, width: int = 30) -> str:
+    """Keras's bar: '[=====>........]' while running, all '=' when done."""
+    if done >= total:
+        return "[" + "=" * width + "]"
+    filled = int(width * done / total)
+    return "[" + "=" * max(filled - 1, 0) + (">" if filled else "") + "." * (width - filled) + "]"
+
+
+class Model:
+    """A Flax module and an optax optimizer trained on the simulated TPU.
+
+    backend, config, dot_passes: as ``tpusim.jit``. seed: initial parameters and the data order.
+    """
+
+    def __init__(self, module, optimizer, *, backend: str = "model", config: str = "tiny", dot_passes: int = 0,
+                 seed: int = 0, out=None):
+        self.module = module
+        self.optimizer = optimizer
+        self.seed = seed
+        self.client = bridge.get_client(backend, config, dot_passes)
+        self.train_step = bridge.Function(make_train_step(module, optimizer), (0, 1), self.client, "train_step")
+        self.eval_step = bridge.Function(make_eval_step(module), (), self.client, "eval_step")
+        self.params = None
+        self.opt_state = None
+        self.position = Position()
+        self.step_losses: list[float] = []  # every training step's loss, in order (this process)
+        self.out = out or sys.stdout
+
+    # --- state -----------------------------------------------------------------------------------
+
+    def initial_state(self, sample_x):
+        """Host-side initial (params, opt_state) for inputs shaped like ``sample_x``."""
+        params = self.module.init(jax.random.PRNGKey(self.seed), jnp.asarray(sample_x))
+        return jax.device_get((params, self.optimizer.init(params)))
+
+    def init(self, sample_x) -> None:
+        """Initialises parameters and optimizer state and copies them to device HBM."""
+        self.set_state(self.initial_state(sample_x))
+
+    def set_state(self, state) -> None:
+        self.params, self.opt_state = bridge.device_put(state, self.client)
+
+    def state(self):
+        """(params, opt_state) as NumPy arrays."""
+        return bridge.device_get((self.params, self.opt_state))
+
+    def save(self, path: str) -> None:
+        checkpoint.save(path, self.state(), {"seed": self.seed, "position": dataclasses.asdict(self.position)})
+
+    def restore(self, path: str, sample_x) -> None:
+        state, meta = checkpoint.restore(path, self.initial_state(sample_x))
+        if meta["seed"] != self.seed:
+            raise ValueError(f"{path}: saved with seed {meta['seed']}, this model has seed {self.seed}")
+        self.set_state(state)
+        self.position = Position(**meta["position"])
+
+    # --- training --------------------------------------------------------------------------------
+
+    def fit(self, x, y, *, epochs: int = 1, batch_size: int = 32, validation_data=None, checkpoint_path=None,
+            stop_after_steps: int | None = None, verbose: int = 1) -> dict[str, list[float]]:
+        """Trains until ``epochs`` epochs are done (or ``stop_after_steps`` steps, counted from the start
+        of training, including steps before a resume). With ``checkpoint_path``, training resumes from it
+        when it exists and saves to it after every epoch and when it stops early. Returns the history of
+        the epochs run here: loss, sparse_categorical_accuracy (and val_... with validation data)."""
+        x = np.asarray(x, np.float32)
+        y = np.asarray(y, np.int32)
+        steps = data.batch_count(len(x), batch_size)
+        if steps == 0:
+            raise ValueError(f"{len(x)} examples make no batch of {batch_size}")
+        if self.params is None:
+            if checkpoint_path and os.path.exists(checkpoint_path):
+                self.restore(checkpoint_path, x[:batch_size])
+            else:
+                self.init(x[:batch_size])
+        history: dict[str, list[float]] = {}
+        live = verbose and getattr(self.out, "isatty", lambda: False)()
+        while self.position.epoch < epochs:
+            p = self.position
+            if verbose:
+                print(f"Epoch {p.epoch + 1}/{epochs}", file=self.out, flush=True)
+            order = data.epoch_order(self.seed, p.epoch, len(x))
+            start = time.perf_counter() - p.epoch_host_seconds
+            last_draw = 0.0
+            while p.step_in_epoch < steps:
+                batch = order[p.step_in_epoch * batch_size:(p.step_in_epoch + 1) * batch_size]
+                self.params, self.opt_state, loss, correct = self.train_step(
+                    self.params, self.opt_state, x[batch], y[batch])
+                loss = float(loss)
+                self.step_losses.append(loss)
+                p.epoch_loss_sum += loss
+                p.epoch_correct += float(correct)
+                p.epoch_examples += batch_size
+                p.epoch_device_cycles += self.train_step.last_counters["cycles"]
+                p.step_in_epoch += 1
+                p.global_step += 1
+                p.epoch_host_seconds = time.perf_counter() - start
+                if live and (time.perf_counter() - last_draw > 0.1 or p.step_in_epoch == steps):
+                    last_draw = time.perf_counter()
+                    self.out.write("\r" + self._line(steps, live=True))
+                    self.out.flush()
+                if stop_after_steps is not None and p.global_step >= stop_after_steps:
+                    if live:
+                        self.out.write("\n")
+                    if checkpoint_path:
+                        self.save(checkpoint_path)
+                    return history
+            metrics = self._epoch_metrics(steps)
+            if validation_data is not None:
+                val_loss, val_accuracy = self.evaluate(*validation_data, batch_size=batch_size, verbose=0)
+                metrics["val_loss"] = val_loss
+                metrics["val_sparse_categorical_accuracy"] = val_accuracy
+            for key, value in metrics.items():
+                history.setdefault(key, []).append(value)
+            if verbose:
+                self.out.write(("\r" if live else "") + self._line(steps, live=False, metrics=metrics) + "\n")
+                self.out.flush()
+            self.position = Position(epoch=p.epoch + 1, global_step=p.global_step)
+            if checkpoint_path:
+                self.save(checkpoint_path)
+        return history
+
+    def _epoch_metrics(self, steps_done: int) -> dict[str, float]:
+        p = self.position
+        return {"loss": p.epoch_loss_sum / max(p.step_in_epoch, 1),
+                "sparse_categorical_accuracy": p.epoch_correct / max(p.epoch_examples, 1)}
+
+    def device_seconds_per_step(self) -> float:
+        p = self.position
+        return p.epoch_device_cycles / bridge.CLOCK_HZ / max(p.step_in_epoch, 1)
+
+    def _line(self, steps: int, live: bool, metrics: dict[str, float] | None = None) -> str:
+        p = self.position
+        metrics = metrics or self._epoch_metrics(steps)
+        host_per_step = p.epoch_host_seconds / max(p.step_in_epoch, 1)
+        if live and p.step_in_epoch < steps:
+            timing = f"ETA: {host_per_step * (steps - p.step_in_epoch):.0f}s"
+        else:
+            timing = f"{p.epoch_host_seconds:.0f}s {_format_duration_per_step(host_per_step)}"
+        timing += f" - device {_format_duration_per_step(self.device_seconds_per_step())}"
+        values = " - ".join(f"{name}: {value:.4f}" for name, value in metrics.items())
+        width = len(str(steps))
+        return f"{p.step_in_epoch:>{width}}/{steps} {progress_bar(p.step_in_epoch, steps)} - {timing} - {values}"
+
+    def evaluate(self, x, y, *, batch_size: int = 32, verbose: int = 1) -> tuple[float, float]:
+        """(loss, sparse categorical accuracy) over every example; the last batch is padded with
+        weight-0 examples so that every batch has the compiled shape."""
+        x = np.asarray(x, np.float32)
+        y = np.asarray(y, np.int32)
+        if self.params is None:
+            raise ValueError("evaluate before fit or init: the model has no parameters")
+        loss_sum = correct = 0.0
+        for start in range(0, len(x), batch_size):
+            xb, yb = x[start:start + batch_size], y[start:start + batch_size]
+            weights = np.ones(batch_size, np.float32)
+            if len(xb) < batch_size:
+                pad = batch_size - len(xb)
+                weights[len(xb):] = 0
+                xb = np.concatenate([xb, np.zeros((pad,) + xb.shape[1:], xb.dtype)])
+                yb = np.concatenate([yb, np.zeros(pad, yb.dtype)])
+            batch_loss, batch_correct = self.eval_step(self.params, xb, yb, weights)
+            loss_sum += float(batch_loss)
+            correct += float(batch_correct)
+        loss, accuracy = loss_sum / len(x), correct / len(x)
+        if verbose:
+            print(f"loss: {loss:.4f} - sparse_categorical_accuracy: {accuracy:.4f}", file=self.out, flush=True)
+        return loss, accuracy
