@@ -91,3 +91,19 @@ def test_device_training_steps_follow_the_cpu():
     loss_diff, param_diff = parity.relative_differences(device_losses, cpu_losses, device_params, cpu_params)
     assert loss_diff <= 1e-3
     assert param_diff <= 1e-2
+
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_bar_moves_on_a_terminal(fashion):
+    (x, y), _ = fashion
+    out = Terminal()
+    small_model(out=out).fit(x[:128], y[:128], epochs=1, batch_size=32)
+    redraws = out.getvalue().split("\r")
+    assert len(redraws) >= 3  # at least a first step, the last step, and the final line
+    assert re.match(r"^1/4 \[=*>?\.+\] - ETA: \d+s - device ", redraws[1]), redraws[1]
+    assert re.match(r"^4/4 \[={30}\] - \d+s ", redraws[-1]), redraws[-1]
+    assert out.getvalue().endswith("\n")

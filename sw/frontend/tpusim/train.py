@@ -28,7 +28,9 @@ def parse_args(argv):
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--optimizer", default="adam", choices=sorted(OPTIMIZERS))
-    parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--learning-rate", type=float, default=3e-3)
+    parser.add_argument("--schedule", default="linear", choices=["constant", "linear"],
+                        help="learning rate: constant, or decaying linearly to 0 over the epochs")
     parser.add_argument("--backend", default="model", choices=["model", "rtl"])
     parser.add_argument("--config", default="v2", help="hardware configuration (rtl/config/<name>.cfg)")
     parser.add_argument("--dot-passes", type=int, default=0, choices=[0, 1, 3],
@@ -47,7 +49,10 @@ def main(argv=None) -> int:
     (x_train, y_train), (x_test, y_test) = data.load_fashion_mnist(args.data_dir)
     if args.train_examples:
         x_train, y_train = x_train[:args.train_examples], y_train[:args.train_examples]
-    model = Model(models.by_name(args.model), OPTIMIZERS[args.optimizer](args.learning_rate),
+    total_steps = args.epochs * data.batch_count(len(x_train), args.batch_size)
+    learning_rate = (optax.linear_schedule(args.learning_rate, 0.0, total_steps) if args.schedule == "linear"
+                     else args.learning_rate)
+    model = Model(models.by_name(args.model), OPTIMIZERS[args.optimizer](learning_rate),
                   backend=args.backend, config=args.config, dot_passes=args.dot_passes, seed=args.seed)
     start = time.perf_counter()
     history = model.fit(x_train, y_train, epochs=args.epochs, batch_size=args.batch_size,
