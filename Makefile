@@ -8,7 +8,7 @@ APT_PACKAGES := verilator libsystemc-dev gtkwave yosys libboost-dev googletest l
   python3-dev python3-venv dataset-fashion-mnist
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps venv build test sim wave lint synth bench-mxu bench-hbm bench-gemm train bench-parity clean
+.PHONY: all deps venv build test sim wave lint synth bench-mxu bench-hbm bench-gemm bench-workloads train bench-parity clean
 
 all: build
 
@@ -72,6 +72,10 @@ bench-hbm: build
 bench-gemm: deps venv
 	cmake -S . -B build/v2 -DTPU_CONFIG=v2
 	cmake --build build/v2 -j$(JOBS) --target bench-gemm
+
+# Every training step and model on the v2 reference model against its MXU/VPU/HBM bound.
+bench-workloads: build
+	cmake --build $(BUILD_DIR) --target bench-workloads
 
 # Trains the MLP on Fashion-MNIST on the reference model of the v2 chip (sw/frontend/README.md).
 TRAIN_FLAGS ?= --model=mlp --epochs=5 --batch-size=128 --config=v2
