@@ -24,6 +24,10 @@ constexpr uint32_t ErrorValue(Error error) { return static_cast<uint32_t>(error)
 
 uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > kNever - b ? kNever : a + b; }
 
+// MXU_MM runs the host-float kernel on chunks of about this many LHS elements (64 KiB of floats, so that
+// a chunk and its results stay in the host's L2 cache).
+constexpr uint32_t kMxuChunkElements = 16384;
+
 }  // namespace
 
 // Byte-addressed memory made of 64 KiB pages allocated on first write. The page table itself is dense
@@ -89,14 +93,16 @@ ChipModel::ChipModel(const ChipConfig& config)
       vmem_(static_cast<size_t>(config.vmem_lines) * config.lanes, 0),
       hbm_(std::make_unique<SparseMemory>(config.hbm_lines * config.line_bytes())),
       host_(std::make_unique<SparseMemory>(config.host_mem_bytes)),
-      mxu_front_(static_cast<size_t>(config.lanes) * config.lanes, 0.0f),
-      mxu_back_(static_cast<size_t>(config.lanes) * config.lanes, 0.0f),
-      mxu_front_bf16_(static_cast<size_t>(config.lanes) * config.lanes, 0),
-      mxu_back_bf16_(static_cast<size_t>(config.lanes) * config.lanes, 0),
-      mxu_lhs_(config.lanes),
-      mxu_acc_(config.lanes),
+      mxu_chunk_rows_(std::max(1u, kMxuChunkElements / config.lanes)),
+      mxu_lhs_(static_cast<size_t>(mxu_chunk_rows_) * config.lanes),
       mxu_lhs_bf16_(config.lanes),
-      mxu_out_(config.lanes) {}
+      mxu_out_(static_cast<size_t>(mxu_chunk_rows_) * config.lanes) {
+  for (MxuWeights* weights : {&mxu_front_, &mxu_back_}) {
+    weights->values.assign(static_cast<size_t>(config.lanes) * config.lanes, 0.0f);
+    weights->bf16.assign(weights->values.size(), 0);
+    weights->range = MxuExponentRangeOf(weights->values.data(), weights->values.size());
+  }
+}
 
 ChipModel::~ChipModel() = default;
 
@@ -514,8 +520,7 @@ void ChipModel::Issue(uint64_t word) {
       const uint64_t mxu_idle = unit_busy_until_[kMxu];
       if (!WaitUntil(std::min(mxu_mm_ready_, mxu_idle))) return;
       if (in.flags & flag::MXU_MM_SWAP) {  // also when count is 0
-        mxu_front_.swap(mxu_back_);
-        mxu_front_bf16_.swap(mxu_back_bf16_);
+        std::swap(mxu_front_, mxu_back_);
         mxu_front_bank_ = 1 - mxu_front_bank_;
       }
       ExecuteMxuMatmul(reg(in.rs1), reg(in.rs2), count, (in.flags & flag::MXU_MM_ACC) != 0);
@@ -605,35 +610,48 @@ void ChipModel::ExecuteDma(bool load, uint32_t hbm_base, uint32_t vmem_base, uin
 
 void ChipModel::ExecuteMxuLoadWeights(uint32_t vmem_base, bool transpose) {
   const uint32_t lanes = config_.lanes;
-  for (uint32_t k = 0; k < lanes; ++k) {
-    for (uint32_t n = 0; n < lanes; ++n) {
-      const uint32_t value = transpose ? VmemLine(vmem_base + n)[k] : VmemLine(vmem_base + k)[n];
-      const uint16_t weight = tpu::numerics::F32ToBf16(value);
-      const uint32_t bits = uint32_t{weight} << 16;
-      const size_t index = static_cast<size_t>(k) * lanes + n;
-      std::memcpy(&mxu_back_[index], &bits, sizeof bits);
-      mxu_back_bf16_[index] = weight;
+  MxuWeights& back = mxu_back_;
+  if (transpose) {
+    uint32_t* column = mxu_out_.data();  // scratch: weight row k is VMEM column k
+    for (uint32_t k = 0; k < lanes; ++k) {
+      for (uint32_t n = 0; n < lanes; ++n) column[n] = VmemLine(vmem_base + n)[k];
+      MxuRoundToBf16(column, lanes, &back.values[static_cast<size_t>(k) * lanes]);
     }
+  } else {
+    MxuRoundToBf16(VmemLine(vmem_base), back.values.size(), back.values.data());
   }
+  for (size_t i = 0; i < back.values.size(); ++i) {
+    back.bf16[i] = static_cast<uint16_t>(tpu::numerics::FloatBits(back.values[i]) >> 16);
+  }
+  back.range = MxuExponentRangeOf(back.values.data(), back.values.size());
 }
 
 void ChipModel::ExecuteMxuMatmul(uint32_t lhs, uint32_t dst, uint32_t count, bool accumulate) {
   const uint32_t lanes = config_.lanes;
   // The host-float kernel needs round-to-nearest-even (the default; a caller may have changed it).
-  const bool host_float = mxu_kernel_ == MxuKernel::kHostFloat && std::fegetround() == FE_TONEAREST;
+  if (mxu_kernel_ == MxuKernel::kHostFloat && std::fegetround() == FE_TONEAREST) {
+    // Row i reads line lhs + i and then writes line dst + i. A chunk reads all its rows before writing,
+    // which gives the same bytes unless a chunk writes a line that one of its later rows reads: so when
+    // the results start inside the LHS lines, ahead of them, a chunk stops short of the first such line.
+    uint32_t chunk_rows = mxu_chunk_rows_;
+    if (dst > lhs) chunk_rows = std::min(chunk_rows, dst - lhs);
+    for (uint32_t first = 0; first < count; first += chunk_rows) {
+      const uint32_t rows = std::min(chunk_rows, count - first);
+      const size_t elements = static_cast<size_t>(rows) * lanes;
+      MxuRoundToBf16(VmemLine(lhs + first), elements, mxu_lhs_.data());
+      uint32_t* out = VmemLine(dst + first);
+      uint32_t* results = accumulate ? mxu_out_.data() : out;
+      MxuRowsTimesWeights(mxu_lhs_.data(), rows, mxu_front_.values.data(), mxu_front_.range, lanes, results,
+                          mxu_isa_);
+      if (accumulate) MxuAccumulate(out, results, elements, mxu_isa_);
+    }
+    return;
+  }
   for (uint32_t i = 0; i < count; ++i) {
     const uint32_t* row = VmemLine(lhs + i);
     for (uint32_t k = 0; k < lanes; ++k) mxu_lhs_bf16_[k] = tpu::numerics::F32ToBf16(row[k]);
-    if (host_float) {
-      for (uint32_t k = 0; k < lanes; ++k) {
-        const uint32_t bits = uint32_t{mxu_lhs_bf16_[k]} << 16;
-        std::memcpy(&mxu_lhs_[k], &bits, sizeof bits);
-      }
-      MxuRowTimesWeights(mxu_lhs_.data(), mxu_front_.data(), lanes, mxu_acc_.data(), mxu_out_.data());
-    } else {
-      tpu::numerics::MxuMatVec(mxu_lhs_bf16_.data(), mxu_front_bf16_.data(), static_cast<int>(lanes),
-                               mxu_out_.data());
-    }
+    tpu::numerics::MxuMatVec(mxu_lhs_bf16_.data(), mxu_front_.bf16.data(), static_cast<int>(lanes),
+                             mxu_out_.data());
     uint32_t* out = VmemLine(dst + i);
     if (accumulate) {
       for (uint32_t n = 0; n < lanes; ++n) out[n] = tpu::numerics::F32Add(out[n], mxu_out_[n]);

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "sim/model/chip_config.h"
+#include "sim/model/mxu_kernel.h"
 #include "sw/base/status.h"
 
 namespace tpu::model {
@@ -63,7 +64,8 @@ struct Timing {
 };
 
 // How MXU_MM computes its rows. Both give the same bits (tests check it); kHostFloat is a vectorized
-// host-float kernel (sim/model/mxu_kernel.h), kNumericsLibrary calls tpu::numerics::MxuMatVec.
+// host-float kernel (sim/model/mxu_kernel.h, on the instruction set set_mxu_isa chooses, by default the
+// widest this host has), kNumericsLibrary calls tpu::numerics::MxuMatVec.
 enum class MxuKernel { kHostFloat, kNumericsLibrary };
 
 class ChipModel {
@@ -76,6 +78,7 @@ class ChipModel {
   const ChipConfig& config() const { return config_; }
   Timing& timing() { return timing_; }
   void set_mxu_kernel(MxuKernel kernel) { mxu_kernel_ = kernel; }
+  void set_mxu_isa(MxuIsa isa) { mxu_isa_ = isa; }
 
   // The chip's MMIO port (byte offsets: CSRs and the IMEM window). Unmapped offsets read 0 and ignore
   // writes, as do writes to read-only registers.
@@ -153,6 +156,7 @@ class ChipModel {
   ChipConfig config_;
   Timing timing_;
   MxuKernel mxu_kernel_ = MxuKernel::kHostFloat;
+  MxuIsa mxu_isa_ = BestMxuIsa();
   uint64_t cycle_ = 0;
 
   // Memories.
@@ -162,11 +166,18 @@ class ChipModel {
   std::unique_ptr<SparseMemory> host_;
   uint64_t host_bus_error_begin_ = 0, host_bus_error_end_ = 0;
 
-  // MXU weight buffers, N x N, row k = input lane, column n = output lane; stored as the fp32 value of
-  // each bf16 weight so that the matmul kernel works on floats.
-  std::vector<float> mxu_front_, mxu_back_;
-  std::vector<uint16_t> mxu_front_bf16_, mxu_back_bf16_;  // the same weights as bf16, for kNumericsLibrary
-  std::vector<float> mxu_lhs_, mxu_acc_;  // scratch of one MXU_MM row
+  // An MXU weight buffer, N x N, row k = input lane, column n = output lane: the fp32 value of each bf16
+  // weight (the matmul kernel works on floats), the same weights as bf16 (for kNumericsLibrary) and the
+  // exponent range of the values (the kernel's test for its fused path).
+  struct MxuWeights {
+    std::vector<float> values;
+    std::vector<uint16_t> bf16;
+    MxuExponentRange range;
+  };
+  MxuWeights mxu_front_, mxu_back_;
+  // MXU_MM scratch: a chunk of LHS rows rounded to bf16 and their results (one row for kNumericsLibrary).
+  uint32_t mxu_chunk_rows_;
+  std::vector<float> mxu_lhs_;
   std::vector<uint16_t> mxu_lhs_bf16_;
   std::vector<uint32_t> mxu_out_;
 
