@@ -1,6 +1,7 @@
 #include "compiler/codegen/buffer_assignment.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <iterator>
 
@@ -10,31 +11,35 @@ BufferAssignment AssignBuffers(std::vector<BufferRequest> requests) {
   std::stable_sort(requests.begin(), requests.end(),
                    [](const BufferRequest& a, const BufferRequest& b) { return a.defined_at < b.defined_at; });
   BufferAssignment result;
+  // Offsets in 64 bits: the region of many large values can pass 2^32 lines. Such a peak is reported as
+  // UINT32_MAX lines (more than any HBM), never as a wrapped-around small number.
   struct Live {
-    uint32_t offset, lines;
+    uint64_t offset, lines;
     int64_t last_use;
     int64_t id;
   };
   std::vector<Live> live;  // sorted by offset
+  uint64_t peak = 0;
   for (const BufferRequest& request : requests) {
     live.erase(std::remove_if(live.begin(), live.end(),
                               [&](const Live& l) { return l.last_use < request.defined_at; }),
                live.end());
     // First gap between live buffers (sorted by offset) that holds the request.
-    uint32_t offset = 0;
+    uint64_t offset = 0;
     auto insert_at = live.begin();
     for (; insert_at != live.end(); ++insert_at) {
       if (insert_at->offset >= offset + request.lines) break;
       offset = std::max(offset, insert_at->offset + insert_at->lines);
     }
     live.insert(insert_at, Live{offset, request.lines, std::max(request.last_use, request.defined_at), request.id});
-    result.offsets[request.id] = offset;
-    if (offset + request.lines > result.peak_lines || result.live_at_peak.empty()) {
-      result.peak_lines = std::max(result.peak_lines, offset + request.lines);
+    result.offsets[request.id] = static_cast<uint32_t>(std::min<uint64_t>(offset, UINT32_MAX));
+    if (offset + request.lines > peak || result.live_at_peak.empty()) {
+      peak = std::max(peak, offset + request.lines);
       result.live_at_peak.clear();
       for (const Live& l : live) result.live_at_peak.push_back(l.id);
     }
   }
+  result.peak_lines = static_cast<uint32_t>(std::min<uint64_t>(peak, UINT32_MAX));
   return result;
 }
 
@@ -60,21 +65,33 @@ std::string OutOfMemoryMessage(const std::string& memory_space, uint64_t used_by
          "; limit: " + HumanReadableBytes(limit_bytes);
 }
 
+namespace {
+// Sizes of absurd shapes saturate instead of wrapping around to small numbers.
+uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+uint64_t SaturatingBytes(uint64_t lines, uint32_t line_bytes) {
+  return line_bytes != 0 && lines > UINT64_MAX / line_bytes ? UINT64_MAX : lines * line_bytes;
+}
+}  // namespace
+
 StatusOr<uint64_t> CheckHbmFits(const std::vector<HbmAllocation>& allocations, uint64_t limit_lines,
                                 uint32_t line_bytes, size_t listed) {
   uint64_t total_lines = 0;
-  for (const HbmAllocation& allocation : allocations) total_lines += std::max<uint64_t>(allocation.lines, 1);
+  for (const HbmAllocation& allocation : allocations) {
+    total_lines = SaturatingAdd(total_lines, std::max<uint64_t>(allocation.lines, 1));
+  }
   if (total_lines <= limit_lines) return total_lines;
   std::vector<const HbmAllocation*> largest;
   for (const HbmAllocation& allocation : allocations) largest.push_back(&allocation);
   std::stable_sort(largest.begin(), largest.end(),
                    [](const HbmAllocation* a, const HbmAllocation* b) { return a->lines > b->lines; });
   largest.resize(std::min(largest.size(), listed));
-  std::string message = OutOfMemoryMessage("hbm", total_lines * line_bytes, limit_lines * line_bytes) +
+  std::string message = OutOfMemoryMessage("hbm", SaturatingBytes(total_lines, line_bytes),
+                                           SaturatingBytes(limit_lines, line_bytes)) +
                         "\nLargest allocations in hbm:";
   for (size_t i = 0; i < largest.size(); ++i) {
-    message += "\n  " + std::to_string(i + 1) + ". Size: " + HumanReadableBytes(largest[i]->lines * line_bytes) +
-               ", " + largest[i]->description;
+    message += "\n  " + std::to_string(i + 1) +
+               ". Size: " + HumanReadableBytes(SaturatingBytes(largest[i]->lines, line_bytes)) + ", " +
+               largest[i]->description;
   }
   return ResourceExhausted(message);
 }

@@ -58,6 +58,18 @@ TEST(BufferAssignmentTest, ReportsTheValuesLiveAtThePeak) {
   EXPECT_EQ(live, (std::vector<int64_t>{0, 1}));
 }
 
+TEST(BufferAssignmentTest, APeakBeyond32BitsSaturatesInsteadOfWrappingAround) {
+  // Two live values of 3e9 lines: 6e9 lines would wrap to 1.7e9 in 32 bits.
+  BufferAssignment result = AssignBuffers({{0, 3000000000u, 0, 1}, {1, 3000000000u, 1, 2}});
+  EXPECT_EQ(result.peak_lines, UINT32_MAX);
+}
+
+TEST(HbmFitTest, SizesBeyond64BitBytesSaturate) {
+  StatusOr<uint64_t> fits = CheckHbmFits({{"a", UINT64_MAX / 2}, {"b", UINT64_MAX / 2}, {"c", 7}}, 1000, 512);
+  ASSERT_FALSE(fits.ok());
+  EXPECT_NE(fits.status().message().find("used: 16.0E; limit: 500.0K"), std::string::npos) << fits.status();
+}
+
 TEST(HbmFitTest, SumsAllocationsAndListsTheLargestWhenTheyDoNotFit) {
   const std::vector<HbmAllocation> allocations = {{"small", 0}, {"big", 40}, {"middle", 20}};
   StatusOr<uint64_t> fits = CheckHbmFits(allocations, 61, 32);

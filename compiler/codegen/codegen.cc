@@ -702,6 +702,37 @@ StatusOr<uint64_t> CodeGenerator::CheckHbm(const std::vector<HloInstruction*>& o
   return CheckHbmFits(allocations, limit, LineBytes(L()));
 }
 
+namespace {
+
+// DeviceLayout::lines is 32 bits: a module with a parameter total or a value beyond 2^32 lines is reported
+// here, with 64-bit sizes, before any layout truncates them (smaller modules get CheckHbm's full account).
+Status CheckSizesBeforeLayout(const hlo::HloComputation& entry, const std::vector<HloInstruction*>& order,
+                              const std::set<const HloInstruction*>& needed, uint32_t lanes, uint64_t hbm_lines) {
+  const uint64_t kAddressableLines = std::numeric_limits<uint32_t>::max();
+  const uint64_t limit = hbm_lines == 0 ? kAddressableLines : std::min(hbm_lines, kAddressableLines);
+  auto describe = [](const std::string& what, const HloInstruction& value) {
+    return what + " " + value.name() + " " + value.shape().ToString();
+  };
+  std::vector<HbmAllocation> parameters;
+  uint64_t parameter_lines = 0;
+  for (const HloInstruction* parameter : entry.parameter_instructions()) {
+    const uint64_t lines = DeviceLines(parameter->shape(), lanes);
+    parameters.push_back({describe("parameter " + std::to_string(parameter->parameter_number()), *parameter), lines});
+    parameter_lines = std::min(parameter_lines + std::min(lines, kAddressableLines + 1), kAddressableLines + 1);
+  }
+  if (parameter_lines > kAddressableLines) return CheckHbmFits(parameters, limit, LineBytes(lanes)).status();
+  for (const HloInstruction* value : order) {
+    if (value->opcode() == HloOpcode::kParameter || needed.count(value) == 0) continue;
+    const uint64_t lines = DeviceLines(value->shape(), lanes);
+    if (lines > kAddressableLines) {
+      return CheckHbmFits({HbmAllocation{describe("value", *value), lines}}, limit, LineBytes(lanes)).status();
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   const hlo::HloComputation* entry = module_.entry_computation();
   if (entry == nullptr || entry->root_instruction() == nullptr) {
@@ -732,6 +763,7 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
     }
   }
   for (const HloInstruction* output : outputs) needed.insert(BufferOf(output));
+  TPU_RETURN_IF_ERROR(CheckSizesBeforeLayout(*entry, order, needed, L(), options_.hbm_lines));
 
   // Positions in program order and the last position that reads each buffer (end_position: read by a
   // copy at the end of the program).

@@ -1,6 +1,8 @@
 #include "compiler/codegen/program.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <fstream>
 #include <iterator>
 #include <type_traits>
@@ -20,6 +22,20 @@ DeviceLayout MakeDeviceLayout(const hlo::Shape& shape, uint32_t lanes) {
   // A zero-sized dimension still occupies no line; keep at least the arithmetic consistent.
   layout.lines = lanes == 0 ? 0 : static_cast<uint32_t>(layout.rows * layout.padded_cols / lanes);
   return layout;
+}
+
+uint64_t DeviceLines(const hlo::Shape& shape, uint32_t lanes) {
+  if (lanes == 0) return 0;
+  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+  const int rank = shape.rank();
+  const uint64_t cols = rank == 0 ? 1 : static_cast<uint64_t>(std::max<int64_t>(shape.dimensions.back(), 0));
+  uint64_t lines = (cols + lanes - 1) / lanes;  // column tiles per row
+  for (int d = 0; d + 1 < rank; ++d) {
+    const uint64_t size = static_cast<uint64_t>(std::max<int64_t>(shape.dimensions[d], 0));
+    if (size != 0 && lines > kMax / size) return kMax;
+    lines *= size;
+  }
+  return lines;
 }
 
 namespace {

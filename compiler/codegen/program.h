@@ -29,6 +29,9 @@ struct DeviceLayout {
   }
 };
 DeviceLayout MakeDeviceLayout(const hlo::Shape& shape, uint32_t lanes);
+// The lines of MakeDeviceLayout(shape, lanes) in 64 bits (saturating at UINT64_MAX): `lines` above is 32
+// bits, so a size must be checked with this before a layout is made of a shape of unknown size.
+uint64_t DeviceLines(const hlo::Shape& shape, uint32_t lanes);
 // Element types the device stores, each as one 32-bit word per element: f32 bits; bf16 as the f32 bits
 // of the same value (the bf16 bits in the upper half, zeros below: exact, and what the MXU and VPU read
 // as f32); s32, u32, pred (0/1) and s64 (low 32 bits, sign-extended when read back) as two's-complement

@@ -235,6 +235,34 @@ ENTRY %main (x: f32[64,64], y: f32[64,64], z: f32[8]) -> f32[64,64] {
             "  5. Size: 32B, parameter 2 z f32[8]");
 }
 
+TEST(CompileModuleTest, SizesBeyond32BitLineCountsAreReportedTruly) {
+  // 10^11 lines of 32 bytes: a 32-bit line count made this 1215752192 lines (36.23G).
+  const char parameter[] = R"(HloModule huge
+ENTRY %main {
+  %p = f32[100000000000,8]{1,0} parameter(0)
+  ROOT %n = f32[100000000000,8]{1,0} negate(%p)
+}
+)";
+  StatusOr<Program> program = CompileText(parameter, nullptr, 2097152);
+  ASSERT_FALSE(program.ok());
+  EXPECT_EQ(program.status().message(),
+            "Ran out of memory in memory space hbm; used: 2.91T; limit: 64.0M\n"
+            "Largest allocations in hbm:\n"
+            "  1. Size: 2.91T, parameter 0 p f32[100000000000,8]");
+  // Without an HBM size the limit is what a 32-bit line count addresses.
+  EXPECT_EQ(CompileText(parameter).status().code(), StatusCode::kResourceExhausted);
+  // A computed value as large, from a small parameter.
+  const char value[] = R"(HloModule huge
+ENTRY %main {
+  %p = f32[8]{0} parameter(0)
+  ROOT %b = f32[100000000000,8]{1,0} broadcast(%p), dimensions={1}
+}
+)";
+  StatusOr<Program> broadcast = CompileText(value, nullptr, 2097152);
+  ASSERT_FALSE(broadcast.ok());
+  EXPECT_NE(broadcast.status().message().find("used: 2.91T; limit: 64.0M"), std::string::npos) << broadcast.status();
+}
+
 TEST(CloneModuleTest, CopiesPrintIdenticallyAndIndependently) {
   std::unique_ptr<hlo::HloModule> module = Parse(kStep);
   StatusOr<std::unique_ptr<hlo::HloModule>> copy = hlo::CloneModule(*module);

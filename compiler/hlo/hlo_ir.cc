@@ -562,7 +562,16 @@ StatusOr<std::unique_ptr<HloModule>> CloneModule(const HloModule& module) {
     std::map<const HloInstruction*, HloInstruction*> clones;
     for (const HloInstruction* instruction : computation->MakeInstructionPostOrder()) {
       std::vector<HloInstruction*> operands;
-      for (const HloInstruction* operand : instruction->operands()) operands.push_back(clones.at(operand));
+      for (const HloInstruction* operand : instruction->operands()) {
+        // Post order puts operands first unless they form a cycle (which the verifier rejects).
+        auto cloned = clones.find(operand);
+        if (cloned == clones.end()) {
+          return InvalidArgument("cannot clone %" + instruction->name() + ": its operand %" +
+                                 (operand != nullptr ? operand->name() : std::string("(null)")) +
+                                 " is not defined before it (an operand cycle or another computation's value)");
+        }
+        operands.push_back(cloned->second);
+      }
       std::unique_ptr<HloInstruction> clone = instruction->CloneWithNewOperands(instruction->shape(), operands);
       for (size_t i = 0; i < instruction->called_computation_attributes().size(); ++i) {
         auto called = computations.find(instruction->called_computation_attributes()[i].computation);
@@ -574,7 +583,11 @@ StatusOr<std::unique_ptr<HloModule>> CloneModule(const HloModule& module) {
       clones[instruction] = target->AddInstruction(std::move(clone));
     }
     if (computation->root_instruction() != nullptr) {
-      target->set_root_instruction(clones.at(computation->root_instruction()));
+      auto root = clones.find(computation->root_instruction());
+      if (root == clones.end()) {
+        return InvalidArgument("computation " + computation->name() + ": the root is not one of its instructions");
+      }
+      target->set_root_instruction(root->second);
     }
   }
   return copy;

@@ -1,5 +1,7 @@
 // Parser of HLO text as XLA writes it (`--xla_dump_to`, HloModule::ToString). Errors are
-// InvalidArgument("line L, column C: <what was expected>"), 1-based.
+// InvalidArgument("line L, column C: <what was expected>"), 1-based. Operands may be used before their
+// definition, but an instruction that depends on itself is an error at the use that closes the cycle.
+// Every XLA element type name parses (c64, f8e4m3fn, s4, ...); the verifier rejects the unsupported ones.
 #pragma once
 
 #include <memory>

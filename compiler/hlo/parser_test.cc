@@ -255,9 +255,43 @@ TEST(ParserTest, TruncatedAndMutatedTextGivesErrorsNotCrashes) {
   }
 }
 
+TEST(ParserTest, StrayClosingBracketInAnAttributeIsAnError) {
+  // Found by mutating a real dump: the bracket used to be matched against an empty stack.
+  ExpectError("HloModule m\nENTRY e {\n  ROOT p = f32[2] parameter(0), metadata=]op_name=\"x\"}\n}\n",
+              "line 3, column 42:", "unexpected ']'");
+}
+
 TEST(ParserTest, HugeConstantIsRejectedWithoutAllocating) {
   ExpectError("HloModule m\nENTRY e {\n  ROOT c = f32[100000,100000,100000] constant({1})\n}\n", "line 3, column 47:",
               "more than the text holds");
+}
+
+TEST(ParserTest, InstructionUsingItselfIsAnErrorAtTheUse) {
+  ExpectError("HloModule m\nENTRY e {\n  a = f32[4] parameter(0)\n  ROOT b = f32[4] add(a, b)\n}\n",
+              "line 4, column 26:", "instruction %b uses itself as an operand");
+}
+
+TEST(ParserTest, OperandCycleNamesEveryInstructionInIt) {
+  ExpectError("HloModule m\nENTRY e {\n  a = f32[4] parameter(0)\n  b = f32[4] add(a, c)\n"
+              "  ROOT c = f32[4] multiply(b, b)\n}\n",
+              "line 5, column 28:", "instructions %b and %c form a cycle: %b uses %c, %c uses %b");
+  ExpectError("HloModule m\nENTRY e {\n  x = f32[] negate(z)\n  y = f32[] negate(x)\n  ROOT z = f32[] negate(y)\n}\n",
+              "line 4, column 20:", "instructions %x, %z and %y form a cycle: %x uses %z, %z uses %y, %y uses %x");
+}
+
+TEST(ParserTest, EveryXlaElementTypeParses) {
+  // The verifier rejects the unsupported ones by name; the parser must know them all.
+  for (const char* name : {"pred", "s1", "s2", "s4", "s8", "s16", "s32", "s64", "u1", "u2", "u4", "u8", "u16", "u32",
+                           "u64", "f16", "bf16", "f32", "f64", "f8e5m2", "f8e4m3", "f8e4m3fn", "f8e4m3b11fnuz",
+                           "f8e5m2fnuz", "f8e4m3fnuz", "f8e3m4", "f4e2m1fn", "f8e8m0fnu", "c64", "c128"}) {
+    auto module = MustParse(std::string("HloModule m\nENTRY e {\n  ROOT p = ") + name + "[2] parameter(0)\n}\n");
+    ASSERT_NE(module, nullptr) << name;
+    EXPECT_EQ(module->entry_computation()->root_instruction()->shape().ToString(), std::string(name) + "[2]");
+  }
+  // Constants of such types keep their text unparsed (complex values are pairs).
+  auto module = MustParse("HloModule m\nENTRY e {\n  ROOT c = c64[2] constant({(1, 2), (3, 4)})\n}\n");
+  ASSERT_NE(module, nullptr);
+  EXPECT_EQ(module->entry_computation()->root_instruction()->shape().element_type, PrimitiveType::C64);
 }
 
 TEST(ParserTest, UnknownOpcodeIsKeptForTheVerifier) {

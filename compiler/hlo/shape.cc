@@ -1,5 +1,7 @@
 #include "compiler/hlo/shape.h"
 
+#include <limits>
+
 namespace tpu::hlo {
 
 namespace {
@@ -14,7 +16,19 @@ constexpr TypeInfo kTypes[] = {
     {PrimitiveType::U16, "u16", 2},   {PrimitiveType::U32, "u32", 4},   {PrimitiveType::U64, "u64", 8},
     {PrimitiveType::F16, "f16", 2},   {PrimitiveType::BF16, "bf16", 2}, {PrimitiveType::F32, "f32", 4},
     {PrimitiveType::F64, "f64", 8},   {PrimitiveType::TUPLE, "tuple", 0}, {PrimitiveType::TOKEN, "token", 0},
+    // Unsupported: sizes as XLA stores them unpacked (sub-byte types take a byte each).
+    {PrimitiveType::S1, "s1", 1},               {PrimitiveType::S2, "s2", 1},
+    {PrimitiveType::S4, "s4", 1},               {PrimitiveType::U1, "u1", 1},
+    {PrimitiveType::U2, "u2", 1},               {PrimitiveType::U4, "u4", 1},
+    {PrimitiveType::F8E5M2, "f8e5m2", 1},       {PrimitiveType::F8E4M3, "f8e4m3", 1},
+    {PrimitiveType::F8E4M3FN, "f8e4m3fn", 1},   {PrimitiveType::F8E4M3B11FNUZ, "f8e4m3b11fnuz", 1},
+    {PrimitiveType::F8E5M2FNUZ, "f8e5m2fnuz", 1}, {PrimitiveType::F8E4M3FNUZ, "f8e4m3fnuz", 1},
+    {PrimitiveType::F8E3M4, "f8e3m4", 1},       {PrimitiveType::F4E2M1FN, "f4e2m1fn", 1},
+    {PrimitiveType::F8E8M0FNU, "f8e8m0fnu", 1}, {PrimitiveType::C64, "c64", 8},
+    {PrimitiveType::C128, "c128", 16},          {PrimitiveType::OPAQUE, "opaque", 0},
 };
+// kTypes is indexed by the enum value.
+static_assert(sizeof(kTypes) / sizeof(kTypes[0]) == static_cast<size_t>(PrimitiveType::OPAQUE) + 1);
 
 void AppendInts(std::string* out, const std::vector<int64_t>& values) {
   for (size_t i = 0; i < values.size(); ++i) {
@@ -38,6 +52,10 @@ bool PrimitiveTypeFromName(std::string_view name, PrimitiveType* type) {
 
 int64_t PrimitiveTypeByteSize(PrimitiveType type) { return kTypes[static_cast<int>(type)].byte_size; }
 
+bool IsSupportedPrimitiveType(PrimitiveType type) {
+  return static_cast<int>(type) <= static_cast<int>(PrimitiveType::TOKEN);
+}
+
 bool IsFloatingPointType(PrimitiveType t) {
   return t == PrimitiveType::F16 || t == PrimitiveType::BF16 || t == PrimitiveType::F32 || t == PrimitiveType::F64;
 }
@@ -48,7 +66,9 @@ bool IsUnsignedIntegralType(PrimitiveType t) {
   return t == PrimitiveType::U8 || t == PrimitiveType::U16 || t == PrimitiveType::U32 || t == PrimitiveType::U64;
 }
 bool IsIntegralType(PrimitiveType t) { return IsSignedIntegralType(t) || IsUnsignedIntegralType(t); }
-bool IsArrayType(PrimitiveType t) { return t != PrimitiveType::TUPLE && t != PrimitiveType::TOKEN; }
+bool IsArrayType(PrimitiveType t) {
+  return t != PrimitiveType::TUPLE && t != PrimitiveType::TOKEN && t != PrimitiveType::OPAQUE;
+}
 
 bool Shape::is_dynamic_dimension(int dimension) const {
   return dimension < static_cast<int>(dynamic_dimensions.size()) && dynamic_dimensions[dimension];
@@ -65,14 +85,24 @@ bool Shape::IsStatic() const {
   return true;
 }
 
+namespace {
+constexpr int64_t kMaxSize = std::numeric_limits<int64_t>::max();
+
+// a * b for non-negative values, kMaxSize when the product does not fit.
+int64_t SaturatingMultiply(int64_t a, int64_t b) {
+  if (a == 0 || b == 0) return 0;
+  return a > kMaxSize / b ? kMaxSize : a * b;
+}
+}  // namespace
+
 int64_t Shape::ElementCount() const {
   if (!IsArray()) return 0;
   int64_t count = 1;
-  for (int64_t d : dimensions) count *= d < 0 ? 0 : d;
+  for (int64_t d : dimensions) count = SaturatingMultiply(count, d < 0 ? 0 : d);
   return count;
 }
 
-int64_t Shape::ByteSize() const { return ElementCount() * PrimitiveTypeByteSize(element_type); }
+int64_t Shape::ByteSize() const { return SaturatingMultiply(ElementCount(), PrimitiveTypeByteSize(element_type)); }
 
 std::string Shape::ToString(bool print_layout) const {
   std::string out;

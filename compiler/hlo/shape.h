@@ -10,19 +10,29 @@
 
 namespace tpu::hlo {
 
-enum class PrimitiveType { PRED, S8, S16, S32, S64, U8, U16, U32, U64, F16, BF16, F32, F64, TUPLE, TOKEN };
+// The types this compiler computes with come first (their values are stored in program files); after
+// TOKEN, the other element types XLA knows: they parse, so that the verifier can reject them by name.
+enum class PrimitiveType {
+  PRED, S8, S16, S32, S64, U8, U16, U32, U64, F16, BF16, F32, F64, TUPLE, TOKEN,
+  // Known to XLA, not supported here (IsSupportedPrimitiveType is false).
+  S1, S2, S4, U1, U2, U4, F8E5M2, F8E4M3, F8E4M3FN, F8E4M3B11FNUZ, F8E5M2FNUZ, F8E4M3FNUZ, F8E3M4, F4E2M1FN,
+  F8E8M0FNU, C64, C128, OPAQUE,
+};
 
-// Lower-case name as written in HLO text: "pred", "s32", "bf16", "f32", "tuple", "token".
+// Lower-case name as written in HLO text: "pred", "s32", "bf16", "f32", "tuple", "token", "c64", "opaque".
 const char* PrimitiveTypeName(PrimitiveType type);
 // Inverse of PrimitiveTypeName; false for an unknown name ("tuple" is not accepted: tuples use parentheses).
 bool PrimitiveTypeFromName(std::string_view name, PrimitiveType* type);
+// False for the XLA types after TOKEN (complex, 8-bit and 4-bit floats, sub-byte integers, opaque): the
+// verifier rejects them, so nothing after it sees them.
+bool IsSupportedPrimitiveType(PrimitiveType type);
 // Bytes per element of an array of this type (PRED is one byte); 0 for TUPLE and TOKEN.
 int64_t PrimitiveTypeByteSize(PrimitiveType type);
 bool IsFloatingPointType(PrimitiveType type);   // F16, BF16, F32, F64
 bool IsSignedIntegralType(PrimitiveType type);  // S8..S64
 bool IsUnsignedIntegralType(PrimitiveType type);  // U8..U64
 bool IsIntegralType(PrimitiveType type);  // signed or unsigned integers (not PRED)
-bool IsArrayType(PrimitiveType type);  // anything but TUPLE and TOKEN
+bool IsArrayType(PrimitiveType type);  // anything but TUPLE, TOKEN and OPAQUE
 
 // Size written as `?`: unknown at graph construction time.
 constexpr int64_t kUnboundedDimension = -1;
@@ -46,7 +56,8 @@ struct Shape {
   bool is_dynamic_dimension(int dimension) const;
   // True when no dimension (recursively for tuples) is dynamic.
   bool IsStatic() const;
-  // Product of the dimensions (1 for a scalar); 0 for tuples and tokens.
+  // Product of the dimensions (1 for a scalar); 0 for tuples and tokens. Both saturate at INT64_MAX, which
+  // the verifier rejects, instead of overflowing.
   int64_t ElementCount() const;
   // ElementCount() * element size for arrays, 0 otherwise.
   int64_t ByteSize() const;

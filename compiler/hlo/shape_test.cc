@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "compiler/hlo/parser.h"
 
 namespace tpu::hlo {
@@ -74,6 +76,26 @@ TEST(ShapeTest, PrimitiveTypeNamesRoundTrip) {
     ASSERT_TRUE(PrimitiveTypeFromName(PrimitiveTypeName(type), &back));
     EXPECT_EQ(back, type);
   }
+}
+
+TEST(ShapeTest, UnsupportedXlaTypesRoundTripAndAreMarked) {
+  for (PrimitiveType type : {PrimitiveType::C64, PrimitiveType::C128, PrimitiveType::F8E4M3FN, PrimitiveType::S4,
+                             PrimitiveType::U4, PrimitiveType::OPAQUE}) {
+    PrimitiveType back;
+    ASSERT_TRUE(PrimitiveTypeFromName(PrimitiveTypeName(type), &back));
+    EXPECT_EQ(back, type);
+    EXPECT_FALSE(IsSupportedPrimitiveType(type)) << PrimitiveTypeName(type);
+  }
+  EXPECT_TRUE(IsSupportedPrimitiveType(PrimitiveType::F32));
+  EXPECT_TRUE(IsSupportedPrimitiveType(PrimitiveType::TOKEN));
+}
+
+TEST(ShapeTest, SizesSaturateInsteadOfOverflowing) {
+  const Shape huge = Shape::Make(PrimitiveType::F32, {100000000000, 100000000000});
+  EXPECT_EQ(huge.ElementCount(), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(huge.ByteSize(), std::numeric_limits<int64_t>::max());
+  const Shape big = Shape::Make(PrimitiveType::F32, {100000000000, 8});
+  EXPECT_EQ(big.ByteSize(), int64_t{3200000000000});  // 64-bit, exact
 }
 
 }  // namespace

@@ -3,7 +3,10 @@
 #include "compiler/hlo/attributes.h"
 
 #include <algorithm>
+#include <functional>
+#include <limits>
 #include <string>
+#include <unordered_map>
 
 namespace tpu::hlo {
 
@@ -545,7 +548,85 @@ StatusOr<Shape> InferShape(const HloInstruction& instruction) {
   }
 }
 
+std::vector<const HloInstruction*> FindOperandCycle(const HloComputation& computation) {
+  enum class Mark { kOnPath, kDone };
+  std::unordered_map<const HloInstruction*, Mark> marks;
+  // Depth-first over operands; `path` holds the chain of users from the start to the current instruction,
+  // so an operand already on the path closes a cycle made of the path's tail.
+  std::vector<std::pair<const HloInstruction*, size_t>> path;  // instruction, next operand to visit
+  for (const HloInstruction* start : computation.instructions()) {
+    if (marks.count(start)) continue;
+    path.emplace_back(start, 0);
+    marks[start] = Mark::kOnPath;
+    while (!path.empty()) {
+      auto& [instruction, next] = path.back();
+      if (next == instruction->operands().size()) {
+        marks[instruction] = Mark::kDone;
+        path.pop_back();
+        continue;
+      }
+      const HloInstruction* operand = instruction->operands()[next++];
+      if (operand == nullptr || operand->parent() != &computation) continue;
+      auto mark = marks.find(operand);
+      if (mark == marks.end()) {
+        marks[operand] = Mark::kOnPath;
+        path.emplace_back(operand, 0);
+      } else if (mark->second == Mark::kOnPath) {
+        std::vector<const HloInstruction*> cycle;
+        auto first = std::find_if(path.begin(), path.end(), [&](const auto& entry) { return entry.first == operand; });
+        for (auto it = first; it != path.end(); ++it) cycle.push_back(it->first);
+        return cycle;
+      }
+    }
+  }
+  return {};
+}
+
+std::string DescribeOperandCycle(const std::vector<const HloInstruction*>& cycle) {
+  if (cycle.empty()) return "no operand cycle";
+  if (cycle.size() == 1) return "instruction %" + cycle[0]->name() + " uses itself as an operand";
+  std::string names, uses;
+  for (size_t i = 0; i < cycle.size(); ++i) {
+    names += (i == 0 ? "%" : i + 1 == cycle.size() ? " and %" : ", %") + cycle[i]->name();
+    uses += (i == 0 ? "%" : ", %") + cycle[i]->name() + " uses %" + cycle[(i + 1) % cycle.size()]->name();
+  }
+  return "instructions " + names + " form a cycle: " + uses;
+}
+
 namespace {
+
+// The first element type of `shape` (recursively for tuples) that the TPU does not support, if any.
+bool FindUnsupportedType(const Shape& shape, PrimitiveType* type) {
+  if (shape.IsTuple()) {
+    for (const Shape& element : shape.tuple_shapes)
+      if (FindUnsupportedType(element, type)) return true;
+    return false;
+  }
+  if (IsSupportedPrimitiveType(shape.element_type)) return false;
+  *type = shape.element_type;
+  return true;
+}
+
+Status CheckSupportedTypes(const HloInstruction& instruction) {
+  PrimitiveType type;
+  if (!FindUnsupportedType(instruction.shape(), &type)) return OkStatus();
+  const std::string what = instruction.opcode() == HloOpcode::kParameter
+                               ? "parameter " + instruction.name()
+                               : "instruction %" + instruction.name() + " (" + instruction.opcode_name() + ")";
+  return Unimplemented(std::string("element type ") + PrimitiveTypeName(type) + " of " + what +
+                       " is not supported by this TPU");
+}
+
+// An array larger than int64 bytes cannot be held anywhere; Shape::ByteSize saturates there.
+Status CheckRepresentableSize(const Shape& shape) {
+  if (shape.IsTuple()) {
+    for (const Shape& element : shape.tuple_shapes) TPU_RETURN_IF_ERROR(CheckRepresentableSize(element));
+    return OkStatus();
+  }
+  if (shape.ByteSize() == std::numeric_limits<int64_t>::max())
+    return InvalidArgument("shape " + shape.ToString() + " has more than 2^63 bytes");
+  return OkStatus();
+}
 
 Status CheckStatic(const Shape& shape) {
   if (shape.IsTuple()) {
@@ -585,6 +666,7 @@ Status NotRegistered(const std::string& op, const HloInstruction& instruction) {
 
 Status VerifyInstruction(const HloInstruction& instruction, const VerifierOptions& options) {
   TPU_RETURN_IF_ERROR(CheckStatic(instruction.shape()));
+  TPU_RETURN_IF_ERROR(CheckRepresentableSize(instruction.shape()));
   for (const HloInstruction* operand : instruction.operands())
     if (operand == nullptr) return InvalidArgument(Describe(instruction) + ": missing operand");
   HloOpcode opcode = instruction.opcode();
@@ -612,6 +694,38 @@ Status VerifyInstruction(const HloInstruction& instruction, const VerifierOption
   return OkStatus();
 }
 
+// Computations that call each other (a calls b, b calls a) would recurse without end in the inliner and
+// the interpreter.
+Status CheckNoCallCycle(const HloModule& module) {
+  enum class Mark { kOnPath, kDone };
+  std::unordered_map<const HloComputation*, Mark> marks;
+  std::vector<const HloComputation*> path;
+  std::function<Status(const HloComputation*)> visit = [&](const HloComputation* computation) -> Status {
+    marks[computation] = Mark::kOnPath;
+    path.push_back(computation);
+    for (const HloInstruction* instruction : computation->instructions()) {
+      for (const HloComputation* called : instruction->called_computations()) {
+        if (called == nullptr) continue;
+        auto mark = marks.find(called);
+        if (mark == marks.end()) {
+          TPU_RETURN_IF_ERROR(visit(called));
+        } else if (mark->second == Mark::kOnPath) {
+          std::string chain;
+          for (auto it = std::find(path.begin(), path.end(), called); it != path.end(); ++it)
+            chain += (*it)->name() + " calls ";
+          return InvalidArgument("computations call each other: " + chain + called->name());
+        }
+      }
+    }
+    path.pop_back();
+    marks[computation] = Mark::kDone;
+    return OkStatus();
+  };
+  for (const HloComputation* computation : module.computations())
+    if (!marks.count(computation)) TPU_RETURN_IF_ERROR(visit(computation));
+  return OkStatus();
+}
+
 }  // namespace
 
 Status VerifyHloModule(const HloModule& module, const VerifierOptions& options) {
@@ -620,8 +734,18 @@ Status VerifyHloModule(const HloModule& module, const VerifierOptions& options) 
   // Entry parameters first: an unsupported input type is the first thing a user should hear about.
   for (const HloInstruction* parameter : entry->parameter_instructions()) {
     if (parameter == nullptr) return InvalidArgument("entry computation " + entry->name() + " is missing a parameter");
+    TPU_RETURN_IF_ERROR(CheckSupportedTypes(*parameter));
     TPU_RETURN_IF_ERROR(CheckStatic(parameter->shape()));
     TPU_RETURN_IF_ERROR(CheckInfeedTypes(parameter->shape(), options));
+  }
+  // Element types no later check (or pass) knows how to handle, and operand cycles, which every walk
+  // over the operands assumes away.
+  for (const HloComputation* computation : module.computations()) {
+    for (const HloInstruction* instruction : computation->instructions())
+      TPU_RETURN_IF_ERROR(CheckSupportedTypes(*instruction));
+    std::vector<const HloInstruction*> cycle = FindOperandCycle(*computation);
+    if (!cycle.empty())
+      return InvalidArgument("computation " + computation->name() + ": " + DescribeOperandCycle(cycle));
   }
   for (const HloComputation* computation : module.computations()) {
     if (computation->root_instruction() == nullptr)
@@ -642,6 +766,7 @@ Status VerifyHloModule(const HloModule& module, const VerifierOptions& options) 
         if (called == computation)
           return InvalidArgument(Describe(*instruction) + " calls its own computation");
   }
+  TPU_RETURN_IF_ERROR(CheckNoCallCycle(module));
   for (const auto& alias : module.input_output_aliases())
     if (alias.parameter_number < 0 || alias.parameter_number >= entry->num_parameters())
       return InvalidArgument("input_output_alias names parameter " + std::to_string(alias.parameter_number) +

@@ -59,6 +59,57 @@ TEST(VerifierTest, F64InsideTheProgramIsInvalid) {
   EXPECT_NE(status.message().find("f64"), std::string::npos);
 }
 
+TEST(VerifierTest, UnsupportedElementTypesAreUnimplementedByName) {
+  for (const char* name : {"c64", "c128", "f8e4m3fn", "f8e5m2", "s4", "u4", "f4e2m1fn"}) {
+    Status status = VerifyText("HloModule m\nENTRY e {\n  ROOT p = " + std::string(name) + "[4] parameter(0)\n}\n");
+    EXPECT_EQ(status.ToString(),
+              "UnimplementedError: element type " + std::string(name) + " of parameter p is not supported by this TPU");
+  }
+  Status inside = VerifyText(Entry("  %p = f32[2]{0} parameter(0)\n  ROOT %c = c64[2]{0} convert(%p)\n"));
+  EXPECT_EQ(inside.ToString(),
+            "UnimplementedError: element type c64 of instruction %c (convert) is not supported by this TPU");
+  Status constant = VerifyText(Entry("  ROOT %c = c128[] constant((1, 0))\n"));
+  EXPECT_EQ(constant.code(), StatusCode::kUnimplemented) << constant;
+}
+
+TEST(VerifierTest, OperandCycleIsRejected) {
+  // Built after parsing (the parser rejects a cycle in the text): the verifier must catch it too.
+  auto module = ParseHloModule(Entry("  %a = f32[4]{0} parameter(0)\n  %b = f32[4]{0} add(%a, %a)\n"
+                                     "  ROOT %c = f32[4]{0} negate(%b)\n"));
+  ASSERT_TRUE(module.ok()) << module.status();
+  HloComputation* entry = (*module)->entry_computation();
+  ASSERT_TRUE(entry->GetInstructionWithName("b")->ReplaceOperandWith(1, entry->GetInstructionWithName("c")).ok());
+  Status status = VerifyHloModule(**module);
+  EXPECT_EQ(status.ToString(),
+            "InvalidArgumentError: computation e: instructions %b and %c form a cycle: %b uses %c, %c uses %b");
+  EXPECT_EQ(CloneModule(**module).status().code(), StatusCode::kInvalidArgument);  // an error, not an exception
+}
+
+TEST(VerifierTest, ComputationsCallingEachOtherAreRejected) {
+  auto module = ParseHloModule("HloModule m\n\n%f (x: f32[]) -> f32[] {\n  %x = f32[] parameter(0)\n"
+                               "  ROOT %r = f32[] negate(%x)\n}\n\n"
+                               "%g (y: f32[]) -> f32[] {\n  %y = f32[] parameter(0)\n"
+                               "  ROOT %r = f32[] call(%y), to_apply=%f\n}\n\n"
+                               "ENTRY %e {\n  %p = f32[] parameter(0)\n  ROOT %c = f32[] call(%p), to_apply=%g\n}\n");
+  ASSERT_TRUE(module.ok()) << module.status();
+  ASSERT_TRUE(VerifyHloModule(**module).ok());
+  // %f now calls %g back.
+  HloComputation* f = (*module)->GetComputationWithName("f");
+  HloInstruction* x = f->GetInstructionWithName("x");
+  auto call = HloInstruction::Create(HloOpcode::kCall, x->shape(), {x}, "back");
+  call->AddCalledComputation("to_apply", (*module)->GetComputationWithName("g"));
+  f->set_root_instruction(f->AddInstruction(std::move(call)));
+  Status status = VerifyHloModule(**module);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("computations call each other"), std::string::npos) << status;
+}
+
+TEST(VerifierTest, ShapeOfMoreThanInt64BytesIsRejected) {
+  Status status = VerifyText(Entry("  ROOT %p = f32[100000000000,100000000000]{1,0} parameter(0)\n"));
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("more than 2^63 bytes"), std::string::npos) << status;
+}
+
 TEST(VerifierTest, UnknownOpcodeIsNotRegistered) {
   Status status = VerifyText(Entry("  %p = f32[3]{0} parameter(0)\n  ROOT %w = f32[3]{0} frobnicate(f32[3]{0} %p)\n"));
   EXPECT_EQ(status.ToString(),

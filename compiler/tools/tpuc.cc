@@ -9,11 +9,16 @@
 // NN-prepare-for-codegen.hlo) and the disassembly as DIR/program.asm; with -o, the program file the
 // runtime loads. Prints the program's sizes and HBM need, the time of each step, the padding report and
 // compile_ms (parse to program). --dot-passes sets CompileOptions::dot_passes (MXU passes per f32 dot;
-// 0 chooses).
+// 0 chooses). --help prints the usage on stdout; errors exit with status 1.
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -42,6 +47,7 @@ struct Flags {
   int dot_passes = 0;  // CompileOptions::dot_passes
   int64_t batch = 0;   // --batch: re-specialize for this batch size (compiler/passes/rebatch.h); 0 = as written
   bool fill_elided_constants = false;  // --fill-elided-constants: seeded values for `constant({...})`
+  bool help = false;                   // -h, --help: print the usage and stop
 };
 
 constexpr const char* kUsage =
@@ -73,7 +79,8 @@ StatusOr<Flags> ParseFlags(int argc, char** argv) {
     } else if (arg.rfind("-o", 0) == 0 && arg.size() > 2) {
       flags.output = arg.substr(2);
     } else if (arg == "-h" || arg == "--help") {
-      return InvalidArgument(kUsage);
+      flags.help = true;
+      return flags;
     } else if (!arg.empty() && arg[0] == '-') {
       return InvalidArgument("unknown flag " + arg + "\n" + kUsage);
     } else if (flags.input.empty()) {
@@ -86,7 +93,15 @@ StatusOr<Flags> ParseFlags(int argc, char** argv) {
   return flags;
 }
 
+// The HLO text of `path`; a directory or a missing file is said as such (not as a parse error).
 StatusOr<std::string> ReadFile(const std::string& path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) {
+    const int error = errno;
+    if (error == ENOENT) return NotFound("'" + path + "': no such file");
+    return InvalidArgument("cannot open '" + path + "': " + std::strerror(error));
+  }
+  if (S_ISDIR(info.st_mode)) return InvalidArgument("'" + path + "' is a directory, not an HLO file");
   std::ifstream in(path);
   if (!in) return NotFound("cannot open '" + path + "'");
   std::stringstream text;
@@ -127,6 +142,10 @@ std::string Disassemble(const std::vector<uint64_t>& code) { return model::Disas
 
 Status Main(int argc, char** argv) {
   TPU_ASSIGN_OR_RETURN(Flags flags, ParseFlags(argc, argv));
+  if (flags.help) {
+    std::printf("%s\n", kUsage);
+    return OkStatus();
+  }
   TPU_ASSIGN_OR_RETURN(CompileOptions options, ReadConfig(flags.config));
   options.dot_passes = flags.dot_passes;
   TPU_ASSIGN_OR_RETURN(std::string text, ReadFile(flags.input));
@@ -172,7 +191,15 @@ Status Main(int argc, char** argv) {
 }  // namespace tpu::compiler
 
 int main(int argc, char** argv) {
-  tpu::Status status = tpu::compiler::Main(argc, argv);
+  tpu::Status status;
+  // Bad input is an error message and exit status 1, never an abort.
+  try {
+    status = tpu::compiler::Main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    status = tpu::ResourceExhausted("out of host memory");
+  } catch (const std::exception& exception) {
+    status = tpu::Internal(exception.what());
+  }
   if (!status.ok()) {
     std::fprintf(stderr, "tpuc: %s\n", status.ToString().c_str());
     return 1;

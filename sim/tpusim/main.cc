@@ -5,13 +5,15 @@
 //                       [--trace=FILE.fst --trace-start=C --trace-stop=C --trace-depth=D]
 //                       [--batch=N] [--fill-elided-constants] [--root=NAME] [--dump-dir=DIR]
 //   tpusim info --backend=rtl|model --config=tiny|v2
+//   tpusim --help                       (the usage, on stdout)
 //
-// Exit status: 0 success, 1 bad input or a failed run (the message says which), 2 an output outside the
-// tolerance of docs/numerics.md, 130 interrupted.
+// Exit status: 0 success, 1 bad input or a failed run (the message says which, on stderr and in the
+// TPU_LOG_DIR log), 2 an output outside the tolerance of docs/numerics.md, 130 interrupted.
 //
 // Ctrl+C (SIGINT) works as on Cloud TPUs: the program running on the device finishes, then tpusim stops
 // cleanly; a second Ctrl+C, or Ctrl+\ (SIGQUIT), ends it at once.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
@@ -21,11 +23,13 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <new>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "compiler/codegen/buffer_assignment.h"
 #include "compiler/hlo/literal.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/verifier.h"
@@ -33,6 +37,7 @@
 #include "compiler/passes/rebatch.h"
 #include "sim/tpusim/output_compare.h"
 #include "sw/runtime/client.h"
+#include "sw/runtime/logging.h"
 #include "tpu_config.h"
 #include "tpu_csr.h"
 
@@ -51,6 +56,14 @@ void OnInterrupt(int) {
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl+C ends the process at once
 }
 
+// Every error goes to stderr and to the TPU_LOG_DIR log (where the runtime's own messages are), so that a
+// log shows why a run ended. Returns the exit status for errors.
+int Fail(const std::string& message) {
+  std::cerr << message << "\n";
+  TPU_LOG(ERROR) << message;
+  return kExitError;
+}
+
 // True (after saying so) if Ctrl+C was pressed: the caller stops before its next step.
 bool StopRequested() {
   if (!interrupted) return false;
@@ -65,6 +78,7 @@ const char kUsage[] =
     "                      [--timeout-cycles=N] [--batch=N] [--fill-elided-constants] [--root=NAME]\n"
     "                      [--dump-dir=DIR]\n"
     "  tpusim info [--backend=rtl|model] [--config=NAME]\n"
+    "  tpusim --help\n"
     "\n"
     "run     parses and verifies FILE.hlo, fills its parameters with seeded uniform values in [-1, 1),\n"
     "        runs it on the backend, prints the device counters and compares every output with the HLO\n"
@@ -84,6 +98,12 @@ const char kUsage[] =
     "info    prints the devices and the configuration registers the driver discovers.\n"
     "defaults: --backend=model --config=<the configuration of this build> --seed=0\n";
 
+int FailWithUsage(const std::string& message) {
+  const int status = Fail(message);
+  std::cerr << kUsage;
+  return status;
+}
+
 struct Flags {
   std::string command;
   std::string file;
@@ -101,6 +121,10 @@ bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
     return false;
   }
   flags->command = argv[1];
+  if (flags->command == "-h" || flags->command == "--help" || flags->command == "help") {
+    *error = "";
+    return false;
+  }
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
@@ -157,7 +181,7 @@ bool ParseUnsigned(const Flags& flags, const std::string& name, uint64_t fallbac
   errno = 0;
   const unsigned long long parsed = std::strtoull(text.c_str(), &end, 0);
   if (text.empty() || text[0] == '-' || errno != 0 || *end != '\0') {
-    std::cerr << "tpusim: --" << name << "=" << text << " is not a non-negative integer\n";
+    Fail("tpusim: --" + name + "=" + text + " is not a non-negative integer");
     return false;
   }
   *value = parsed;
@@ -186,13 +210,21 @@ StatusOr<std::unique_ptr<runtime::Client>> MakeClient(const Flags& flags) {
   return runtime::Client::Create(backend, FlagOr(flags, "config", cfg::kName), options);
 }
 
-bool ReadFile(const std::string& path, std::string* text) {
+// The HLO text of `path`; a directory or a missing file is said as such (not as a parse error).
+Status ReadHloFile(const std::string& path, std::string* text) {
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) {
+    const int error = errno;
+    if (error == ENOENT) return NotFound(path + ": no such file");
+    return InvalidArgument("cannot read " + path + ": " + std::strerror(error));
+  }
+  if (S_ISDIR(info.st_mode)) return InvalidArgument(path + " is a directory, not an HLO file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
+  if (!in) return InvalidArgument("cannot read " + path + ": " + std::strerror(errno));
   std::ostringstream contents;
   contents << in.rdbuf();
   *text = contents.str();
-  return true;
+  return OkStatus();
 }
 
 // mkdir -p.
@@ -210,12 +242,45 @@ bool MakeDirectories(const std::string& path) {
   return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
+// --outputs=DIR is created and probed with a file before anything runs: a run may take minutes, and its
+// results must not be lost to a typo or a read-only place at the end.
+Status PrepareOutputsDirectory(const std::string& dir) {
+  if (!MakeDirectories(dir)) {
+    return InvalidArgument("--outputs=" + dir + ": cannot create the directory: " + std::strerror(errno));
+  }
+  const std::string probe = dir + "/.tpusim_probe." + std::to_string(getpid());
+  std::ofstream out(probe, std::ios::binary);
+  const int error = errno;
+  const bool writable = static_cast<bool>(out);
+  out.close();
+  std::remove(probe.c_str());
+  if (!writable) return InvalidArgument("--outputs=" + dir + ": cannot write there: " + std::strerror(error));
+  return OkStatus();
+}
+
+// Physical memory of this host in bytes (0 if unknown).
+uint64_t HostMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size) : 0;
+}
+
+// The host holds the seeded arguments and the interpreter at least as much again (their copies and the
+// outputs): half the physical memory is the most the arguments may take, checked before they exist.
+Status CheckHostMemory(const hlo::HloComputation& entry) {
+  uint64_t argument_bytes = 0;
+  for (const hlo::HloInstruction* parameter : entry.parameter_instructions()) {
+    const uint64_t bytes = static_cast<uint64_t>(parameter->shape().ByteSize());
+    argument_bytes = argument_bytes > UINT64_MAX - bytes ? UINT64_MAX : argument_bytes + bytes;
+  }
+  const uint64_t limit = HostMemoryBytes() / 2;
+  if (limit == 0 || argument_bytes <= limit) return OkStatus();
+  return ResourceExhausted(compiler::OutOfMemoryMessage("host", argument_bytes, limit) +
+                           " (the seeded arguments; the interpreter needs as much again)");
+}
+
 int Info(const Flags& flags) {
   StatusOr<std::unique_ptr<runtime::Client>> client = MakeClient(flags);
-  if (!client.ok()) {
-    std::cerr << "tpusim: " << client.status() << "\n";
-    return kExitError;
-  }
+  if (!client.ok()) return Fail("tpusim: " + client.status().ToString());
   runtime::Client& c = **client;
   std::cout << "backend: " << c.backend() << "\n";
   std::cout << "devices: " << c.devices().size() << "\n";
@@ -242,24 +307,21 @@ int Info(const Flags& flags) {
 }
 
 int Run(const Flags& flags) {
-  if (flags.file.empty()) {
-    std::cerr << "tpusim: run needs an HLO file\n" << kUsage;
-    return kExitError;
-  }
+  if (flags.file.empty()) return FailWithUsage("tpusim: run needs an HLO file");
   std::string text;
-  if (!ReadFile(flags.file, &text)) {
-    std::cerr << "tpusim: cannot read " << flags.file << ": " << std::strerror(errno) << "\n";
-    return kExitError;
+  if (Status read = ReadHloFile(flags.file, &text); !read.ok()) return Fail("tpusim: " + read.ToString());
+  // Checked before the run, which may take long, rather than when the outputs are written.
+  const std::string outputs_dir = FlagOr(flags, "outputs", "");
+  if (!outputs_dir.empty()) {
+    if (Status prepared = PrepareOutputsDirectory(outputs_dir); !prepared.ok()) {
+      return Fail("tpusim: " + prepared.ToString());
+    }
   }
   StatusOr<std::unique_ptr<hlo::HloModule>> parsed = hlo::ParseHloModule(text);
-  if (!parsed.ok()) {
-    std::cerr << flags.file << ": " << parsed.status() << "\n";
-    return kExitError;
-  }
+  if (!parsed.ok()) return Fail(flags.file + ": " + parsed.status().ToString());
   hlo::HloModule& module = **parsed;
   if (Status verified = hlo::VerifyHloModule(module); !verified.ok()) {
-    std::cerr << flags.file << ": " << verified << "\n";
-    return kExitError;
+    return Fail(flags.file + ": " + verified.ToString());
   }
   uint64_t seed = 0;
   if (!ParseUnsigned(flags, "seed", 0, &seed)) return kExitError;
@@ -269,44 +331,45 @@ int Run(const Flags& flags) {
     if (!ParseUnsigned(flags, "batch", 0, &batch)) return kExitError;
     StatusOr<bool> rebatched = compiler::Rebatch(static_cast<int64_t>(batch)).Run(&module);
     if (!rebatched.ok()) {
-      std::cerr << flags.file << ": --batch=" << batch << ": " << rebatched.status() << "\n";
-      return kExitError;
+      return Fail(flags.file + ": --batch=" + std::to_string(batch) + ": " + rebatched.status().ToString());
     }
   }
   if (auto root = flags.values.find("root"); root != flags.values.end()) {
     const std::string name = !root->second.empty() && root->second[0] == '%' ? root->second.substr(1) : root->second;
     if (Status status = compiler::SetEntryRoot(&module, name); !status.ok()) {
-      std::cerr << flags.file << ": --root: " << status << "\n";
-      return kExitError;
+      return Fail(flags.file + ": --root: " + status.ToString());
     }
   }
   if (flags.values.count("fill-elided-constants")) {
     StatusOr<int> filled = compiler::FillElidedConstants(&module, seed ^ 0x5eed5eedu);
-    if (!filled.ok()) {
-      std::cerr << flags.file << ": --fill-elided-constants: " << filled.status() << "\n";
-      return kExitError;
-    }
+    if (!filled.ok()) return Fail(flags.file + ": --fill-elided-constants: " + filled.status().ToString());
   }
   if (Status verified = hlo::VerifyHloModule(module); !verified.ok()) {
-    std::cerr << flags.file << ": after re-specialization: " << verified << "\n";
-    return kExitError;
+    return Fail(flags.file + ": after re-specialization: " + verified.ToString());
   }
   double perturbation = 0;
   if (auto it = flags.values.find("perturb-output"); it != flags.values.end()) {
     char* end = nullptr;
     perturbation = std::strtod(it->second.c_str(), &end);
-    if (it->second.empty() || *end != '\0') {
-      std::cerr << "tpusim: --perturb-output=" << it->second << " is not a number\n";
-      return kExitError;
-    }
+    if (it->second.empty() || *end != '\0') return Fail("tpusim: --perturb-output=" + it->second + " is not a number");
   }
 
   StatusOr<std::unique_ptr<runtime::Client>> client_or = MakeClient(flags);
-  if (!client_or.ok()) {
-    std::cerr << "tpusim: " << client_or.status() << "\n";
+  if (!client_or.ok()) return Fail("tpusim: " + client_or.status().ToString());
+  runtime::Client& client = **client_or;
+
+  // Compiled first: the compiler checks the HBM need (64-bit sizes) before anything is allocated, on the
+  // host or the device.
+  StatusOr<std::unique_ptr<runtime::LoadedExecutable>> executable = client.Compile(module);
+  if (!executable.ok()) {
+    // The runtime has logged the compile error already ("Compiling <module>: ..."); stderr only.
+    std::cerr << flags.file << ": " << executable.status() << "\n";
     return kExitError;
   }
-  runtime::Client& client = **client_or;
+  if (StopRequested()) return kExitInterrupted;
+  if (Status host = CheckHostMemory(*module.entry_computation()); !host.ok()) {
+    return Fail(flags.file + ": " + host.ToString());
+  }
 
   // Seeded arguments, parameter by parameter.
   std::mt19937 rng(static_cast<uint32_t>(seed));
@@ -314,30 +377,18 @@ int Run(const Flags& flags) {
   for (const hlo::HloInstruction* parameter : module.entry_computation()->parameter_instructions()) {
     arguments.push_back(hlo::Literal::Random(parameter->shape(), rng));
   }
-
-  StatusOr<std::unique_ptr<runtime::LoadedExecutable>> executable = client.Compile(module);
-  if (!executable.ok()) {
-    std::cerr << flags.file << ": " << executable.status() << "\n";
-    return kExitError;
-  }
   if (StopRequested()) return kExitInterrupted;
   std::vector<std::unique_ptr<runtime::Buffer>> buffers;
   std::vector<const runtime::Buffer*> argument_buffers;
   for (const hlo::Literal& argument : arguments) {
     StatusOr<std::unique_ptr<runtime::Buffer>> buffer = client.BufferFromHostLiteral(argument);
-    if (!buffer.ok()) {
-      std::cerr << "tpusim: " << buffer.status() << "\n";
-      return kExitError;
-    }
+    if (!buffer.ok()) return Fail("tpusim: " + buffer.status().ToString());
     argument_buffers.push_back(buffer->get());
     buffers.push_back(std::move(*buffer));
   }
   if (StopRequested()) return kExitInterrupted;
   StatusOr<runtime::ExecuteResult> result = (*executable)->Execute(argument_buffers);
-  if (!result.ok()) {
-    std::cerr << "tpusim: " << result.status() << "\n";
-    return kExitError;
-  }
+  if (!result.ok()) return Fail("tpusim: " + result.status().ToString());
   const DeviceCounters& counters = result->counters;
   std::cout << "cycles: " << counters.cycles << "\n";
   std::cout << "mxu_busy_cycles: " << counters.mxu_busy_cycles << "\n";
@@ -363,36 +414,21 @@ int Run(const Flags& flags) {
 
   if (StopRequested()) return kExitInterrupted;
   StatusOr<std::vector<hlo::Literal>> reference = hlo::Interpret(module, arguments);
-  if (!reference.ok()) {
-    std::cerr << "tpusim: interpreter: " << reference.status() << "\n";
-    return kExitError;
-  }
+  if (!reference.ok()) return Fail("tpusim: interpreter: " + reference.status().ToString());
   if (reference->size() != result->outputs.size()) {
-    std::cerr << "tpusim: the device returned " << result->outputs.size() << " outputs, the interpreter "
-              << reference->size() << "\n";
-    return kExitError;
+    return Fail("tpusim: the device returned " + std::to_string(result->outputs.size()) +
+                " outputs, the interpreter " + std::to_string(reference->size()));
   }
 
-  const std::string outputs_dir = FlagOr(flags, "outputs", "");
-  if (!outputs_dir.empty() && !MakeDirectories(outputs_dir)) {
-    std::cerr << "tpusim: cannot create " << outputs_dir << ": " << std::strerror(errno) << "\n";
-    return kExitError;
-  }
   bool all_ok = true;
   for (size_t i = 0; i < reference->size(); ++i) {
     StatusOr<hlo::Literal> device = result->outputs[i]->ToLiteral();
-    if (!device.ok()) {
-      std::cerr << "tpusim: reading output " << i << ": " << device.status() << "\n";
-      return kExitError;
-    }
+    if (!device.ok()) return Fail("tpusim: reading output " + std::to_string(i) + ": " + device.status().ToString());
     if (!outputs_dir.empty()) {
       const std::string path = outputs_dir + "/out" + std::to_string(i) + ".bin";
       std::ofstream out(path, std::ios::binary);
       out.write(reinterpret_cast<const char*>(device->untyped_data()), device->size_bytes());
-      if (!out) {
-        std::cerr << "tpusim: cannot write " << path << "\n";
-        return kExitError;
-      }
+      if (!out) return Fail("tpusim: cannot write " + path + ": " + std::strerror(errno));
     }
     if (i == 0 && perturbation != 0 && device->element_count() > 0) {
       device->SetFromDouble(0, device->GetAsDouble(0) + perturbation);
@@ -412,19 +448,25 @@ int main(int argc, char** argv) {
   Flags flags;
   std::string error;
   if (!ParseFlags(argc, argv, &flags, &error)) {
-    if (!error.empty()) std::cerr << "tpusim: " << error << "\n";
-    std::cerr << kUsage;
-    return error.empty() ? kExitOk : kExitError;
+    if (error.empty()) {  // --help: the usage is the output asked for
+      std::cout << kUsage;
+      return kExitOk;
+    }
+    return FailWithUsage("tpusim: " + error);
   }
   std::signal(SIGINT, OnInterrupt);
-  if (flags.command == "run") return Run(flags);
-  if (flags.command == "info") {
-    if (!flags.file.empty()) {
-      std::cerr << "tpusim: info takes no file\n" << kUsage;
-      return kExitError;
+  // Bad input is an error message and exit status 1, never an abort: an exception that escapes a check
+  // (host memory exhausted while filling a huge constant, say) ends the run the same way.
+  try {
+    if (flags.command == "run") return Run(flags);
+    if (flags.command == "info") {
+      if (!flags.file.empty()) return FailWithUsage("tpusim: info takes no file");
+      return Info(flags);
     }
-    return Info(flags);
+  } catch (const std::bad_alloc&) {
+    return Fail("tpusim: ResourceExhaustedError: out of host memory");
+  } catch (const std::exception& exception) {
+    return Fail(std::string("tpusim: InternalError: ") + exception.what());
   }
-  std::cerr << "tpusim: unknown command '" << flags.command << "'\n" << kUsage;
-  return kExitError;
+  return FailWithUsage("tpusim: unknown command '" + flags.command + "'");
 }

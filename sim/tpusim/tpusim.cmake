@@ -27,3 +27,14 @@ if(TARGET tpusim AND TARGET GTest::gtest_main)
                                                         TPU_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   gtest_discover_tests(tpusim_output_test DISCOVERY_MODE PRE_TEST)
 endif()
+
+# Bad input (broken modules, impossible sizes, unsupported types, bad paths): exit status 1 and a clear
+# message from the built binary, never a signal.
+if(TARGET tpusim AND TARGET GTest::gtest_main)
+  add_executable(tpusim_errors_test ${tpusim_cli_dir}/tpusim_errors_test.cc)
+  target_link_libraries(tpusim_errors_test PRIVATE GTest::gtest_main)
+  add_dependencies(tpusim_errors_test tpusim)
+  target_compile_definitions(tpusim_errors_test PRIVATE TPUSIM_BINARY="$<TARGET_FILE:tpusim>"
+                                                        TPU_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+  gtest_discover_tests(tpusim_errors_test DISCOVERY_MODE PRE_TEST)
+endif()
