@@ -155,3 +155,22 @@ def test_interpreter_matches_cpu_on_the_same_modules():
     assert len(got) == len(expected)
     for e, g in zip(expected, got):
         np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+
+
+def test_interpreter_matches_cpu_on_a_training_step():
+    import optax
+    from tpusim import models, training
+
+    module, optimizer = models.MLP(hidden=(24,)), optax.adam(1e-2)
+    x = random((16, 28, 28), 12) * 0.5 + 0.5
+    labels = (np.arange(16) * 7 % 10).astype(np.int32)
+    params = module.init(jax.random.PRNGKey(1), x)
+    state = jax.device_get((params, optimizer.init(params)))
+    step = training.make_train_step(module, optimizer)
+    hlo_text, _ = device_jit(step).lower(*state, x, labels)
+    expected = [np.asarray(v) for v in jax.tree_util.tree_leaves(jax.jit(step)(*state, x, labels))]
+    got = _tpusim.interpret(hlo_text, [np.asarray(v) for v in jax.tree_util.tree_leaves(state)] + [x, labels])
+    assert len(got) == len(expected)
+    for e, g in zip(expected, got):
+        assert g.dtype == e.dtype
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-6 * max(1.0, float(np.max(np.abs(e)))))
