@@ -535,6 +535,28 @@ ENTRY %main (a: f32[4,10], n: s32[]) -> (f32[4,10], s32[], pred[4,10], s32[4,10]
   }
 }
 
+TEST(CodegenTest, ReductionsOfConstantsFoldWhateverTheirReducer) {
+  // Keras divides a mean by the product of the reduced dimensions, a multiply-reduce of a constant: the
+  // device has no multiply reducer, so it must be evaluated at compile time.
+  const char* text = R"(HloModule keras_mean
+%mul (x: s32[], y: s32[]) -> s32[] {
+  %x = s32[] parameter(0)
+  %y = s32[] parameter(1)
+  ROOT %m = s32[] multiply(s32[] %x, s32[] %y)
+}
+ENTRY %main (p: f32[4,10]) -> f32[4,10] {
+  %p = f32[4,10]{1,0} parameter(0)
+  %dims = s32[2]{0} constant({4, 10})
+  %one = s32[] constant(1)
+  %count = s32[] reduce(s32[2]{0} %dims, s32[] %one), dimensions={0}, to_apply=%mul
+  %count_f = f32[] convert(s32[] %count)
+  %b = f32[4,10]{1,0} broadcast(f32[] %count_f), dimensions={}
+  ROOT %mean = f32[4,10]{1,0} divide(f32[4,10]{1,0} %p, f32[4,10]{1,0} %b)
+}
+)";
+  CompileRunAndCompare(text);
+}
+
 TEST(CodegenTest, DeviceWordsRoundTripIntegerAndPredLiterals) {
   std::mt19937 rng(3);
   for (hlo::PrimitiveType type : {hlo::PrimitiveType::S32, hlo::PrimitiveType::S64, hlo::PrimitiveType::PRED,

@@ -287,7 +287,13 @@ HloInstruction* FlattenRowsThroughColumns(HloComputation* computation, HloInstru
 }
 
 bool DependsOnlyOnConstants(const HloInstruction& instruction) {
-  if (!instruction.called_computations().empty()) return false;
+  // Of the instructions that call computations, those whose computations are pure functions of their
+  // arguments fold (a reduce of a shape's constant dimensions: Keras's mean divides by one); calls,
+  // fusions and control flow stay for codegen.
+  const HloOpcode opcode = instruction.opcode();
+  const bool pure_computations = opcode == HloOpcode::kReduce || opcode == HloOpcode::kReduceWindow ||
+                                 opcode == HloOpcode::kMap || opcode == HloOpcode::kSort;
+  if (!instruction.called_computations().empty() && !pure_computations) return false;
   for (const HloInstruction* operand : instruction.operands()) {
     if (operand->opcode() != HloOpcode::kConstant || !operand->has_literal()) return false;
   }
