@@ -12,6 +12,7 @@ device_ms_per_step is the last training step's device cycles at the chip's clock
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -28,6 +29,8 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m tpusim.train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="mlp", choices=sorted(models.MODELS))
+    parser.add_argument("--framework", default="flax", choices=["flax", "keras"],
+                        help="write the model in Flax with an optax optimizer, or in Keras 3 (JAX backend)")
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--optimizer", default="adam", choices=sorted(OPTIMIZERS))
@@ -48,6 +51,23 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
+def keras_model(args, total_steps: int, options) -> Model:
+    """The named model and optimizer in Keras 3 (JAX backend), seeded with --seed; the learning rate
+    decays linearly to 0 over total_steps as with Flax (PolynomialDecay of power 1)."""
+    os.environ.setdefault("KERAS_BACKEND", "jax")
+    import keras
+
+    from . import keras_bridge
+    if keras.backend.backend() != "jax":
+        raise ValueError("--framework=keras needs KERAS_BACKEND=jax (set before keras is imported)")
+    keras.utils.set_random_seed(args.seed)
+    learning_rate = (keras.optimizers.schedules.PolynomialDecay(args.learning_rate, total_steps, 0.0)
+                     if args.schedule == "linear" else args.learning_rate)
+    optimizers = {"adam": keras.optimizers.Adam, "sgd": keras.optimizers.SGD, "rmsprop": keras.optimizers.RMSprop}
+    return keras_bridge.model(keras_bridge.sequential(args.model), optimizers[args.optimizer](learning_rate),
+                              **options)
+
+
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     (x_train, y_train), (x_test, y_test) = data.load_fashion_mnist(args.data_dir)
@@ -56,8 +76,11 @@ def main(argv=None) -> int:
     total_steps = args.epochs * data.batch_count(len(x_train), args.batch_size)
     learning_rate = (optax.linear_schedule(args.learning_rate, 0.0, total_steps) if args.schedule == "linear"
                      else args.learning_rate)
-    model = Model(models.by_name(args.model), OPTIMIZERS[args.optimizer](learning_rate),
-                  backend=args.backend, config=args.config, dot_passes=args.dot_passes, seed=args.seed)
+    options = dict(backend=args.backend, config=args.config, dot_passes=args.dot_passes, seed=args.seed)
+    if args.framework == "keras":
+        model = keras_model(args, total_steps, options)
+    else:
+        model = Model(models.by_name(args.model), OPTIMIZERS[args.optimizer](learning_rate), **options)
     start, start_cpu = time.perf_counter(), time.process_time()
     history = model.fit(x_train, y_train, epochs=args.epochs, batch_size=args.batch_size,
                         validation_data=None if args.no_validation else (x_test, y_test),

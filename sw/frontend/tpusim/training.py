@@ -66,6 +66,26 @@ def make_eval_step(module):
     return eval_step
 
 
+class FlaxRecipe:
+    """How a Flax module and an optax optimizer are initialised, trained and evaluated: the functions
+    ``Model`` compiles for the device. Other frameworks provide the same three (tpusim.keras_bridge)."""
+
+    def __init__(self, module, optimizer):
+        self.module = module
+        self.optimizer = optimizer
+
+    def init(self, seed: int, sample_x):
+        """Host-side initial (params, opt_state) for inputs shaped like ``sample_x``."""
+        params = self.module.init(jax.random.PRNGKey(seed), jnp.asarray(sample_x))
+        return jax.device_get((params, self.optimizer.init(params)))
+
+    def train_step(self):
+        return make_train_step(self.module, self.optimizer)
+
+    def eval_step(self):
+        return make_eval_step(self.module)
+
+
 @dataclasses.dataclass
 class Position:
     """Where training stands: the next step to run. Saved in checkpoints."""
@@ -97,19 +117,18 @@ def progress_bar(done: int, total: int, width: int = 30) -> str:
 
 
 class Model:
-    """A Flax module and an optax optimizer trained on the simulated TPU.
+    """A Flax module and an optax optimizer (or another framework's ``recipe``) trained on the simulated TPU.
 
     backend, config, dot_passes: as ``tpusim.jit``. seed: initial parameters and the data order.
     """
 
-    def __init__(self, module, optimizer, *, backend: str = "model", config: str = "tiny", dot_passes: int = 0,
-                 seed: int = 0, out=None):
-        self.module = module
-        self.optimizer = optimizer
+    def __init__(self, module=None, optimizer=None, *, recipe=None, backend: str = "model", config: str = "tiny",
+                 dot_passes: int = 0, seed: int = 0, out=None):
+        self.recipe = recipe or FlaxRecipe(module, optimizer)
         self.seed = seed
         self.client = bridge.get_client(backend, config, dot_passes)
-        self.train_step = bridge.Function(make_train_step(module, optimizer), (0, 1), self.client, "train_step")
-        self.eval_step = bridge.Function(make_eval_step(module), (), self.client, "eval_step")
+        self.train_step = bridge.Function(self.recipe.train_step(), (0, 1), self.client, "train_step")
+        self.eval_step = bridge.Function(self.recipe.eval_step(), (), self.client, "eval_step")
         self.params = None
         self.opt_state = None
         self.position = Position()
@@ -120,8 +139,7 @@ class Model:
 
     def initial_state(self, sample_x):
         """Host-side initial (params, opt_state) for inputs shaped like ``sample_x``."""
-        params = self.module.init(jax.random.PRNGKey(self.seed), jnp.asarray(sample_x))
-        return jax.device_get((params, self.optimizer.init(params)))
+        return self.recipe.init(self.seed, sample_x)
 
     def init(self, sample_x) -> None:
         """Initialises parameters and optimizer state and copies them to device HBM."""
