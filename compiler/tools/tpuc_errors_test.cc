@@ -1,6 +1,5 @@
 // Bad input to `tpuc` is a clear message and exit status 1, never a signal; --help is not an error.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -9,26 +8,17 @@
 #include <fstream>
 #include <string>
 
+#include "sw/base/command.h"
+
 namespace {
+
+using tpu::CommandResult;
+using tpu::RunCommand;
 
 namespace fs = std::filesystem;
 
-struct RunResult {
-  int exit_code = -1;  // -1: ended by a signal
-  std::string output;
-};
-
-RunResult RunTpuc(const std::string& arguments, bool stdout_only = false) {
-  const std::string command = std::string(TPUC_BINARY) + " " + arguments + (stdout_only ? " 2>/dev/null" : " 2>&1");
-  RunResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t read;
-  while ((read = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, read);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+CommandResult RunTpuc(const std::string& arguments, bool stdout_only = false) {
+  return RunCommand(std::string(TPUC_BINARY) + " " + arguments + (stdout_only ? " 2>/dev/null" : " 2>&1"));
 }
 
 class TpucErrorsTest : public ::testing::Test {
@@ -54,14 +44,14 @@ bool Contains(const std::string& text, const std::string& fragment) { return tex
 
 TEST_F(TpucErrorsTest, HelpPrintsTheUsageOnStdoutAndSucceeds) {
   for (const char* arguments : {"--help", "-h"}) {
-    const RunResult run = RunTpuc(arguments, /*stdout_only=*/true);
+    const CommandResult run = RunTpuc(arguments, /*stdout_only=*/true);
     EXPECT_EQ(run.exit_code, 0) << arguments << "\n" << run.output;
     EXPECT_TRUE(Contains(run.output, "usage: tpuc")) << arguments << "\n" << run.output;
   }
 }
 
 TEST_F(TpucErrorsTest, InstructionUsingItselfIsAnErrorNotAnAbort) {
-  const RunResult run = RunTpuc(
+  const CommandResult run = RunTpuc(
       WriteHlo("self.hlo", "HloModule m\nENTRY e {\n  a = f32[4] parameter(0)\n  ROOT b = f32[4] add(a, b)\n}\n") +
       " --config=tiny");
   EXPECT_EQ(run.exit_code, 1) << run.output;
@@ -69,7 +59,7 @@ TEST_F(TpucErrorsTest, InstructionUsingItselfIsAnErrorNotAnAbort) {
 }
 
 TEST_F(TpucErrorsTest, UnsupportedElementTypeIsNamed) {
-  const RunResult run =
+  const CommandResult run =
       RunTpuc(WriteHlo("c128.hlo", "HloModule m\nENTRY e {\n  ROOT p = c128[4] parameter(0)\n}\n") + " --config=tiny");
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_TRUE(Contains(run.output, "UnimplementedError: element type c128 of parameter p is not supported by this TPU"))
@@ -77,7 +67,7 @@ TEST_F(TpucErrorsTest, UnsupportedElementTypeIsNamed) {
 }
 
 TEST_F(TpucErrorsTest, HugeParameterIsOutOfHbmWithItsTrueSize) {
-  const RunResult run = RunTpuc(WriteHlo("huge.hlo", "HloModule m\nENTRY e {\n  p = f32[100000000000,8] parameter(0)\n"
+  const CommandResult run = RunTpuc(WriteHlo("huge.hlo", "HloModule m\nENTRY e {\n  p = f32[100000000000,8] parameter(0)\n"
                                                      "  ROOT n = f32[100000000000,8] negate(p)\n}\n") +
                                 " --config=tiny");
   EXPECT_EQ(run.exit_code, 1) << run.output;
@@ -85,10 +75,10 @@ TEST_F(TpucErrorsTest, HugeParameterIsOutOfHbmWithItsTrueSize) {
 }
 
 TEST_F(TpucErrorsTest, DirectoryOrMissingFileIsSaidAsSuch) {
-  const RunResult directory = RunTpuc(dir_.string() + " --config=tiny");
+  const CommandResult directory = RunTpuc(dir_.string() + " --config=tiny");
   EXPECT_EQ(directory.exit_code, 1) << directory.output;
   EXPECT_TRUE(Contains(directory.output, "is a directory, not an HLO file")) << directory.output;
-  const RunResult missing = RunTpuc((dir_ / "missing.hlo").string() + " --config=tiny");
+  const CommandResult missing = RunTpuc((dir_ / "missing.hlo").string() + " --config=tiny");
   EXPECT_EQ(missing.exit_code, 1) << missing.output;
   EXPECT_TRUE(Contains(missing.output, "no such file")) << missing.output;
 }

@@ -32,7 +32,7 @@ endif()
 # message from the built binary, never a signal.
 if(TARGET tpusim AND TARGET GTest::gtest_main)
   add_executable(tpusim_errors_test ${tpusim_cli_dir}/tpusim_errors_test.cc)
-  target_link_libraries(tpusim_errors_test PRIVATE GTest::gtest_main)
+  target_link_libraries(tpusim_errors_test PRIVATE tpusim_base GTest::gtest_main)
   add_dependencies(tpusim_errors_test tpusim)
   target_compile_definitions(tpusim_errors_test PRIVATE TPUSIM_BINARY="$<TARGET_FILE:tpusim>"
                                                         TPU_SOURCE_DIR="${CMAKE_SOURCE_DIR}")

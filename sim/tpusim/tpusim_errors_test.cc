@@ -1,10 +1,8 @@
 // Bad input to `tpusim` is a clear message and exit status 1, never a signal: the built binary is run on
 // broken modules, impossible sizes, unsupported types and bad paths.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -12,15 +10,14 @@
 #include <sstream>
 #include <string>
 
+#include "sw/base/command.h"
+
 namespace {
 
-namespace fs = std::filesystem;
+using tpu::CommandResult;
+using tpu::RunCommand;
 
-struct RunResult {
-  int exit_code = -1;  // -1: ended by a signal
-  std::string output;  // stdout, and stderr unless separated
-  double seconds = 0;
-};
+namespace fs = std::filesystem;
 
 // A fresh directory per test, removed at the end.
 class TpusimErrorsTest : public ::testing::Test {
@@ -44,20 +41,9 @@ class TpusimErrorsTest : public ::testing::Test {
   }
 
   // Runs tpusim with the log directory of this test; stderr joins stdout unless `stdout_only`.
-  RunResult Run(const std::string& arguments, bool stdout_only = false) {
-    const std::string command = "TPU_LOG_DIR=" + log_dir_.string() + " " + std::string(TPUSIM_BINARY) + " " +
-                                arguments + (stdout_only ? " 2>/dev/null" : " 2>&1");
-    RunResult result;
-    const auto start = std::chrono::steady_clock::now();
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) return result;
-    char buffer[4096];
-    size_t read;
-    while ((read = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, read);
-    const int status = pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return result;
+  CommandResult Run(const std::string& arguments, bool stdout_only = false) {
+    return RunCommand("TPU_LOG_DIR=" + log_dir_.string() + " " + std::string(TPUSIM_BINARY) + " " + arguments +
+                      (stdout_only ? " 2>/dev/null" : " 2>&1"));
   }
 
   // Everything the runs of this test wrote to the TPU_LOG_DIR log files.
@@ -80,10 +66,10 @@ const char kSelfUse[] = "HloModule m\nENTRY e {\n  a = f32[4] parameter(0)\n  RO
 bool Contains(const std::string& text, const std::string& fragment) { return text.find(fragment) != std::string::npos; }
 
 TEST_F(TpusimErrorsTest, InstructionUsingItselfIsAParseErrorNotAnAbort) {
-  const RunResult run = Run("run " + WriteHlo("self.hlo", kSelfUse) + " --backend=model --config=tiny");
+  const CommandResult run = Run("run " + WriteHlo("self.hlo", kSelfUse) + " --backend=model --config=tiny");
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_TRUE(Contains(run.output, "line 4, column 26: instruction %b uses itself as an operand")) << run.output;
-  const RunResult cycle = Run("run " +
+  const CommandResult cycle = Run("run " +
                               WriteHlo("cycle.hlo", "HloModule m\nENTRY e {\n  a = f32[4] parameter(0)\n"
                                                     "  b = f32[4] add(a, c)\n  ROOT c = f32[4] multiply(b, b)\n}\n") +
                               " --backend=model --config=tiny");
@@ -93,7 +79,7 @@ TEST_F(TpusimErrorsTest, InstructionUsingItselfIsAParseErrorNotAnAbort) {
 
 TEST_F(TpusimErrorsTest, HugeParameterIsOutOfHbmWithItsTrueSizeBeforeAnyHostAllocation) {
   // 10^11 rows of one 32-byte line on tiny: 2.91T (a 32-bit line count made it 36.23G).
-  const RunResult huge = Run("run " +
+  const CommandResult huge = Run("run " +
                              WriteHlo("huge.hlo", "HloModule m\nENTRY e {\n  p = f32[100000000000,8] parameter(0)\n"
                                                   "  ROOT n = f32[100000000000,8] negate(p)\n}\n") +
                              " --backend=model --config=tiny");
@@ -102,7 +88,7 @@ TEST_F(TpusimErrorsTest, HugeParameterIsOutOfHbmWithItsTrueSizeBeforeAnyHostAllo
                                     "limit: 64.0M"))
       << huge.output;
   // 6.4 GB of arguments used to be filled on the host (32 s) before the HBM check.
-  const RunResult large = Run("run " +
+  const CommandResult large = Run("run " +
                               WriteHlo("large.hlo", "HloModule m\nENTRY e {\n  p = f32[200000000,8] parameter(0)\n"
                                                     "  ROOT n = f32[200000000,8] negate(p)\n}\n") +
                               " --backend=model --config=tiny");
@@ -114,7 +100,7 @@ TEST_F(TpusimErrorsTest, HugeParameterIsOutOfHbmWithItsTrueSizeBeforeAnyHostAllo
 }
 
 TEST_F(TpusimErrorsTest, UnsupportedElementTypeIsNamed) {
-  const RunResult run =
+  const CommandResult run =
       Run("run " + WriteHlo("c64.hlo", "HloModule m\nENTRY e {\n  ROOT p = c64[4] parameter(0)\n}\n") +
           " --backend=model --config=tiny");
   EXPECT_EQ(run.exit_code, 1) << run.output;
@@ -124,7 +110,7 @@ TEST_F(TpusimErrorsTest, UnsupportedElementTypeIsNamed) {
 
 TEST_F(TpusimErrorsTest, HelpPrintsTheUsageOnStdoutAndSucceeds) {
   for (const char* arguments : {"--help", "-h", "run --help"}) {
-    const RunResult run = Run(arguments, /*stdout_only=*/true);
+    const CommandResult run = Run(arguments, /*stdout_only=*/true);
     EXPECT_EQ(run.exit_code, 0) << arguments << "\n" << run.output;
     EXPECT_TRUE(Contains(run.output, "usage:")) << arguments << "\n" << run.output;
   }
@@ -134,7 +120,7 @@ TEST_F(TpusimErrorsTest, UnwritableOutputsDirectoryFailsBeforeTheRun) {
   const std::string dense = std::string(TPU_SOURCE_DIR) + "/sim/dense_layer.hlo";
   const std::string file = WriteHlo("not_a_directory", "");
   for (const std::string& outputs : {std::string("/proc/tpusim_outputs"), file + "/outputs"}) {
-    const RunResult run = Run("run " + dense + " --backend=model --config=tiny --outputs=" + outputs);
+    const CommandResult run = Run("run " + dense + " --backend=model --config=tiny --outputs=" + outputs);
     EXPECT_EQ(run.exit_code, 1) << run.output;
     EXPECT_TRUE(Contains(run.output, "--outputs=" + outputs + ": cannot")) << run.output;
     EXPECT_FALSE(Contains(run.output, "cycles:")) << "the run went ahead:\n" << run.output;
@@ -142,11 +128,11 @@ TEST_F(TpusimErrorsTest, UnwritableOutputsDirectoryFailsBeforeTheRun) {
 }
 
 TEST_F(TpusimErrorsTest, DirectoryOrMissingFileIsSaidAsSuch) {
-  const RunResult directory = Run("run " + dir_.string() + " --backend=model --config=tiny");
+  const CommandResult directory = Run("run " + dir_.string() + " --backend=model --config=tiny");
   EXPECT_EQ(directory.exit_code, 1) << directory.output;
   EXPECT_TRUE(Contains(directory.output, dir_.string() + " is a directory, not an HLO file")) << directory.output;
   EXPECT_FALSE(Contains(directory.output, "HloModule")) << directory.output;
-  const RunResult missing = Run("run " + (dir_ / "missing.hlo").string() + " --backend=model --config=tiny");
+  const CommandResult missing = Run("run " + (dir_ / "missing.hlo").string() + " --backend=model --config=tiny");
   EXPECT_EQ(missing.exit_code, 1) << missing.output;
   EXPECT_TRUE(Contains(missing.output, "missing.hlo: no such file")) << missing.output;
 }
