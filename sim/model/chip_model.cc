@@ -1,6 +1,7 @@
 #include "sim/model/chip_model.h"
 
 #include <algorithm>
+#include <vector>
 #include <cfenv>
 #include <cstring>
 #include <limits>
@@ -698,6 +699,22 @@ void ChipModel::ExecuteVector(uint8_t opcode, uint8_t flags, uint32_t dst, uint3
   const bool src2_bcast = (flags & flag::VADD_SRC2_BCAST) != 0;
   const bool is_int = (flags & flag::VADD_INT) != 0 && op != Opcode::VAND && op != Opcode::VOR &&
                       op != Opcode::VXOR && op != Opcode::VSEL;
+  if (op == Opcode::VADD && !is_int && mxu_kernel_ == MxuKernel::kHostFloat) {
+    // The most frequent vector operation (optimizer updates, bias adds), on the host-float path (the
+    // numerics-library kernel keeps the reference loop below): MxuAccumulate is F32Add's
+    // vectorized twin. F32Add is commutative bit for bit (signed zeros, canonical NaN), so a destination
+    // that is the second source accumulates the first.
+    std::vector<uint32_t> imm_line(src2_imm ? lanes : 0, imm);
+    for (uint32_t i = 0; i < count; ++i) {
+      const uint32_t* a = VmemLine(src1 + i);
+      const uint32_t* b = src2_imm ? imm_line.data() : VmemLine(src2_bcast ? src2 : src2 + i);
+      uint32_t* out = VmemLine(dst + i);
+      if (out != a && out == b) std::swap(a, b);
+      if (out != a) std::copy(a, a + lanes, out);
+      MxuAccumulate(out, b, lanes, mxu_isa_);
+    }
+    return;
+  }
   const auto dir = static_cast<num::CmpDir>((flags & flag::VCMP_DIR_MASK) >> flag::VCMP_DIR_LSB);
   for (uint32_t i = 0; i < count; ++i) {
     const uint32_t* a = VmemLine(src1 + i);

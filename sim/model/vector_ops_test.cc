@@ -99,6 +99,27 @@ TEST_F(VectorOpsTest, BinaryOpsEveryOperandMode) {
   }
 }
 
+TEST_F(VectorOpsTest, FloatAddInPlaceOnEitherSource) {
+  // The float VADD runs a vectorized loop that accumulates into the destination: a destination that is
+  // the first or the second source must still give F32Add(a, b) element for element.
+  std::mt19937 rng(7);
+  const uint32_t count = 4;
+  std::vector<uint32_t> a(count * lanes()), b(count * lanes());
+  for (uint32_t& v : a) v = MixedFloat(rng, 0.3);
+  for (uint32_t& v : b) v = MixedFloat(rng, 0.3);
+  for (int destination = 1; destination <= 2; ++destination) {
+    WriteVmemWords(model_, 0, a);
+    WriteVmemWords(model_, 100, b);
+    ASSERT_EQ(RunProgram(model_, {Li(1, 0), Li(2, 100), Li(3, count),
+                                  V(Opcode::VADD, static_cast<uint8_t>(destination), 1, 2, 3, 0, 0), Halt()}),
+              csr::STATUS_HALTED);
+    const auto got = ReadVmemWords(model_, destination == 1 ? 0 : 100, count);
+    for (uint32_t i = 0; i < count * lanes(); ++i) {
+      ASSERT_EQ(got[i], tpu::numerics::F32Add(a[i], b[i])) << "destination r" << destination << " element " << i;
+    }
+  }
+}
+
 TEST_F(VectorOpsTest, NegateAndAbsoluteAreBitOps) {
   const std::vector<uint32_t> a = {F32(1.5f), F32(-2.0f), 0x80000000u, 0x7FC00000u, 0xFF800000u, 1u, 0u, F32(-0.1f)};
   std::vector<uint32_t> line(lanes());
