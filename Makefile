@@ -4,11 +4,11 @@ JOBS ?= $(shell nproc)
 BUILD_DIR ?= build/$(CONFIG)
 SIM_DIR := build/sim
 
-APT_PACKAGES := verilator libsystemc-dev gtkwave yosys libboost-dev googletest libgtest-dev cmake g++ make \
+APT_PACKAGES := verilator libsystemc-dev gtkwave yosys libboost-dev googletest libgtest-dev cmake g++ clang make \
   python3-dev python3-venv dataset-fashion-mnist
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps venv build test sim wave lint synth bench-mxu bench-hbm bench-gemm bench-workloads train bench-parity clean
+.PHONY: all deps venv build test sim wave lint synth bench-mxu bench-hbm bench-gemm bench-workloads train bench-parity fuzz clean
 
 all: build
 
@@ -76,6 +76,11 @@ bench-gemm: deps venv
 # Every training step and model on the v2 reference model against its MXU/VPU/HBM bound.
 bench-workloads: build
 	cmake --build $(BUILD_DIR) --target bench-workloads
+
+# libFuzzer targets (tb/fuzz): HLO text through the compiler and interpreter, random programs on the model.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	tb/fuzz/run_fuzz.sh $(FUZZ_SECONDS)
 
 # Trains the MLP on Fashion-MNIST on the reference model of the v2 chip (sw/frontend/README.md).
 TRAIN_FLAGS ?= --model=mlp --epochs=5 --batch-size=128 --config=v2

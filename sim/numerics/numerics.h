@@ -175,7 +175,9 @@ inline uint32_t F32Mul(uint32_t a, uint32_t b) {
   const uint64_t round_up = (rest > half) || (rest == half && (kept & 1));
   // Biased exponent before rounding; a rounding carry out of 24 bits ripples into it below.
   const int32_t exponent = exp_a + exp_b - 127 + static_cast<int32_t>(carry);
-  const int64_t magnitude = (int64_t{exponent - 1} << 23) + static_cast<int64_t>(kept + round_up);
+  // A multiplication, not a shift: the exponent is negative for products far below 2^-126 (FTZ), and a
+  // left shift of a negative value is undefined in C++17 (found by tb/fuzz/program_fuzzer).
+  const int64_t magnitude = int64_t{exponent - 1} * (int64_t{1} << 23) + static_cast<int64_t>(kept + round_up);
   if (magnitude < (int64_t{1} << 23)) return sign;  // FTZ: below 2^-126 after rounding
   if (magnitude >= kF32Inf) return sign | kF32Inf;
   return sign | static_cast<uint32_t>(magnitude);

@@ -197,6 +197,15 @@ TEST(VectorNumericsRules, MulMinCompareConvert) {
   EXPECT_EQ(S32ToF32(0x01000001u), 0x4B800000u);             // 2^24 + 1 ties to even
 }
 
+// Regression (tb/fuzz/program_fuzzer, VEXP of a tiny value): products far below 2^-126 made F32Mul
+// shift a negative exponent left, undefined behaviour that UBSan reports. They flush to a signed zero.
+TEST(VectorNumericsRules, MulFarBelowTheNormalRangeFlushesToSignedZero) {
+  EXPECT_EQ(F32Mul(0x0D800000, 0x0D800000), 0x00000000u);  // 2^-100 * 2^-100
+  EXPECT_EQ(F32Mul(0x8D800000, 0x0D800000), 0x80000000u);  // -2^-100 * 2^-100
+  EXPECT_EQ(F32Mul(0x00800000, 0x00800000), 0x00000000u);  // 2^-126 * 2^-126: the smallest exponent sum
+  EXPECT_EQ(F32Mul(0x00FFFFFF, 0x80FFFFFF), 0x80000000u);
+}
+
 TEST(VectorNumericsSpecials, AllPairs) {
   const std::vector<uint32_t> f32 = SpecialF32();
   Tally tally;
