@@ -5,6 +5,7 @@ training steps follow XLA on the CPU."""
 import io
 import os
 import re
+import signal
 
 import jax
 import numpy as np
@@ -107,3 +108,38 @@ def test_progress_bar_moves_on_a_terminal(fashion):
     assert re.match(r"^1/4 \[=*>?\.+\] - ETA: \d+s - device ", redraws[1]), redraws[1]
     assert re.match(r"^4/4 \[={30}\] - \d+s ", redraws[-1]), redraws[-1]
     assert out.getvalue().endswith("\n")
+
+
+class InterruptingTerminal(Terminal):
+    """A terminal whose user presses Ctrl-C while the first step's progress is drawn."""
+
+    def __init__(self):
+        super().__init__()
+        self.draws = 0
+
+    def write(self, text):
+        if text.startswith("\r"):
+            self.draws += 1
+            if self.draws == 1:
+                os.kill(os.getpid(), signal.SIGINT)
+        return super().write(text)
+
+
+def test_ctrl_c_finishes_the_step_saves_and_resumes_exactly(fashion, tmp_path):
+    (x, y), _ = fashion
+    x, y = x[:256], y[:256]
+    uninterrupted = small_model()
+    uninterrupted.fit(x, y, epochs=1, batch_size=32)
+
+    path = str(tmp_path / "ckpt.npz")
+    out = InterruptingTerminal()
+    first = small_model(out=out)
+    first.fit(x, y, epochs=1, batch_size=32, checkpoint_path=path)
+    assert first.interrupted and first.position.global_step == 1
+    assert "Interrupted: finishing the current step" in out.getvalue()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is restored
+    first.state()  # the donated parameters came back: still readable
+    resumed = small_model()
+    resumed.fit(x, y, epochs=1, batch_size=32, checkpoint_path=path)
+    assert not resumed.interrupted
+    assert first.step_losses + resumed.step_losses == uninterrupted.step_losses

@@ -86,6 +86,10 @@ def main(argv=None) -> int:
                         validation_data=None if args.no_validation else (x_test, y_test),
                         checkpoint_path=args.checkpoint, stop_after_steps=args.stop_after_steps)
     host_seconds, host_cpu_seconds = time.perf_counter() - start, time.process_time() - start_cpu
+    if model.interrupted:
+        where = f"; checkpoint {args.checkpoint}" if args.checkpoint else ""
+        print(f"train model={args.model} interrupted at step {model.position.global_step}{where}")
+        return 130
     epochs_run = len(history.get("loss", []))
     _, test_accuracy = model.evaluate(x_test, y_test, batch_size=args.batch_size)
     device_ms = model.train_step.last_counters.get("cycles", 0) / bridge.CLOCK_HZ * 1e3

@@ -13,9 +13,12 @@ device time per step (device cycles at the chip's clock) next to the host's.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import signal
 import sys
+import threading
 import time
 from typing import Any
 
@@ -116,6 +119,34 @@ def progress_bar(done: int, total: int, width: int = 30) -> str:
     return "[" + "=" * max(filled - 1, 0) + (">" if filled else "") + "." * (width - filled) + "]"
 
 
+class StepInterrupt:
+    """Ctrl-C during training, as on Cloud TPUs: the first SIGINT lets the running step finish (its
+    donated parameters must come back) and stops training after it; a second one interrupts at once.
+    Installed only in the main thread; elsewhere Ctrl-C keeps Python's default behaviour."""
+
+    def __init__(self, out):
+        self.out = out
+        self.requested = False
+
+    def _handler(self, signum, frame):
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print("\nInterrupted: finishing the current step, then stopping (Ctrl-C again stops at once)",
+              file=self.out, flush=True)
+
+    @contextlib.contextmanager
+    def installed(self):
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        previous = signal.signal(signal.SIGINT, self._handler)
+        try:
+            yield self
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
 class Model:
     """A Flax module and an optax optimizer (or another framework's ``recipe``) trained on the simulated TPU.
 
@@ -134,6 +165,7 @@ class Model:
         self.position = Position()
         self.step_losses: list[float] = []  # every training step's loss, in order (this process)
         self.out = out or sys.stdout
+        self.interrupted = False  # the last fit stopped on Ctrl-C
 
     # --- state -----------------------------------------------------------------------------------
 
@@ -168,8 +200,9 @@ class Model:
             stop_after_steps: int | None = None, verbose: int = 1) -> dict[str, list[float]]:
         """Trains until ``epochs`` epochs are done (or ``stop_after_steps`` steps, counted from the start
         of training, including steps before a resume). With ``checkpoint_path``, training resumes from it
-        when it exists and saves to it after every epoch and when it stops early. Returns the history of
-        the epochs run here: loss, sparse_categorical_accuracy (and val_... with validation data)."""
+        when it exists and saves to it after every epoch and when it stops early. Ctrl-C stops after the
+        running step, saves the checkpoint and sets ``interrupted`` (StepInterrupt). Returns the history
+        of the epochs run here: loss, sparse_categorical_accuracy (and val_... with validation data)."""
         x = np.asarray(x, np.float32)
         y = np.asarray(y, np.int32)
         steps = data.batch_count(len(x), batch_size)
@@ -181,6 +214,14 @@ class Model:
             else:
                 self.init(x[:batch_size])
         history: dict[str, list[float]] = {}
+        self.interrupted = False
+        with StepInterrupt(self.out).installed() as interrupt:
+            self._epochs(x, y, steps, epochs, batch_size, validation_data, checkpoint_path, stop_after_steps,
+                         verbose, history, interrupt)
+        return history
+
+    def _epochs(self, x, y, steps, epochs, batch_size, validation_data, checkpoint_path, stop_after_steps, verbose,
+                history, interrupt) -> None:
         live = verbose and getattr(self.out, "isatty", lambda: False)()
         while self.position.epoch < epochs:
             p = self.position
@@ -206,12 +247,13 @@ class Model:
                     last_draw = time.perf_counter()
                     self.out.write("\r" + self._line(steps, live=True))
                     self.out.flush()
-                if stop_after_steps is not None and p.global_step >= stop_after_steps:
+                if interrupt.requested or (stop_after_steps is not None and p.global_step >= stop_after_steps):
+                    self.interrupted = interrupt.requested
                     if live:
                         self.out.write("\n")
                     if checkpoint_path:
                         self.save(checkpoint_path)
-                    return history
+                    return
             metrics = self._epoch_metrics(steps)
             if validation_data is not None:
                 val_loss, val_accuracy = self.evaluate(*validation_data, batch_size=batch_size, verbose=0)
@@ -225,7 +267,6 @@ class Model:
             self.position = Position(epoch=p.epoch + 1, global_step=p.global_step)
             if checkpoint_path:
                 self.save(checkpoint_path)
-        return history
 
     def _epoch_metrics(self, steps_done: int) -> dict[str, float]:
         p = self.position
