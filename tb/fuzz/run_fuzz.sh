@@ -3,6 +3,10 @@
 #
 #   tb/fuzz/run_fuzz.sh [SECONDS]     (default 60; `make fuzz FUZZ_SECONDS=N` calls this)
 #
+# FUZZ_RUNS=N runs each target for N inputs instead of a time: with the fixed seed and a fresh corpus the
+# run is the same on every machine of one kind (CI uses it: a time limit would test a different prefix of
+# the input sequence on a slower or busier machine).
+#
 # Corpora grow in build/fuzz/corpus/<target> (seeded from the HLO files of the tree and from
 # program_fuzz_seeds); findings go to build/fuzz/artifacts/<target>/, the full log to
 # build/fuzz/<target>.log. Prints one line per target:
@@ -47,6 +51,9 @@ CORPUS="$build/corpus/hlo_fuzzer" perl -0777 -ne '
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:allocator_may_return_null=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
+budget=(-max_total_time="$seconds")
+[ -n "${FUZZ_RUNS:-}" ] && budget=(-runs="$FUZZ_RUNS")
+
 status=0
 for target in hlo_fuzzer program_fuzzer; do
   artifacts="$build/artifacts/$target"
@@ -58,7 +65,7 @@ for target in hlo_fuzzer program_fuzzer; do
   [ "$target" = hlo_fuzzer ] && extra=(-max_len=262144 -dict="$root/tb/fuzz/hlo.dict")
   set +e
   (cd "$build" && "$build/tb/fuzz/$target" "$build/corpus/$target" \
-    -max_total_time="$seconds" -seed="$seed" -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=5 \
+    "${budget[@]}" -seed="$seed" -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=5 \
     "${extra[@]}" -print_final_stats=1 -artifact_prefix="$artifacts/") >"$log" 2>&1
   rc=$?
   set -e
