@@ -68,7 +68,7 @@ Status CheckBufferShape(const hlo::Shape& shape) {
   if (!compiler::IsDeviceElementType(shape.element_type)) {
     return Unimplemented("device buffers of element type " +
                          std::string(hlo::PrimitiveTypeName(shape.element_type)) +
-                         " are not supported yet (only f32, s32, s64, u32 and pred): " + ShapeText(shape));
+                         " are not supported yet (only f32, bf16, s32, s64, u32 and pred): " + ShapeText(shape));
   }
   return OkStatus();
 }
@@ -267,8 +267,11 @@ StatusOr<const Device*> Client::GetDevice(int device) const {
 StatusOr<std::unique_ptr<Buffer>> Client::CreateUninitializedBuffer(const hlo::Shape& shape, int device) {
   TPU_ASSIGN_OR_RETURN(const Device* target, GetDevice(device));
   TPU_RETURN_IF_ERROR(CheckBufferShape(shape));
+  // Sized in 64 bits before the layout: a shape of more than 2^32 lines must fail as out of memory with
+  // its true size, not wrap around in the layout's 32-bit line count.
+  TPU_ASSIGN_OR_RETURN(std::unique_ptr<HbmRegion> region,
+                       state_->Allocate(state_, compiler::DeviceLines(shape, state_->info.lanes)));
   compiler::DeviceLayout layout = compiler::MakeDeviceLayout(shape, state_->info.lanes);
-  TPU_ASSIGN_OR_RETURN(std::unique_ptr<HbmRegion> region, state_->Allocate(state_, layout.lines));
   return std::make_unique<Buffer>(state_, target, std::move(layout), std::move(region));
 }
 

@@ -222,6 +222,20 @@ TEST(BufferTest, OutOfMemoryGivesTheTpuMessageAndLeavesTheClientUsable) {
   EXPECT_EQ((*after)->ToLiteral().value(), value);
 }
 
+TEST(BufferTest, ShapesBeyond32BitLineCountsAreOutOfMemoryWithTheirTrueSize) {
+  std::unique_ptr<Client> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  // 10^11 rows: more than 2^32 lines on any configuration, 2.91T of f32 words even on 8 lanes.
+  StatusOr<std::unique_ptr<Buffer>> huge =
+      client->CreateUninitializedBuffer(Shape::Make(PrimitiveType::F32, {100000000000, 8}));
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), StatusCode::kResourceExhausted);
+  const uint64_t lanes = client->device_info().lanes;
+  const std::string size = HumanReadableBytes(uint64_t{100000000000} * ((8 + lanes - 1) / lanes) * lanes * 4);
+  EXPECT_NE(huge.status().message().find("used: " + size), std::string::npos) << huge.status();
+  EXPECT_EQ(client->hbm_used_bytes(), 0u);
+}
+
 TEST(BufferTest, IntegerAndPredBuffersRoundTrip) {
   std::unique_ptr<Client> client = MakeClient();
   ASSERT_NE(client, nullptr);
