@@ -25,9 +25,9 @@
 
 #include "compiler/hlo/literal.h"
 #include "compiler/hlo/parser.h"
+#include "compiler/hlo/shape.h"
 #include "compiler/hlo/verifier.h"
 #include "compiler/interpreter/interpreter.h"
-#include "compiler/hlo/shape.h"
 #include "sw/base/status.h"
 #include "sw/runtime/client.h"
 
