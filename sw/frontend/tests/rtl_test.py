@@ -9,14 +9,15 @@ import optax
 
 import tpusim
 from tpusim import data, models
-from tpusim.training import make_train_step
+from tpusim.training import FlaxRecipe
 
 CONFIG = os.environ.get("TPU_CONFIG", "tiny")
 STEPS, BATCH = 3, 8
+RECIPE = FlaxRecipe(models.MLP(), optax.adam(1e-3))
 
 
 def train(backend, x, y, state):
-    step = tpusim.jit(make_train_step(models.MLP(), optax.adam(1e-3)), donate_argnums=(0, 1), backend=backend,
+    step = tpusim.jit(RECIPE.train_step(), donate_argnums=(0, 1), backend=backend,
                       config=CONFIG)
     params, opt_state = tpusim.device_put(state, step.client)
     losses, cycles = [], []
@@ -29,9 +30,7 @@ def train(backend, x, y, state):
 
 def test_mlp_steps_are_byte_identical_on_rtl_and_model():
     (x, y), _ = data.load_fashion_mnist()
-    module, optimizer = models.MLP(), optax.adam(1e-3)
-    params = module.init(jax.random.PRNGKey(0), x[:BATCH])
-    state = jax.device_get((params, optimizer.init(params)))
+    state = RECIPE.init(0, x[:BATCH])
     rtl_state, rtl_losses, rtl_cycles = train("rtl", x, y, state)
     model_state, model_losses, _ = train("model", x, y, state)
     assert [l.tobytes() for l in rtl_losses] == [l.tobytes() for l in model_losses]

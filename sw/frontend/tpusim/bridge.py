@@ -128,7 +128,9 @@ class Function:
 
     def lower(self, *args) -> tuple[str, Any]:
         """The HLO text JAX lowers the function to for these arguments, and the output tree."""
-        leaves, in_tree = jax.tree_util.tree_flatten(args)
+        return self._lower(*jax.tree_util.tree_flatten(args))
+
+    def _lower(self, leaves, in_tree) -> tuple[str, Any]:
         abstract = [jax.ShapeDtypeStruct(*_signature(leaf)) for leaf in leaves]
         abstract_args = jax.tree_util.tree_unflatten(in_tree, abstract)
         # keep_unused: every flattened argument stays a parameter, in order, so buffers map one to one.
@@ -136,13 +138,15 @@ class Function:
         return lowered.as_text(dialect="hlo"), lowered.out_tree
 
     def compile(self, *args) -> _Compiled:
-        leaves, in_tree = jax.tree_util.tree_flatten(args)
+        """The loaded executable for these arguments' structure, shapes and dtypes (compiled once)."""
+        return self._compiled_for(*jax.tree_util.tree_flatten(args))
+
+    def _compiled_for(self, leaves, in_tree) -> _Compiled:
         key = (in_tree, tuple(_signature(leaf) for leaf in leaves))
         compiled = self._compiled.get(key)
         if compiled is None:
-            hlo_text, out_tree = self.lower(*args)
-            executable = self.client.compile(hlo_text)
-            compiled = _Compiled(executable, hlo_text, out_tree)
+            hlo_text, out_tree = self._lower(leaves, in_tree)
+            compiled = _Compiled(self.client.compile(hlo_text), hlo_text, out_tree)
             self._compiled[key] = compiled
         return compiled
 
@@ -152,8 +156,8 @@ class Function:
         return self.client.buffer_from_numpy(_host_value(leaf))
 
     def __call__(self, *args):
-        compiled = self.compile(*args)
-        leaves = jax.tree_util.tree_leaves(args)
+        leaves, in_tree = jax.tree_util.tree_flatten(args)
+        compiled = self._compiled_for(leaves, in_tree)
         buffers = [self._to_buffer(leaf) for leaf in leaves]
         outputs, counters = compiled.executable.execute(buffers)
         self.last_counters = counters

@@ -63,13 +63,11 @@ class KerasRecipe:
     def eval_step(self):
         model = self.keras_model
 
-        def eval_step(params, x, labels, weights):
+        def logits(params, x):
             trainable, non_trainable = params
-            logits, _ = model.stateless_call(trainable, non_trainable, x, training=False)
-            losses, onehot = training.sparse_categorical_crossentropy(logits, labels)
-            return jnp.sum(losses * weights), jnp.sum(training.correct_predictions(logits, onehot) * weights)
+            return model.stateless_call(trainable, non_trainable, x, training=False)[0]
 
-        return eval_step
+        return training.make_eval_step(logits)
 
 
 def sequential(name: str, classes: int = 10):

@@ -19,21 +19,19 @@ import numpy as np
 import optax
 
 from . import bridge, data, models
-from .training import make_train_step
+from .training import FlaxRecipe
 
 
 def run(model_name: str, steps: int, *, batch_size: int = 128, backend: str = "model", config: str = "v2",
         dot_passes: int = 3, seed: int = 0, learning_rate: float = 1e-3):
     """(device losses, CPU losses, device params, CPU params) after ``steps`` Adam steps on Fashion-MNIST."""
-    module = models.by_name(model_name)
-    optimizer = optax.adam(learning_rate)
+    recipe = FlaxRecipe(models.by_name(model_name), optax.adam(learning_rate))
     (x, y), _ = data.load_fashion_mnist()
     order = data.epoch_order(seed, 0, len(x))
-    params = module.init(jax.random.PRNGKey(seed), x[:batch_size])
-    state = jax.device_get((params, optimizer.init(params)))
+    state = recipe.init(seed, x[:batch_size])
 
-    cpu_step = jax.jit(make_train_step(module, optimizer))
-    device_step = bridge.jit(make_train_step(module, optimizer), donate_argnums=(0, 1), backend=backend,
+    cpu_step = jax.jit(recipe.train_step())
+    device_step = bridge.jit(recipe.train_step(), donate_argnums=(0, 1), backend=backend,
                              config=config, dot_passes=dot_passes)
     cpu_params, cpu_opt = state
     dev_params, dev_opt = bridge.device_put(state, device_step.client)

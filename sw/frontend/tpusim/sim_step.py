@@ -12,13 +12,12 @@ import sys
 import time
 
 import jax
-import numpy as np
 import optax
 
 import _tpusim
 
 from . import bridge, data, models
-from .training import make_train_step
+from .training import FlaxRecipe
 
 
 def main(argv=None) -> int:
@@ -30,12 +29,11 @@ def main(argv=None) -> int:
     parser.add_argument("--trace-stop", type=int, default=0, help="last cycle in the waveform (0: the end)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
 
-    module, optimizer = models.MLP(), optax.adam(1e-3)
+    recipe = FlaxRecipe(models.MLP(), optax.adam(1e-3))
     (x, y), _ = data.load_fashion_mnist()
     x, y = x[:args.batch_size], y[:args.batch_size]
-    params = module.init(jax.random.PRNGKey(0), x)
-    state = jax.device_get((params, optimizer.init(params)))
-    train_step = make_train_step(module, optimizer)
+    state = recipe.init(0, x)
+    train_step = recipe.train_step()
 
     rtl = _tpusim.Client("rtl", args.config, trace_file=args.trace, trace_start_cycle=args.trace_start,
                          trace_stop_cycle=args.trace_stop)

@@ -16,7 +16,6 @@ import os
 import sys
 import time
 
-import numpy as np
 import optax
 
 from . import bridge, data, models

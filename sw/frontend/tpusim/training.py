@@ -20,7 +20,6 @@ import signal
 import sys
 import threading
 import time
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -59,10 +58,11 @@ def make_train_step(module, optimizer):
     return train_step
 
 
-def make_eval_step(module):
-    """(params, x, labels, weights) -> (weighted loss sum, weighted correct count); weight 0 pads a batch."""
+def make_eval_step(apply):
+    """(params, x, labels, weights) -> (weighted loss sum, weighted correct count); weight 0 pads a batch.
+    ``apply(params, x)`` gives the logits (a Flax module's ``apply``, or a Keras model's stateless call)."""
     def eval_step(params, x, labels, weights):
-        logits = module.apply(params, x)
+        logits = apply(params, x)
         losses, onehot = sparse_categorical_crossentropy(logits, labels)
         return jnp.sum(losses * weights), jnp.sum(correct_predictions(logits, onehot) * weights)
 
@@ -86,7 +86,7 @@ class FlaxRecipe:
         return make_train_step(self.module, self.optimizer)
 
     def eval_step(self):
-        return make_eval_step(self.module)
+        return make_eval_step(self.module.apply)
 
 
 @dataclasses.dataclass
