@@ -23,21 +23,10 @@ CommandResult RunTpuc(const std::string& arguments, bool stdout_only = false) {
 
 class TpucErrorsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "tpuc_errors_test.XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  std::string WriteHlo(const std::string& name, const std::string& text) {
-    const fs::path path = dir_ / name;
-    std::ofstream(path) << text;
-    return path.string();
-  }
-  fs::path dir_;
+  void SetUp() override { ASSERT_TRUE(scratch_.ok()); }
+  std::string WriteHlo(const std::string& name, const std::string& text) { return scratch_.Write(name, text); }
+  tpu::ScratchDirectory scratch_{"tpuc_errors_test"};
+  const fs::path& dir_ = scratch_.path();
 };
 
 bool Contains(const std::string& text, const std::string& fragment) { return text.find(fragment) != std::string::npos; }

@@ -23,22 +23,11 @@ namespace fs = std::filesystem;
 class TpusimErrorsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "tpusim_errors_test.XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    log_dir_ = dir_ / "logs";
+    ASSERT_TRUE(scratch_.ok());
     fs::create_directory(log_dir_);
   }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
 
-  std::string WriteHlo(const std::string& name, const std::string& text) {
-    const fs::path path = dir_ / name;
-    std::ofstream(path) << text;
-    return path.string();
-  }
+  std::string WriteHlo(const std::string& name, const std::string& text) { return scratch_.Write(name, text); }
 
   // Runs tpusim with the log directory of this test; stderr joins stdout unless `stdout_only`.
   CommandResult Run(const std::string& arguments, bool stdout_only = false) {
@@ -58,7 +47,9 @@ class TpusimErrorsTest : public ::testing::Test {
     return all;
   }
 
-  fs::path dir_, log_dir_;
+  tpu::ScratchDirectory scratch_{"tpusim_errors_test"};
+  const fs::path& dir_ = scratch_.path();
+  const fs::path log_dir_ = dir_ / "logs";
 };
 
 const char kSelfUse[] = "HloModule m\nENTRY e {\n  a = f32[4] parameter(0)\n  ROOT b = f32[4] add(a, b)\n}\n";

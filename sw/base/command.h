@@ -2,11 +2,15 @@
 // project's command-line tools as a user would (exit status, messages, time).
 #pragma once
 
+#include <stdlib.h>
 #include <sys/wait.h>
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <system_error>
 
 namespace tpu {
 
@@ -30,5 +34,34 @@ inline CommandResult RunCommand(const std::string& command) {
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
+
+// A fresh directory under the system's temporary directory for the files a test hands to a tool; removed
+// with everything in it when the object goes. ok() is false if it could not be made.
+class ScratchDirectory {
+ public:
+  // `prefix` names the directory: <tmp>/<prefix>.XXXXXX.
+  explicit ScratchDirectory(const std::string& prefix) {
+    std::string pattern = (std::filesystem::temp_directory_path() / (prefix + ".XXXXXX")).string();
+    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~ScratchDirectory() {
+    std::error_code ignored;
+    if (ok()) std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDirectory(const ScratchDirectory&) = delete;
+  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+
+  bool ok() const { return !path_.empty(); }
+  const std::filesystem::path& path() const { return path_; }
+  // Writes `text` to the file `name` in the directory and returns its path.
+  std::string Write(const std::string& name, const std::string& text) const {
+    const std::filesystem::path file = path_ / name;
+    std::ofstream(file) << text;
+    return file.string();
+  }
+
+ private:
+  std::filesystem::path path_;
+};
 
 }  // namespace tpu
