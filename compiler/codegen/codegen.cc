@@ -946,8 +946,20 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   TPU_RETURN_IF_ERROR(asm_.Finish(&program_.code, &program_.relocations));
 
   if (options_.imem_words != 0 && program_.code.size() > options_.imem_words) {
-    return ResourceExhausted("Ran out of memory in memory space imem; used: " + std::to_string(program_.code.size()) +
-                             " words; limit: " + std::to_string(options_.imem_words) + " words");
+    // As for the HBM, the message names what takes the space: the largest code ranges.
+    std::vector<const CodeRange*> largest;
+    for (const CodeRange& range : code_ranges) largest.push_back(&range);
+    std::stable_sort(largest.begin(), largest.end(), [](const CodeRange* a, const CodeRange* b) {
+      return a->end - a->begin > b->end - b->begin;
+    });
+    largest.resize(std::min<size_t>(largest.size(), 5));
+    std::string message = "Ran out of memory in memory space imem; used: " + std::to_string(program_.code.size()) +
+                          " words; limit: " + std::to_string(options_.imem_words) + " words\nLargest code in imem:";
+    for (size_t i = 0; i < largest.size(); ++i) {
+      message += "\n  " + std::to_string(i + 1) + ". Size: " + std::to_string(largest[i]->end - largest[i]->begin) +
+                 " words, " + largest[i]->what;
+    }
+    return ResourceExhausted(message);
   }
   TPU_RETURN_IF_ERROR(ValidateProgram(program_));
   TPU_ASSIGN_OR_RETURN(const uint64_t hbm_lines, CheckHbm(order, assignment));

@@ -390,6 +390,10 @@ TEST(CodegenTest, ResourceErrorsAreClear) {
   module = hlo::ParseHloModule(DotModule(4, 4, 4, false));
   program = Compile(**module, tiny_imem);
   EXPECT_EQ(program.status().code(), StatusCode::kResourceExhausted);
+  // The message names the code that takes the space, largest first.
+  EXPECT_NE(program.status().message().find("limit: 10 words\nLargest code in imem:\n  1. Size: "), std::string::npos)
+      << program.status().message();
+  EXPECT_NE(program.status().message().find(" dot\n"), std::string::npos) << program.status().message();
 }
 
 uint32_t FloatBitsForTest(float value) {
