@@ -342,7 +342,10 @@ StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule
     TopKRewrite topk;
     TPU_ASSIGN_OR_RETURN(bool rewritten, topk.Run(copy.get()));
     if (rewritten) ++local.rewritten_topks;
-    ConvolutionLowering convolutions(ConvolutionLoweringOptions{/*keep_depthwise_windows=*/true});
+    ConvolutionLoweringOptions convolution_options;
+    convolution_options.keep_depthwise_windows = true;
+    convolution_options.lanes = options.lanes;
+    ConvolutionLowering convolutions(convolution_options);
     TPU_ASSIGN_OR_RETURN(bool lowered, convolutions.Run(copy.get()));
     if (lowered) ++local.lowered_convolutions;
   }

@@ -170,8 +170,13 @@ HloInstruction* KernelTap(Builder& b, const Canonical& c, HloInstruction* kernel
 // the 3x3 windows of RGB images (27 columns: 4 tiles on tiny, one on v2).
 constexpr int64_t kMaxGatheredColumns = 32;
 
-bool GatherIntoOneDot(int64_t windows, int64_t columns_each) {
-  return windows > 1 && windows * columns_each <= kMaxGatheredColumns;
+// Windows whose columns fill whole lane tiles are gathered whatever their number: the concatenation is
+// then row copies (no lane moves), and one dot with the taps in its contraction (or the positions in
+// its columns) replaces one dot per window plus the additions of their results: the MXU accumulates
+// the taps, the partial sums never go to HBM, and the code is one dot's instead of nine.
+bool GatherIntoOneDot(int64_t windows, int64_t columns_each, int64_t lanes) {
+  if (windows <= 1) return false;
+  return windows * columns_each <= kMaxGatheredColumns || (lanes > 0 && columns_each % lanes == 0);
 }
 
 bool AnyReversal(const Canonical& c) {
@@ -180,14 +185,14 @@ bool AnyReversal(const Canonical& c) {
 
 // sum over taps of dot(window, kernel tap), for x with Ci features and kernel [spatial..., Ci, Co]; or,
 // for narrow windows, dot([window_0 ... window_T-1], kernel as [taps*Ci, Co]).
-HloInstruction* LowerDense(Builder& b, const Canonical& c, HloInstruction* x, HloInstruction* kernel) {
+HloInstruction* LowerDense(Builder& b, const Canonical& c, HloInstruction* x, HloInstruction* kernel, int64_t lanes) {
   const int64_t n = x->shape().dimensions[0];
   const int64_t ci = x->shape().dimensions.back();
   const int64_t co = kernel->shape().dimensions.back();
   const int64_t rows = n * Product(c.output_spatial);
   const int64_t taps = Product(c.window_size);
   HloInstruction* acc = nullptr;
-  if (GatherIntoOneDot(taps, ci) && !AnyReversal(c)) {
+  if (GatherIntoOneDot(taps, ci, lanes) && !AnyReversal(c)) {
     std::vector<HloInstruction*> windows;
     for (const std::vector<int64_t>& tap : Indices(c.window_size)) {
       windows.push_back(b.Reshape(Window(b, c, x, tap), {rows, ci}));
@@ -212,7 +217,8 @@ HloInstruction* LowerDense(Builder& b, const Canonical& c, HloInstruction* x, Hl
 // x_cn is the padded input as [Ci, spatial..., N] and kernel_c [Ci, taps..., Co]: in the
 // kernel-gradient convolution's own order (f01b_i01o) both are its operands as written, and every
 // reshape keeps the minor dimension. Returns [output spatial..., N, Co].
-HloInstruction* LowerByOutputPosition(Builder& b, const Canonical& c, HloInstruction* x_cn, HloInstruction* kernel_c) {
+HloInstruction* LowerByOutputPosition(Builder& b, const Canonical& c, HloInstruction* x_cn, HloInstruction* kernel_c,
+                                      int64_t lanes) {
   const int64_t n = x_cn->shape().dimensions.back();
   const int64_t co = kernel_c->shape().dimensions.back();
   const int64_t rows = x_cn->shape().dimensions[0] * Product(c.window_size);
@@ -225,9 +231,16 @@ HloInstruction* LowerByOutputPosition(Builder& b, const Canonical& c, HloInstruc
   out.push_back(n);
   out.push_back(co);
   const int64_t positions = static_cast<int64_t>(windows.size());
-  if (GatherIntoOneDot(positions, n)) {
+  if (positions * n <= kMaxGatheredColumns && positions > 1) {
     // [rows, positions*N] contracted over its rows: [positions*N, Co], rows in [o..., N] order.
     return b.Reshape(b.Dot(b.Concatenate(windows, 1), kernel, c.type, /*lhs_contracting=*/0), out);
+  }
+  if (GatherIntoOneDot(positions, n, lanes)) {
+    // Wide windows: the kernel [rows, Co] is the lhs contracted over its rows (one transpose of it
+    // instead of one of every window) and the gathered windows the weights: [Co, positions*N],
+    // transposed back (Co x positions*N elements, far fewer than the rows).
+    HloInstruction* product = b.Dot(kernel, b.Concatenate(windows, 1), c.type, /*lhs_contracting=*/0);
+    return b.Reshape(b.Transpose(product, {1, 0}), out);
   }
   std::vector<HloInstruction*> per_position;
   for (HloInstruction* window : windows) {
@@ -325,7 +338,7 @@ std::vector<int64_t> ToOutputOrder(const std::vector<int64_t>& result_dims, cons
   return permutation;
 }
 
-StatusOr<HloInstruction*> Lower(HloComputation* computation, HloInstruction* convolution) {
+StatusOr<HloInstruction*> Lower(HloComputation* computation, HloInstruction* convolution, int64_t lanes) {
   if (convolution->batch_group_count() != 1) {
     return Unimplemented("convolution " + convolution->name() + ": batch_group_count " +
                          std::to_string(convolution->batch_group_count()) + " is not lowered");
@@ -374,7 +387,7 @@ StatusOr<HloInstruction*> Lower(HloComputation* computation, HloInstruction* con
     std::swap(input_order.front(), input_order.back());
     std::rotate(kernel_order.begin(), kernel_order.begin() + k, kernel_order.begin() + k + 1);
     HloInstruction* x_cn = b.Pad(b.Transpose(convolution->operand(0), input_order), padding);
-    HloInstruction* result = LowerByOutputPosition(b, c, x_cn, b.Transpose(convolution->operand(1), kernel_order));
+    HloInstruction* result = LowerByOutputPosition(b, c, x_cn, b.Transpose(convolution->operand(1), kernel_order), lanes);
     std::rotate(result_dims.begin(), result_dims.begin() + 1, result_dims.begin() + k + 1);
     return b.Transpose(result, ToOutputOrder(result_dims, output_order));
   }
@@ -384,7 +397,7 @@ StatusOr<HloInstruction*> Lower(HloComputation* computation, HloInstruction* con
   const int64_t features = c.x->shape().dimensions.back();
   const int64_t out_features = c.kernel->shape().dimensions.back();
   if (groups == 1) {
-    result = LowerDense(b, c, c.x, c.kernel);
+    result = LowerDense(b, c, c.x, c.kernel, lanes);
   } else if (groups == features && out_features == features) {
     result = LowerDepthwise(b, c);
   } else {
@@ -402,7 +415,7 @@ StatusOr<HloInstruction*> Lower(HloComputation* computation, HloInstruction* con
       k_starts.back() = g * group_out;
       k_limits.back() = (g + 1) * group_out;
       parts.push_back(LowerDense(b, c, b.Slice(c.x, x_starts, x_limits, ones),
-                                 b.Slice(c.kernel, k_starts, k_limits, ones)));
+                                 b.Slice(c.kernel, k_starts, k_limits, ones), lanes));
     }
     result = b.Concatenate(parts, static_cast<int64_t>(k) + 1);
   }
@@ -430,7 +443,7 @@ StatusOr<bool> ConvolutionLowering::Run(hlo::HloModule* module) {
       if (keep) {
         lowered = PadDepthwise(computation, convolution);
       } else {
-        TPU_ASSIGN_OR_RETURN(lowered, Lower(computation, convolution));
+        TPU_ASSIGN_OR_RETURN(lowered, Lower(computation, convolution, options_.lanes));
       }
       if (lowered->shape() != convolution->shape()) {
         return Internal("convolution " + convolution->name() + " lowered to " + lowered->shape().ToString() +

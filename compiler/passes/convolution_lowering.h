@@ -9,16 +9,17 @@
 //  - dense (feature_group_count 1): out = sum_t dot(reshape(W_t, [rows, Cin]), K_t) with K_t the
 //    [Cin, Cout] kernel tap. A 1x1 window with stride 1 and no padding is one dot over the input
 //    itself, [N*H*W, Cin] x [Cin, Cout] (the reshapes keep the minor dimension, so they are free in the
-//    device layout). A KxK window sums per-tap dots instead of gathering an im2col matrix: each tap
-//    reads one strided window of the input (the size of the output, times Cin/Cout), where im2col would
-//    write and read a K*K times larger temporary.
+//    device layout). A KxK window sums per-tap dots when its features do not fill lane tiles: each tap
+//    reads one strided window of the input (the size of the output, times Cin/Cout), where an im2col
+//    matrix would need lane moves for every window.
 //    A window with more taps than the output has positions, without reversal (the kernel-gradient
 //    convolution f01b_i01o->01bf of a training step: a window the size of the image, a 3x3 output),
 //    gets one dot per output position instead: the window at that position as [Ci*taps, N] (input in
 //    the order [Ci, spatial..., N], which f01b is) contracted over its rows with the kernel as
 //    [Ci*taps, Co] (i01o as written): 9 dots instead of 784 for 28x28 images (every dot is code).
-//    Windows with at most 32 columns together (taps x Cin, or output positions x N) are gathered side
-//    by side (`concatenate` along the minor dimension) into one matrix for a single dot;
+//    Windows with at most 32 columns together (taps x Cin, or output positions x N), or whose columns
+//    fill whole lane tiles (ConvolutionLoweringOptions::lanes), are gathered side by side
+//    (`concatenate` along the minor dimension) into one matrix for a single dot;
 //  - depthwise (feature_group_count == input features, one output per feature): out = sum_t W_t *
 //    broadcast(k_t), k_t the kernel row of tap t: VPU multiply-adds of shifted windows;
 //  - other feature groupings (including depthwise with a channel multiplier): each group's feature
@@ -37,6 +38,9 @@ struct ConvolutionLoweringOptions {
   // (compiler/codegen/depthwise.cc: one strided DMA and one VPU multiply-add per tap and output row,
   // no HBM temporaries), instead of per-tap slices, multiplies and adds.
   bool keep_depthwise_windows = false;
+  // Lanes of the target (0: not known). Windows whose features are a multiple of it are gathered side
+  // by side (im2col: row copies only) into one dot, however many there are.
+  int64_t lanes = 0;
 };
 
 class ConvolutionLowering : public HloPass {

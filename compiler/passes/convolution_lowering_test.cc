@@ -129,9 +129,9 @@ std::string Dims(const std::vector<int64_t>& dims) {
   return text + "]";
 }
 
-void CheckAgainstInterpreter(const ConvCase& c, uint32_t seed) {
+void CheckAgainstInterpreter(const ConvCase& c, uint32_t seed, int64_t lanes) {
   SCOPED_TRACE(c.labels + " window={" + c.window + "} groups=" + std::to_string(c.groups) + " seed=" +
-               std::to_string(seed));
+               std::to_string(seed) + " lanes=" + std::to_string(lanes));
   const std::string text = "HloModule random_conv\n\nENTRY %main (x: " + Dims(c.input) + ", k: " + Dims(c.kernel) +
                            ") -> f32[1] {\n  %x = " + Dims(c.input) + " parameter(0)\n  %k = " + Dims(c.kernel) +
                            " parameter(1)\n  ROOT %c = f32[1] convolution(" + Dims(c.input) + " %x, " +
@@ -154,7 +154,9 @@ void CheckAgainstInterpreter(const ConvCase& c, uint32_t seed) {
   StatusOr<std::vector<hlo::Literal>> expected = hlo::Interpret(module, arguments);
   ASSERT_TRUE(expected.ok()) << expected.status();
 
-  ConvolutionLowering pass;
+  ConvolutionLoweringOptions options;
+  options.lanes = lanes;
+  ConvolutionLowering pass(options);
   StatusOr<bool> changed = pass.Run(&module);
   ASSERT_TRUE(changed.ok()) << changed.status();
   EXPECT_TRUE(*changed);
@@ -209,21 +211,27 @@ TEST(ConvolutionLoweringTest, MatchesTheInterpreterOnRandomConvolutions) {
       {"f01b_i01o->01bf", {3, 8, 8, 1}, {3, 8, 8, 4}, "size=8x8 pad=1_1x1_1", 1},
       {"f01b_i01o->01bf", {2, 7, 7, 3}, {2, 6, 6, 5}, "size=6x6 stride=2x2 pad=1_0x0_1", 1},
   };
-  uint32_t seed = 1;
-  for (const ConvCase& c : cases) CheckAgainstInterpreter(c, seed++);
+  // Unknown lanes, then lanes that divide some cases' features: their windows are gathered whatever
+  // their number (forward and by output position).
+  for (int64_t lanes : {0, 2, 3}) {
+    uint32_t seed = 1;
+    for (const ConvCase& c : cases) CheckAgainstInterpreter(c, seed++, lanes);
+  }
 }
 
 // What the pass made of a module with one convolution: op counts and, per dot, the lhs shape and
 // contracting dimension.
 struct LoweredOps {
-  int dots = 0, transposes = 0, slices = 0, concatenates = 0;
+  int dots = 0, transposes = 0, slices = 0, concatenates = 0, adds = 0;
   std::vector<std::vector<int64_t>> dot_lhs_shapes;
   std::vector<int64_t> dot_lhs_contracting;
 };
 
-LoweredOps LowerAndCount(const std::string& text) {
+LoweredOps LowerAndCount(const std::string& text, int64_t lanes = 0) {
   std::unique_ptr<hlo::HloModule> module = hlo::ParseHloModule(text).value();
-  ConvolutionLowering pass;
+  ConvolutionLoweringOptions options;
+  options.lanes = lanes;
+  ConvolutionLowering pass(options);
   StatusOr<bool> changed = pass.Run(module.get());
   EXPECT_TRUE(changed.ok() && *changed) << changed.status();
   EXPECT_TRUE(hlo::VerifyHloModule(*module).ok()) << module->ToString();
@@ -232,6 +240,7 @@ LoweredOps LowerAndCount(const std::string& text) {
     ops.transposes += instruction->opcode() == hlo::HloOpcode::kTranspose;
     ops.slices += instruction->opcode() == hlo::HloOpcode::kSlice;
     ops.concatenates += instruction->opcode() == hlo::HloOpcode::kConcatenate;
+    ops.adds += instruction->opcode() == hlo::HloOpcode::kAdd;
     if (instruction->opcode() == hlo::HloOpcode::kDot) {
       ++ops.dots;
       ops.dot_lhs_shapes.push_back(instruction->operand(0)->shape().dimensions);
@@ -264,6 +273,47 @@ ENTRY %main (x: f32[2,6,6,4], g: f32[2,6,6,4]) -> f32[3,3,4,4] {
 }
 
 // Grayscale images: the 9 windows of a 3x3 convolution (and of its kernel gradient) are 9 columns
+// Features that fill whole lane tiles (here 4 lanes, 8 channels): the windows are gathered side by side
+// with row copies only, so a 3x3 convolution is one dot over [N*H*W, 9*Ci] (no per-tap dots, no adds),
+// and its kernel gradient one dot of the kernel operand (lhs, contracted over its rows) by the 9
+// gathered windows, transposed back.
+TEST(ConvolutionLoweringTest, LaneAlignedWindowsAreGatheredForOneDot) {
+  const char* forward = R"(HloModule forward
+
+ENTRY %main (x: f32[2,6,6,8], k: f32[3,3,8,4]) -> f32[2,4,4,4] {
+  %x = f32[2,6,6,8]{3,2,1,0} parameter(0)
+  %k = f32[3,3,8,4]{3,2,1,0} parameter(1)
+  ROOT %c = f32[2,4,4,4]{3,2,1,0} convolution(f32[2,6,6,8]{3,2,1,0} %x, f32[3,3,8,4]{3,2,1,0} %k), window={size=3x3}, dim_labels=b01f_01io->b01f
+}
+)";
+  const char* kernel_gradient = R"(HloModule kernel_gradient
+
+ENTRY %main (x: f32[2,6,6,8], g: f32[2,4,4,4]) -> f32[3,3,8,4] {
+  %x = f32[2,6,6,8]{3,2,1,0} parameter(0)
+  %g = f32[2,4,4,4]{3,2,1,0} parameter(1)
+  ROOT %c = f32[3,3,8,4]{3,2,1,0} convolution(f32[2,6,6,8]{3,2,1,0} %x, f32[2,4,4,4]{3,2,1,0} %g), window={size=4x4}, dim_labels=f01b_i01o->01bf
+}
+)";
+  LoweredOps ops = LowerAndCount(forward, /*lanes=*/4);
+  EXPECT_EQ(ops.dots, 1);
+  EXPECT_EQ(ops.adds, 0);
+  EXPECT_EQ(ops.concatenates, 1);
+  EXPECT_EQ(ops.dot_lhs_shapes, (std::vector<std::vector<int64_t>>{{32, 72}}));  // [N*H*W, taps*Ci]
+  EXPECT_EQ(ops.dot_lhs_contracting, std::vector<int64_t>{1});
+  ops = LowerAndCount(kernel_gradient, /*lanes=*/4);
+  EXPECT_EQ(ops.dots, 1);
+  EXPECT_EQ(ops.concatenates, 1);
+  EXPECT_EQ(ops.transposes, 1);  // of the [Co, positions*Ci] product only
+  EXPECT_EQ(ops.dot_lhs_shapes, (std::vector<std::vector<int64_t>>{{32, 4}}));  // the gradient as [N*taps, Co]
+  EXPECT_EQ(ops.dot_lhs_contracting, std::vector<int64_t>{0});
+  // Lanes that do not divide the features: per-tap dots and per-position dots, as without lanes.
+  ops = LowerAndCount(forward, /*lanes=*/16);
+  EXPECT_EQ(ops.dots, 9);
+  EXPECT_EQ(ops.adds, 8);
+  ops = LowerAndCount(kernel_gradient, /*lanes=*/16);
+  EXPECT_EQ(ops.dots, 9);
+}
+
 // together, gathered into one matrix for one dot.
 TEST(ConvolutionLoweringTest, NarrowWindowsAreGatheredForOneDot) {
   const char* forward = R"(HloModule forward
