@@ -255,6 +255,18 @@ Status ValidateProgram(const Program& program) {
   return OkStatus();
 }
 
+uint64_t ProgramHbmLines(const Program& program) {
+  auto region = [](uint64_t lines) { return std::max<uint64_t>(lines, 1); };
+  uint64_t lines = program.temp_lines;
+  for (const DeviceLayout& parameter : program.parameters) lines += region(parameter.lines);
+  for (size_t i = 0; i < program.outputs.size(); ++i) {
+    const bool aliased = !program.output_aliases.empty() && program.output_aliases[i] >= 0;
+    if (!aliased) lines += region(program.outputs[i].lines);
+  }
+  for (const DeviceLayout& constant : program.constants) lines += region(constant.lines);
+  return lines;
+}
+
 StatusOr<std::vector<uint64_t>> RelocateCode(const Program& program, const std::vector<uint64_t>& parameter_bases,
                                              const std::vector<uint64_t>& output_bases,
                                              const std::vector<uint64_t>& constant_bases, uint64_t temp_base) {

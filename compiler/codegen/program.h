@@ -78,6 +78,10 @@ struct Program {
   uint64_t logical_macs = 0; // MACs of the dots as written in HLO (M*K*N summed)
 };
 
+// HBM lines the runtime allocates to run `program` (parameters, outputs that alias no parameter, constants,
+// the temp region; every region at least one line, as the allocator gives): its footprint on the device.
+uint64_t ProgramHbmLines(const Program& program);
+
 // Patches every relocated LI of `program.code` for regions based at the given HBM lines and returns the
 // code to load. Fails if a relocation names a region that does not exist or is not an LI.
 StatusOr<std::vector<uint64_t>> RelocateCode(const Program& program, const std::vector<uint64_t>& parameter_bases,

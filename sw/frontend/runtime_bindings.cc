@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/codegen/program.h"
 #include "compiler/hlo/literal.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/shape.h"
@@ -204,6 +205,16 @@ PYBIND11_MODULE(_tpusim, m) {
       .def_property_readonly("name", &LoadedExecutable::name)
       .def_property_readonly("instruction_words",
                              [](const LoadedExecutable& e) { return e.program().code.size(); })
+      .def_property_readonly(
+          "hbm_bytes",
+          [](const LoadedExecutable& e) {
+            return compiler::ProgramHbmLines(e.program()) * compiler::LineBytes(e.program().lanes);
+          },
+          "HBM the program needs on its device: parameters, outputs of their own, constants, temporaries.")
+      .def_property_readonly("mxu_macs", [](const LoadedExecutable& e) { return e.program().mxu_macs; },
+                             "MACs of the padded tiles the MXU computes")
+      .def_property_readonly("logical_macs", [](const LoadedExecutable& e) { return e.program().logical_macs; },
+                             "MACs of the dots as the HLO writes them")
       .def(
           "execute",
           [](LoadedExecutable& e, const std::vector<const Buffer*>& arguments) {

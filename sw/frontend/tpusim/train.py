@@ -67,19 +67,22 @@ def keras_model(args, total_steps: int, options) -> Model:
                               **options)
 
 
+def build_model(args, total_steps: int) -> Model:
+    """The model, optimizer and learning-rate schedule the arguments name, for total_steps steps."""
+    options = dict(backend=args.backend, config=args.config, dot_passes=args.dot_passes, seed=args.seed)
+    if args.framework == "keras":
+        return keras_model(args, total_steps, options)
+    learning_rate = (optax.linear_schedule(args.learning_rate, 0.0, total_steps) if args.schedule == "linear"
+                     else args.learning_rate)
+    return Model(models.by_name(args.model), OPTIMIZERS[args.optimizer](learning_rate), **options)
+
+
 def main(argv=None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     (x_train, y_train), (x_test, y_test) = data.load_fashion_mnist(args.data_dir)
     if args.train_examples:
         x_train, y_train = x_train[:args.train_examples], y_train[:args.train_examples]
-    total_steps = args.epochs * data.batch_count(len(x_train), args.batch_size)
-    learning_rate = (optax.linear_schedule(args.learning_rate, 0.0, total_steps) if args.schedule == "linear"
-                     else args.learning_rate)
-    options = dict(backend=args.backend, config=args.config, dot_passes=args.dot_passes, seed=args.seed)
-    if args.framework == "keras":
-        model = keras_model(args, total_steps, options)
-    else:
-        model = Model(models.by_name(args.model), OPTIMIZERS[args.optimizer](learning_rate), **options)
+    model = build_model(args, args.epochs * data.batch_count(len(x_train), args.batch_size))
     start, start_cpu = time.perf_counter(), time.process_time()
     history = model.fit(x_train, y_train, epochs=args.epochs, batch_size=args.batch_size,
                         validation_data=None if args.no_validation else (x_test, y_test),
