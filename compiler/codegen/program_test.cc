@@ -83,6 +83,19 @@ TEST(ProgramTest, RelocateCodeAddsRegionBases) {
   EXPECT_FALSE(RelocateCode(program, {}, {200}, {300}, 400).ok());
 }
 
+// Parameter, output and constant of 2 lines each and 4 temp lines; an output written into its parameter
+// takes no lines of its own, and an empty region still takes one.
+TEST(ProgramTest, HbmLinesCountEveryRegionTheRuntimeAllocates) {
+  Program program = SmallProgram();
+  EXPECT_EQ(ProgramHbmLines(program), 2u + 2u + 2u + 4u);
+  program.output_aliases = {0};
+  EXPECT_EQ(ProgramHbmLines(program), 2u + 2u + 4u);
+  program.output_aliases = {-1};
+  program.temp_lines = 0;
+  program.constants[0].lines = 0;
+  EXPECT_EQ(ProgramHbmLines(program), 2u + 2u + 1u);
+}
+
 TEST(ProgramTest, SerializationRoundTrips) {
   Program program = SmallProgram();
   StatusOr<Program> loaded = DeserializeProgram(SerializeProgram(program));

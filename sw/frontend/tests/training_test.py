@@ -143,3 +143,16 @@ def test_ctrl_c_finishes_the_step_saves_and_resumes_exactly(fashion, tmp_path):
     resumed.fit(x, y, epochs=1, batch_size=32, checkpoint_path=path)
     assert not resumed.interrupted
     assert first.step_losses + resumed.step_losses == uninterrupted.step_losses
+
+
+def test_step_report_prints_the_step_and_matches_the_cpu(capsys):
+    from tpusim import step_report
+    assert step_report.main(["--model", "mlp", "--config", CONFIG, "--batch-size", "16"]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    fields = dict(item.split("=", 1) for item in line.split()[1:])
+    assert line.startswith("step model=mlp framework=flax")
+    assert int(fields["cycles"]) > 0 and int(fields["instruction_words"]) > 0
+    # The MLP's parameters alone are 784*256 + 256*128 + 128*10 f32 (plus Adam's two moments).
+    assert int(fields["hbm_bytes"]) > 3 * 4 * (784 * 256 + 256 * 128 + 128 * 10)
+    assert 0 < float(fields["mxu_util_pct"]) <= 100
+    assert float(fields["rel_loss_diff"]) < 1e-3
