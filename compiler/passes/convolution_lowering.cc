@@ -174,9 +174,16 @@ constexpr int64_t kMaxGatheredColumns = 32;
 // then row copies (no lane moves), and one dot with the taps in its contraction (or the positions in
 // its columns) replaces one dot per window plus the additions of their results: the MXU accumulates
 // the taps, the partial sums never go to HBM, and the code is one dot's instead of nine.
+// With the lanes known, narrow windows are gathered up to kMaxGatheredTiles lane tiles: one dot of a few
+// K tiles instead of one per window, each padding its few columns to a whole tile of the MXU (16 features
+// use 1/8 of a 128-lane contraction), for the lane moves of the gathering.
+constexpr int64_t kMaxGatheredTiles = 3;
+
 bool GatherIntoOneDot(int64_t windows, int64_t columns_each, int64_t lanes) {
   if (windows <= 1) return false;
-  return windows * columns_each <= kMaxGatheredColumns || (lanes > 0 && columns_each % lanes == 0);
+  const int64_t columns = windows * columns_each;
+  return columns <= std::max(kMaxGatheredColumns, kMaxGatheredTiles * lanes) ||
+         (lanes > 0 && columns_each % lanes == 0);
 }
 
 bool AnyReversal(const Canonical& c) {

@@ -17,9 +17,10 @@
 //    gets one dot per output position instead: the window at that position as [Ci*taps, N] (input in
 //    the order [Ci, spatial..., N], which f01b is) contracted over its rows with the kernel as
 //    [Ci*taps, Co] (i01o as written): 9 dots instead of 784 for 28x28 images (every dot is code).
-//    Windows with at most 32 columns together (taps x Cin, or output positions x N), or whose columns
-//    fill whole lane tiles (ConvolutionLoweringOptions::lanes), are gathered side by side
-//    (`concatenate` along the minor dimension) into one matrix for a single dot;
+//    Windows with at most 32 columns together (taps x Cin, or output positions x N; with the lanes
+//    known, ConvolutionLoweringOptions::lanes, at most 3 lane tiles), or whose columns fill whole lane
+//    tiles, are gathered side by side (`concatenate` along the minor dimension) into one matrix for a
+//    single dot;
 //  - depthwise (feature_group_count == input features, one output per feature): out = sum_t W_t *
 //    broadcast(k_t), k_t the kernel row of tap t: VPU multiply-adds of shifted windows;
 //  - other feature groupings (including depthwise with a channel multiplier): each group's feature
@@ -39,7 +40,7 @@ struct ConvolutionLoweringOptions {
   // no HBM temporaries), instead of per-tap slices, multiplies and adds.
   bool keep_depthwise_windows = false;
   // Lanes of the target (0: not known). Windows whose features are a multiple of it are gathered side
-  // by side (im2col: row copies only) into one dot, however many there are.
+  // by side (im2col: row copies only) into one dot, however many there are; narrower ones up to 3 tiles.
   int64_t lanes = 0;
 };
 

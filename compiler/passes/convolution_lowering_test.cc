@@ -211,9 +211,9 @@ TEST(ConvolutionLoweringTest, MatchesTheInterpreterOnRandomConvolutions) {
       {"f01b_i01o->01bf", {3, 8, 8, 1}, {3, 8, 8, 4}, "size=8x8 pad=1_1x1_1", 1},
       {"f01b_i01o->01bf", {2, 7, 7, 3}, {2, 6, 6, 5}, "size=6x6 stride=2x2 pad=1_0x0_1", 1},
   };
-  // Unknown lanes, then lanes that divide some cases' features: their windows are gathered whatever
-  // their number (forward and by output position).
-  for (int64_t lanes : {0, 2, 3}) {
+  // Unknown lanes, then lanes that divide some cases' features (their windows are gathered whatever
+  // their number, forward and by output position), then lanes that take every case's windows in 3 tiles.
+  for (int64_t lanes : {0, 2, 3, 128}) {
     uint32_t seed = 1;
     for (const ConvCase& c : cases) CheckAgainstInterpreter(c, seed++, lanes);
   }
@@ -306,12 +306,19 @@ ENTRY %main (x: f32[2,6,6,8], g: f32[2,4,4,4]) -> f32[3,3,8,4] {
   EXPECT_EQ(ops.transposes, 1);  // of the [Co, positions*Ci] product only
   EXPECT_EQ(ops.dot_lhs_shapes, (std::vector<std::vector<int64_t>>{{32, 4}}));  // the gradient as [N*taps, Co]
   EXPECT_EQ(ops.dot_lhs_contracting, std::vector<int64_t>{0});
-  // Lanes that do not divide the features: per-tap dots and per-position dots, as without lanes.
+  // Lanes that do not divide the features: per-tap dots and per-position dots when the windows are
+  // more than 3 lane tiles together (9 x 8 columns > 3 x 16 lanes) ...
   ops = LowerAndCount(forward, /*lanes=*/16);
   EXPECT_EQ(ops.dots, 9);
   EXPECT_EQ(ops.adds, 8);
   ops = LowerAndCount(kernel_gradient, /*lanes=*/16);
   EXPECT_EQ(ops.dots, 9);
+  // ... and one dot of the gathered windows when they fit in 3 tiles (72 columns <= 3 x 32 lanes).
+  ops = LowerAndCount(forward, /*lanes=*/32);
+  EXPECT_EQ(ops.dots, 1);
+  EXPECT_EQ(ops.adds, 0);
+  ops = LowerAndCount(kernel_gradient, /*lanes=*/32);
+  EXPECT_EQ(ops.dots, 1);
 }
 
 // together, gathered into one matrix for one dot.
