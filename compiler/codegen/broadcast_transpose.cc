@@ -174,7 +174,6 @@ Status CodeGenerator::EmitLaneBroadcast(const HloInstruction& instruction) {
 }
 
 StatusOr<bool> CodeGenerator::EmitTransposeVtrans(const HloInstruction& instruction) {
-  if (!HasOpcode("VTRANS")) return false;
   const HloInstruction& operand = *instruction.operand(0);
   const uint32_t lanes = L();
   const DeviceLayout in = MakeDeviceLayout(operand.shape(), lanes);
@@ -228,7 +227,6 @@ StatusOr<bool> CodeGenerator::EmitTransposeVtrans(const HloInstruction& instruct
 //  - scalar: line 0 of the transposed block is the output row's tile; it is copied into a chunk of
 //    lines with VOR (broadcast operand, zero lines) and stored into every row, tile by tile.
 StatusOr<bool> CodeGenerator::EmitLaneBroadcastVtrans(const HloInstruction& instruction) {
-  if (!HasOpcode("VTRANS") || !HasOpcode("VOR")) return false;
   const HloInstruction& source = *instruction.operand(0);
   const bool scalar = source.shape().rank() == 0;
   const uint32_t lanes = L();

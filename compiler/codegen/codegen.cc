@@ -118,43 +118,19 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     case HloOpcode::kSubtract:
     case HloOpcode::kMultiply:
     case HloOpcode::kMinimum:
-      if (!IsVpuBinary(instruction.opcode())) return UnsupportedOp(instruction);
-      break;
     case HloOpcode::kCompare:
-      if (!HasOpcode("VCMP") || !HasOpcode("VAND")) return UnsupportedOp(instruction);
-      break;
     case HloOpcode::kSelect:
-      if (!HasOpcode("VSEL")) return UnsupportedOp(instruction);
-      break;
     case HloOpcode::kConvert:
-      if (!HasOpcode("VCVT") || !HasOpcode("VCMP")) return UnsupportedOp(instruction);
-      break;
     case HloOpcode::kDivide:
-      // x / c = x * (1/c) for a constant c: at most one rounding more than the division (docs/numerics.md
-      // tolerance); by a computed value, x * rcp(y) (EmitMath).
-      if (!IsVpuBinary(HloOpcode::kMultiply)) return UnsupportedOp(instruction);
       break;
     case HloOpcode::kReducePrecision:
       if (!IsBf16Rounding(instruction)) return UnsupportedOp(instruction);
       break;
     case HloOpcode::kExp:
-      if (!HasOpcode("VEXP")) return UnsupportedOp(instruction);
-      break;
     case HloOpcode::kLog:
-      if (!HasOpcode("VLOG")) return UnsupportedOp(instruction);
-      break;
     case HloOpcode::kRsqrt:
-      if (!HasOpcode("VRSQRT")) return UnsupportedOp(instruction);
-      break;
     case HloOpcode::kSqrt:
-      if (!HasOpcode("VRSQRT") || !HasOpcode("VMUL") || !HasOpcode("VCMP") || !HasOpcode("VSEL")) {
-        return UnsupportedOp(instruction);
-      }
-      break;
     case HloOpcode::kNegate:
-      // -x = (x * -1) + 0: the add turns the -0 of the padded lanes back into +0.
-      if (!IsVpuBinary(HloOpcode::kMultiply)) return UnsupportedOp(instruction);
-      break;
     case HloOpcode::kAbs:
     case HloOpcode::kSign:
     case HloOpcode::kClamp:
@@ -162,14 +138,9 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
     case HloOpcode::kCeil:
     case HloOpcode::kRoundNearestEven:
     case HloOpcode::kRoundNearestAfz:
-      break;
     case HloOpcode::kTanh:
     case HloOpcode::kLogistic:
     case HloOpcode::kPower:
-      // VPU sequences around VEXP, VLOG, VRCP and VRSQRT (elementwise.cc).
-      if (!HasOpcode("VEXP") || !HasOpcode("VLOG") || !HasOpcode("VRCP") || !HasOpcode("VRSQRT")) {
-        return UnsupportedOp(instruction);
-      }
       break;
     case HloOpcode::kSlice:
     case HloOpcode::kPad:
@@ -227,8 +198,8 @@ Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
       break;
     case HloOpcode::kBroadcast:
     case HloOpcode::kTranspose:
-      // Moved with DMA and VTRANS; the MXU fallbacks (no VTRANS) move f32 only.
-      type_ok = IsDeviceElementType(type) && (f32 || HasOpcode("VTRANS"));
+      // Moved with DMA and VTRANS.
+      type_ok = IsDeviceElementType(type);
       break;
     case HloOpcode::kAdd:
     case HloOpcode::kSubtract:

@@ -64,33 +64,19 @@ inline bool ImmediateKeepsPaddingZero(HloOpcode op, uint32_t c) {
   }
 }
 
-// The VPU instruction that computes an elementwise HLO binary op, looked up by name in the generated
-// instruction set so that an op lowers as soon as its instruction exists. nullopt when it does not.
-// Every such instruction takes the operands of VADD (rd, rs1, rs2, rs3=count) and its SRC2_BCAST and
-// SRC2_IMM flag bits (docs/isa.md).
+// The VPU instruction that computes an elementwise HLO binary op; nullopt for other ops. Every such
+// instruction takes the operands of VADD (rd, rs1, rs2, rs3=count) and its SRC2_BCAST and SRC2_IMM flag
+// bits (docs/isa.md).
 inline std::optional<isa::Opcode> VpuOpcodeFor(HloOpcode op) {
-  const char* name = nullptr;
   switch (op) {
-    case HloOpcode::kAdd: name = "VADD"; break;
-    case HloOpcode::kMaximum: name = "VMAX"; break;
-    case HloOpcode::kSubtract: name = "VSUB"; break;
-    case HloOpcode::kMultiply: name = "VMUL"; break;
-    case HloOpcode::kMinimum: name = "VMIN"; break;
+    case HloOpcode::kAdd: return isa::Opcode::VADD;
+    case HloOpcode::kMaximum: return isa::Opcode::VMAX;
+    case HloOpcode::kSubtract: return isa::Opcode::VSUB;
+    case HloOpcode::kMultiply: return isa::Opcode::VMUL;
+    case HloOpcode::kMinimum: return isa::Opcode::VMIN;
     default: return std::nullopt;
   }
-  for (const isa::OpcodeInfo& info : isa::kOpcodes) {
-    if (std::strcmp(info.name, name) == 0) return info.opcode;
-  }
-  return std::nullopt;
 }
-
-inline std::optional<isa::Opcode> OpcodeNamed(const char* name) {
-  for (const isa::OpcodeInfo& info : isa::kOpcodes) {
-    if (std::strcmp(info.name, name) == 0) return info.opcode;
-  }
-  return std::nullopt;
-}
-inline bool HasOpcode(const char* name) { return OpcodeNamed(name).has_value(); }
 
 inline std::optional<float> ScalarConstantValue(const HloInstruction& value);
 

@@ -73,11 +73,7 @@ Status CodeGenerator::EmitReduce(const HloInstruction& instruction) {
   }
   isa::Opcode opcode = isa::Opcode::VADD;
   if (op == HloOpcode::kMaximum) opcode = isa::Opcode::VMAX;
-  if (op == HloOpcode::kMinimum) {
-    const std::optional<isa::Opcode> vmin = VpuOpcodeFor(HloOpcode::kMinimum);
-    if (!vmin) return UnsupportedOp(instruction);
-    opcode = *vmin;
-  }
+  if (op == HloOpcode::kMinimum) opcode = isa::Opcode::VMIN;
   const uint8_t int_flag = integer ? isa::flag::VADD_INT : 0;
   auto vop = [&](Reg dst, Reg src1, Reg src2, Reg count, uint8_t flags, uint32_t imm) {
     asm_.Emit(opcode, {dst, src1, src2, count, static_cast<uint8_t>(flags | int_flag), imm});

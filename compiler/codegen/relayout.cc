@@ -48,9 +48,6 @@ void SimplifyBox(LaneRelayout* r) {
 // cleared, every piece's input columns are gathered, transposed and moved into T line by line, and T is
 // transposed back and stored.
 Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& instruction) {
-  if (!HasOpcode("VTRANS") || !HasOpcode("VOR")) {
-    return Unimplemented(instruction.name() + ": moving columns between lanes needs VTRANS and VOR");
-  }
   const uint32_t lanes = L();
   if (r.dst_cols <= 0 || r.counts.empty()) return OkStatus();
   for (int64_t count : r.counts) {
