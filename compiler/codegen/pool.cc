@@ -700,4 +700,19 @@ Status CodeGenerator::EmitSelectAndScatter(const HloInstruction& instruction) {
   return OkStatus();
 }
 
+void CodeGenerator::AddPoolHandlers(OpcodeHandlerTable& table) {
+  // The lowerings check the window and the computations.
+  OpcodeHandler reduce_window(HloOpcode::kReduceWindow);
+  reduce_window.emit = [](CodeGenerator& g, const HloInstruction& instruction) {
+    return g.EmitReduceWindow(instruction);
+  };
+  table.Add(std::move(reduce_window));
+
+  OpcodeHandler select_and_scatter(HloOpcode::kSelectAndScatter);
+  select_and_scatter.emit = [](CodeGenerator& g, const HloInstruction& instruction) {
+    return g.EmitSelectAndScatter(instruction);
+  };
+  table.Add(std::move(select_and_scatter));
+}
+
 }  // namespace tpu::compiler::codegen_internal

@@ -147,4 +147,23 @@ Status CodeGenerator::EmitReduce(const HloInstruction& instruction) {
   return OkStatus();
 }
 
+void CodeGenerator::AddReduceHandlers(OpcodeHandlerTable& table) {
+  OpcodeHandler reduce(HloOpcode::kReduce);
+  reduce.check = [](const HloInstruction& instruction) -> Status {
+    if (instruction.operand_count() != 2 || ReducerOpcode(instruction) == HloOpcode::kUnknown) {
+      return Unimplemented("reduce " + instruction.name() +
+                           ": only a single-operand add, maximum or minimum reduction is supported");
+    }
+    return OkStatus();
+  };
+  reduce.types = ElementTypes::kF32OrInteger;  // s32 with INT
+  // The init value is an immediate.
+  reduce.reads_operand = [](const HloInstruction& instruction, const HloInstruction& operand, uint32_t) {
+    return !(instruction.operand_count() == 2 && instruction.operand(1) == &operand &&
+             instruction.operand(0) != &operand && IsScalarF32Constant(operand));
+  };
+  reduce.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitReduce(instruction); };
+  table.Add(std::move(reduce));
+}
+
 }  // namespace tpu::compiler::codegen_internal

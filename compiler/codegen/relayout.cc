@@ -615,4 +615,18 @@ Status CodeGenerator::EmitReshape(const HloInstruction& instruction) {
   return OkStatus();
 }
 
+void CodeGenerator::AddRelayoutHandlers(OpcodeHandlerTable& table) {
+  // A reshape or bitcast that keeps every element in its line and lane is its operand's buffer; the
+  // others are lane relayouts (EmitReshape).
+  for (HloOpcode opcode : {HloOpcode::kReshape, HloOpcode::kBitcast}) {
+    OpcodeHandler reshape(opcode);
+    reshape.types = ElementTypes::kDeviceWord;
+    reshape.same_buffer_as = [](const HloInstruction& instruction, uint32_t lanes) -> const HloInstruction* {
+      return KeepsDeviceLayout(instruction, lanes) ? instruction.operand(0) : nullptr;
+    };
+    reshape.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitReshape(instruction); };
+    table.Add(std::move(reshape));
+  }
+}
+
 }  // namespace tpu::compiler::codegen_internal
