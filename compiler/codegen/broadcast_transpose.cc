@@ -174,7 +174,6 @@ Status CodeGenerator::EmitLaneBroadcast(const HloInstruction& instruction) {
 }
 
 StatusOr<bool> CodeGenerator::EmitTransposeVtrans(const HloInstruction& instruction) {
-  if (!HasOpcode("VTRANS")) return false;
   const HloInstruction& operand = *instruction.operand(0);
   const uint32_t lanes = L();
   const DeviceLayout in = MakeDeviceLayout(operand.shape(), lanes);
@@ -228,7 +227,6 @@ StatusOr<bool> CodeGenerator::EmitTransposeVtrans(const HloInstruction& instruct
 //  - scalar: line 0 of the transposed block is the output row's tile; it is copied into a chunk of
 //    lines with VOR (broadcast operand, zero lines) and stored into every row, tile by tile.
 StatusOr<bool> CodeGenerator::EmitLaneBroadcastVtrans(const HloInstruction& instruction) {
-  if (!HasOpcode("VTRANS") || !HasOpcode("VOR")) return false;
   const HloInstruction& source = *instruction.operand(0);
   const bool scalar = source.shape().rank() == 0;
   const uint32_t lanes = L();
@@ -547,6 +545,34 @@ Status CodeGenerator::EmitTranspose(const HloInstruction& instruction) {
   }
   if (rest_rows != 0) TPU_RETURN_IF_ERROR(emit_block(full_blocks, rest_rows));
   return OkStatus();
+}
+
+void CodeGenerator::AddBroadcastTransposeHandlers(OpcodeHandlerTable& table) {
+  // A broadcast of a scalar constant is splatted or written from a constant row, not read.
+  OpcodeHandler broadcast(HloOpcode::kBroadcast);
+  broadcast.types = ElementTypes::kDeviceWord;
+  broadcast.reads_operand = [](const HloInstruction&, const HloInstruction& operand, uint32_t) {
+    return !IsScalarF32Constant(operand);
+  };
+  broadcast.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitBroadcast(instruction); };
+  table.Add(std::move(broadcast));
+
+  OpcodeHandler transpose(HloOpcode::kTranspose);
+  transpose.check = [](const HloInstruction& instruction) -> Status {
+    const std::vector<int64_t>& dims = instruction.dimensions();
+    bool identity = true;
+    for (size_t i = 0; i < dims.size(); ++i) identity = identity && dims[i] == static_cast<int64_t>(i);
+    const bool keeps_minor = !dims.empty() && dims.back() == static_cast<int64_t>(dims.size()) - 1;
+    if (!identity && !keeps_minor && !(instruction.shape().rank() == 2 && dims == std::vector<int64_t>{1, 0})) {
+      // Codegen preparation splits the others (compiler/passes/codegen_legalization.h).
+      return Unimplemented("transpose " + instruction.name() + " of " + instruction.operand(0)->shape().ToString() +
+                           ": only rank-2 transposes and row permutations (the minor dimension stays) are supported");
+    }
+    return OkStatus();
+  };
+  transpose.types = ElementTypes::kDeviceWord;
+  transpose.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitTranspose(instruction); };
+  table.Add(std::move(transpose));
 }
 
 }  // namespace tpu::compiler::codegen_internal

@@ -10,30 +10,10 @@ namespace codegen_internal {
 
 const HloInstruction* CodeGenerator::BufferOf(const HloInstruction* instruction) const {
   while (true) {
-    switch (instruction->opcode()) {
-      case HloOpcode::kReshape:
-      case HloOpcode::kBitcast:
-        if (!KeepsDeviceLayout(*instruction, L())) return instruction;  // computed into its own buffer
-        instruction = instruction->operand(0);
-        continue;
-      case HloOpcode::kCopy:
-        instruction = instruction->operand(0);
-        continue;
-      case HloOpcode::kCustomCall:
-        if (hlo::IsIdentityCustomCallTarget(instruction->custom_call_target())) {
-          instruction = instruction->operand(0);
-          continue;
-        }
-        return instruction;
-      case HloOpcode::kGetTupleElement: {
-        const HloInstruction* tuple = instruction->operand(0);
-        if (tuple->opcode() != HloOpcode::kTuple) return instruction;
-        instruction = tuple->operand(instruction->tuple_index());
-        continue;
-      }
-      default:
-        return instruction;
-    }
+    const OpcodeHandler* handler = OpcodeHandlers().Find(instruction->opcode());
+    const HloInstruction* buffer = handler != nullptr ? handler->SameBufferAs(*instruction, L()) : nullptr;
+    if (buffer == nullptr) return instruction;
+    instruction = buffer;
   }
 }
 
@@ -49,236 +29,68 @@ void CodeGenerator::FlattenOutputs(const HloInstruction* value, std::vector<cons
   outputs->push_back(value);
 }
 
-bool CodeGenerator::FoldableBroadcast(const HloInstruction& op, const HloInstruction& operand) const {
-  if (operand.opcode() != HloOpcode::kBroadcast) return false;
-  const HloInstruction& source = *operand.operand(0);
-  if (IsScalarF32Constant(source)) return true;
-  // A row [N] broadcast along the minor dimension of the output.
-  const int rank = op.shape().rank();
-  return source.shape().rank() == 1 && rank >= 1 && operand.dimensions().size() == 1 &&
-         operand.dimensions(0) == rank - 1 && source.shape().dimensions[0] == op.shape().dimensions.back();
-}
-
-bool CodeGenerator::ReadsFromMemory(const HloInstruction& user, const HloInstruction& value) const {
-  if ((IsVpuBinary(user.opcode()) || user.opcode() == HloOpcode::kCompare) &&
-      value.opcode() == HloOpcode::kBroadcast && FoldableBroadcast(user, value)) {
-    // Folded unless both operands are foldable broadcasts: then operand 0 is materialized. Operand 0 of
-    // a subtraction or compare is always materialized (the VPU takes the folded operand second).
-    if (user.opcode() == HloOpcode::kCompare || !IsCommutative(user.opcode())) return user.operand(0) == &value;
-    bool other_foldable = FoldableBroadcast(user, *user.operand(user.operand(0) == &value ? 1 : 0));
-    return other_foldable && user.operand(0) == &value;
-  }
-  if (user.opcode() == HloOpcode::kBroadcast && IsScalarF32Constant(value)) return false;
-  // The on-false value of a select may be an immediate.
-  if (user.opcode() == HloOpcode::kSelect && user.operand(2) == &value && user.operand(1) != &value &&
-      user.operand(0) != &value && SelectImmediate(user, L()).has_value()) {
-    return false;
-  }
-  // A divisor that is a constant becomes the immediate of a multiplication.
-  if (user.opcode() == HloOpcode::kDivide && user.operand(1) == &value && user.operand(0) != &value &&
-      ScalarConstantValue(value)) {
-    return false;
-  }
-  // The init value of a reduce is an immediate.
-  if (user.opcode() == HloOpcode::kReduce && user.operand_count() == 2 && user.operand(1) == &value &&
-      user.operand(0) != &value && IsScalarF32Constant(value)) {
-    return false;
-  }
-  if (user.opcode() == HloOpcode::kFusion && IsReluFusion(user)) return true;
-  if (user.opcode() == HloOpcode::kTuple || user.opcode() == HloOpcode::kGetTupleElement) return false;
-  return true;
-}
-
-Status CodeGenerator::CheckSupported(const HloInstruction& instruction) {
-  switch (instruction.opcode()) {
-    case HloOpcode::kParameter:
-    case HloOpcode::kConstant:
-    case HloOpcode::kBroadcast:
-    case HloOpcode::kDot:
-    case HloOpcode::kAdd:
-    case HloOpcode::kMaximum:
-    case HloOpcode::kTuple:
-    case HloOpcode::kGetTupleElement:
-    case HloOpcode::kCopy:
-    case HloOpcode::kReshape:
-    case HloOpcode::kBitcast:
-      break;
-    case HloOpcode::kTranspose: {
-      const std::vector<int64_t>& dims = instruction.dimensions();
-      bool identity = true;
-      for (size_t i = 0; i < dims.size(); ++i) identity = identity && dims[i] == static_cast<int64_t>(i);
-      const bool keeps_minor = !dims.empty() && dims.back() == static_cast<int64_t>(dims.size()) - 1;
-      if (!identity && !keeps_minor && !(instruction.shape().rank() == 2 && dims == std::vector<int64_t>{1, 0})) {
-        // Codegen preparation splits the others (compiler/passes/codegen_legalization.h).
-        return Unimplemented("transpose " + instruction.name() + " of " + instruction.operand(0)->shape().ToString() +
-                             ": only rank-2 transposes and row permutations (the minor dimension stays) are supported");
-      }
-      break;
-    }
-    case HloOpcode::kSubtract:
-    case HloOpcode::kMultiply:
-    case HloOpcode::kMinimum:
-      if (!IsVpuBinary(instruction.opcode())) return UnsupportedOp(instruction);
-      break;
-    case HloOpcode::kCompare:
-      if (!HasOpcode("VCMP") || !HasOpcode("VAND")) return UnsupportedOp(instruction);
-      break;
-    case HloOpcode::kSelect:
-      if (!HasOpcode("VSEL")) return UnsupportedOp(instruction);
-      break;
-    case HloOpcode::kConvert:
-      if (!HasOpcode("VCVT") || !HasOpcode("VCMP")) return UnsupportedOp(instruction);
-      break;
-    case HloOpcode::kDivide:
-      // x / c = x * (1/c) for a constant c: at most one rounding more than the division (docs/numerics.md
-      // tolerance); by a computed value, x * rcp(y) (EmitMath).
-      if (!IsVpuBinary(HloOpcode::kMultiply)) return UnsupportedOp(instruction);
-      break;
-    case HloOpcode::kReducePrecision:
-      if (!IsBf16Rounding(instruction)) return UnsupportedOp(instruction);
-      break;
-    case HloOpcode::kExp:
-      if (!HasOpcode("VEXP")) return UnsupportedOp(instruction);
-      break;
-    case HloOpcode::kLog:
-      if (!HasOpcode("VLOG")) return UnsupportedOp(instruction);
-      break;
-    case HloOpcode::kRsqrt:
-      if (!HasOpcode("VRSQRT")) return UnsupportedOp(instruction);
-      break;
-    case HloOpcode::kSqrt:
-      if (!HasOpcode("VRSQRT") || !HasOpcode("VMUL") || !HasOpcode("VCMP") || !HasOpcode("VSEL")) {
-        return UnsupportedOp(instruction);
-      }
-      break;
-    case HloOpcode::kNegate:
-      // -x = (x * -1) + 0: the add turns the -0 of the padded lanes back into +0.
-      if (!IsVpuBinary(HloOpcode::kMultiply)) return UnsupportedOp(instruction);
-      break;
-    case HloOpcode::kAbs:
-    case HloOpcode::kSign:
-    case HloOpcode::kClamp:
-    case HloOpcode::kFloor:
-    case HloOpcode::kCeil:
-    case HloOpcode::kRoundNearestEven:
-    case HloOpcode::kRoundNearestAfz:
-      break;
-    case HloOpcode::kTanh:
-    case HloOpcode::kLogistic:
-    case HloOpcode::kPower:
-      // VPU sequences around VEXP, VLOG, VRCP and VRSQRT (elementwise.cc).
-      if (!HasOpcode("VEXP") || !HasOpcode("VLOG") || !HasOpcode("VRCP") || !HasOpcode("VRSQRT")) {
-        return UnsupportedOp(instruction);
-      }
-      break;
-    case HloOpcode::kSlice:
-    case HloOpcode::kPad:
-    case HloOpcode::kConcatenate:
-    case HloOpcode::kReverse:
-    case HloOpcode::kConvolution:  // the depthwise form prepare.h leaves; EmitDepthwiseConvolution checks it
-      break;
-    case HloOpcode::kReduceWindow:
-    case HloOpcode::kSelectAndScatter:  // pool.cc checks the window and the computations
-      break;
-    case HloOpcode::kReduce:
-      if (instruction.operand_count() != 2 || ReducerOpcode(instruction) == HloOpcode::kUnknown) {
-        return Unimplemented("reduce " + instruction.name() + ": only a single-operand add, maximum or minimum reduction is supported");
-      }
-      break;
-    case HloOpcode::kCustomCall:
-      if (!hlo::IsIdentityCustomCallTarget(instruction.custom_call_target())) return UnsupportedOp(instruction);
-      break;
-    case HloOpcode::kFusion:
-      if (!IsReluFusion(instruction)) {
-        return Unimplemented("fusion " + instruction.name() + " is not a fusion this code generator can lower");
-      }
-      break;
-    default:
-      return UnsupportedOp(instruction);
-  }
-  const hlo::Shape& shape = instruction.shape();
-  if (instruction.opcode() == HloOpcode::kTuple) return OkStatus();
-  if (shape.IsTuple()) {
-    if (instruction.opcode() == HloOpcode::kParameter) {
+// Values that are buffers as they stand: no code.
+void CodeGenerator::AddBufferHandlers(OpcodeHandlerTable& table) {
+  // The runtime's buffers.
+  OpcodeHandler parameter(HloOpcode::kParameter);
+  parameter.check = [](const HloInstruction& instruction) -> Status {
+    if (instruction.shape().IsTuple()) {
       return Unimplemented("tuple-shaped parameter " + instruction.name() + " is not supported; pass its elements");
     }
-    return Unimplemented(instruction.name() + " produces a tuple outside the root");
-  }
-  // Data movement, select and convert work on any 32-bit device word; elementwise arithmetic and
-  // compares also on s32 lanes (s64 through its low word); the MXU paths on f32 only.
-  const hlo::PrimitiveType type = shape.element_type;
-  const bool f32 = type == hlo::PrimitiveType::F32;
-  bool type_ok = f32;
-  switch (instruction.opcode()) {
-    case HloOpcode::kParameter:
-    case HloOpcode::kConstant:
-    case HloOpcode::kGetTupleElement:
-    case HloOpcode::kCopy:
-    case HloOpcode::kReshape:
-    case HloOpcode::kBitcast:
-    case HloOpcode::kCustomCall:
-    case HloOpcode::kSelect:
-    case HloOpcode::kConvert:
-    case HloOpcode::kSlice:
-    case HloOpcode::kPad:
-    case HloOpcode::kConcatenate:
-    case HloOpcode::kReverse:
-      type_ok = IsDeviceElementType(type);
-      break;
-    case HloOpcode::kBroadcast:
-    case HloOpcode::kTranspose:
-      // Moved with DMA and VTRANS; the MXU fallbacks (no VTRANS) move f32 only.
-      type_ok = IsDeviceElementType(type) && (f32 || HasOpcode("VTRANS"));
-      break;
-    case HloOpcode::kAdd:
-    case HloOpcode::kSubtract:
-    case HloOpcode::kMultiply:
-    case HloOpcode::kMaximum:
-    case HloOpcode::kMinimum:
-    case HloOpcode::kNegate:
-    case HloOpcode::kReduce:  // s32 with INT (reduce.cc)
-      type_ok = f32 || IsIntegerValue(shape);
-      break;
-    case HloOpcode::kAbs:
-    case HloOpcode::kSign:
-    case HloOpcode::kClamp:
-      // Signed compares on the INT lanes: u32 would need unsigned ones.
-      type_ok = f32 || type == hlo::PrimitiveType::S32 || type == hlo::PrimitiveType::S64;
-      break;
-    case HloOpcode::kDot: {
-      // bf16 operands reach the MXU exactly; a bf16 result is rounded from the f32 accumulators.
-      auto mxu_type = [](hlo::PrimitiveType t) {
-        return t == hlo::PrimitiveType::F32 || t == hlo::PrimitiveType::BF16;
-      };
-      type_ok = mxu_type(type) && mxu_type(instruction.operand(0)->shape().element_type) &&
-                mxu_type(instruction.operand(1)->shape().element_type);
-      break;
+    return OkStatus();
+  };
+  parameter.types = ElementTypes::kDeviceWord;
+  table.Add(std::move(parameter));
+
+  // Constant regions, loaded with the program (those read from HBM).
+  OpcodeHandler constant(HloOpcode::kConstant);
+  constant.types = ElementTypes::kDeviceWord;
+  constant.check_value = [](const HloInstruction& instruction) -> Status {
+    if (!instruction.has_literal()) {
+      return FailedPrecondition("constant " + instruction.name() + " has no values (the dump elided them)");
     }
-    case HloOpcode::kCompare: {
-      const hlo::Shape& operand = instruction.operand(0)->shape();
-      type_ok = type == hlo::PrimitiveType::PRED &&
-                (operand.element_type == hlo::PrimitiveType::F32 || IsIntegerValue(operand) ||
-                 operand.element_type == hlo::PrimitiveType::PRED);
-      break;
+    return OkStatus();
+  };
+  table.Add(std::move(constant));
+
+  // A tuple only groups the root's values (FlattenOutputs); get-tuple-element is the element's buffer.
+  auto reads_nothing = [](const HloInstruction&, const HloInstruction&, uint32_t) { return false; };
+  OpcodeHandler tuple(HloOpcode::kTuple);
+  tuple.types = ElementTypes::kTupleOfValues;
+  tuple.reads_operand = reads_nothing;
+  table.Add(std::move(tuple));
+
+  OpcodeHandler get_tuple_element(HloOpcode::kGetTupleElement);
+  get_tuple_element.types = ElementTypes::kDeviceWord;
+  get_tuple_element.check_value = [](const HloInstruction& instruction) -> Status {
+    if (instruction.operand(0)->opcode() != HloOpcode::kTuple) {
+      return Unimplemented("get-tuple-element " + instruction.name() + " of a non-tuple instruction");
     }
-    default:
-      break;
-  }
-  if (!type_ok) {
-    return Unimplemented(instruction.name() + " has element type " + hlo::PrimitiveTypeName(type) +
-                         "; this code generator lowers " + instruction.opcode_name() + " for " +
-                         (instruction.opcode() == HloOpcode::kCompare ? "f32, s32, s64 and pred operands only"
-                                                                      : "f32 values only"));
-  }
-  if (instruction.opcode() == HloOpcode::kConstant && !instruction.has_literal()) {
-    return FailedPrecondition("constant " + instruction.name() + " has no values (the dump elided them)");
-  }
-  if (instruction.opcode() == HloOpcode::kGetTupleElement &&
-      instruction.operand(0)->opcode() != HloOpcode::kTuple) {
-    return Unimplemented("get-tuple-element " + instruction.name() + " of a non-tuple instruction");
-  }
-  // A reshape that changes the device layout is computed by EmitReshape (lane relayouts).
-  return OkStatus();
+    return OkStatus();
+  };
+  get_tuple_element.same_buffer_as = [](const HloInstruction& instruction, uint32_t) -> const HloInstruction* {
+    const HloInstruction* tuple = instruction.operand(0);
+    return tuple->opcode() == HloOpcode::kTuple ? tuple->operand(instruction.tuple_index()) : nullptr;
+  };
+  get_tuple_element.reads_operand = reads_nothing;
+  table.Add(std::move(get_tuple_element));
+
+  // Copies and identity custom-calls are their operand's buffer.
+  OpcodeHandler copy(HloOpcode::kCopy);
+  copy.types = ElementTypes::kDeviceWord;
+  copy.same_buffer_as = [](const HloInstruction& instruction, uint32_t) { return instruction.operand(0); };
+  table.Add(std::move(copy));
+
+  OpcodeHandler custom_call(HloOpcode::kCustomCall);
+  custom_call.check = [](const HloInstruction& instruction) -> Status {
+    if (!hlo::IsIdentityCustomCallTarget(instruction.custom_call_target())) return UnsupportedOp(instruction);
+    return OkStatus();
+  };
+  custom_call.types = ElementTypes::kDeviceWord;
+  custom_call.same_buffer_as = [](const HloInstruction& instruction, uint32_t) -> const HloInstruction* {
+    return hlo::IsIdentityCustomCallTarget(instruction.custom_call_target()) ? instruction.operand(0) : nullptr;
+  };
+  table.Add(std::move(custom_call));
 }
 
 void CodeGenerator::LoadAddress(Reg reg, const HloInstruction* value, uint32_t extra_lines) {
@@ -454,122 +266,6 @@ void CodeGenerator::ForColumnTiles(uint32_t full_tiles, uint32_t rest, Reg cols_
   }
 }
 
-Status CodeGenerator::EmitInstruction(const HloInstruction& instruction) {
-  switch (instruction.opcode()) {
-    case HloOpcode::kDot:
-      return EmitDot(instruction);
-    case HloOpcode::kBroadcast:
-      return EmitBroadcast(instruction);
-    case HloOpcode::kReduce:
-      return EmitReduce(instruction);
-    case HloOpcode::kCompare:
-      return EmitCompare(instruction);
-    case HloOpcode::kSelect:
-      return EmitSelect(instruction);
-    case HloOpcode::kConvert:
-      if (instruction.shape().element_type == hlo::PrimitiveType::BF16 ||
-          instruction.operand(0)->shape().element_type == hlo::PrimitiveType::BF16) {
-        return EmitBf16Convert(instruction);
-      }
-      return EmitConvert(instruction);
-    case HloOpcode::kTranspose:
-      return EmitTranspose(instruction);
-    case HloOpcode::kSlice:
-      return EmitSlice(instruction);
-    case HloOpcode::kPad:
-      return EmitPad(instruction);
-    case HloOpcode::kConcatenate:
-      return EmitConcatenate(instruction);
-    case HloOpcode::kReverse:
-      return EmitReverse(instruction);
-    case HloOpcode::kReshape:
-    case HloOpcode::kBitcast:
-      return EmitReshape(instruction);
-    case HloOpcode::kConvolution:
-      return EmitDepthwiseConvolution(instruction);
-    case HloOpcode::kReduceWindow:
-      return EmitReduceWindow(instruction);
-    case HloOpcode::kSelectAndScatter:
-      return EmitSelectAndScatter(instruction);
-    case HloOpcode::kFusion: {
-      // ReLU fusion: maximum with a zero immediate.
-      const HloInstruction* root = instruction.called_computations()[0]->root_instruction();
-      const HloInstruction* zero = root->operand(0)->opcode() == HloOpcode::kBroadcast ? root->operand(0)
-                                                                                      : root->operand(1);
-      Src2 b;
-      b.kind = Src2::kImmediate;
-      b.imm = FloatBits(zero->operand(0)->literal().Get<float>(0));
-      return EmitElementwise(instruction, HloOpcode::kMaximum, instruction.operand(0), b);
-    }
-    case HloOpcode::kReducePrecision:
-      return EmitRoundToBf16(instruction);
-    case HloOpcode::kExp:
-      return EmitMath(instruction, MathKind::kExp);
-    case HloOpcode::kLog:
-      return EmitMath(instruction, MathKind::kLog);
-    case HloOpcode::kRsqrt:
-      return EmitMath(instruction, MathKind::kRsqrt);
-    case HloOpcode::kSqrt:
-      return EmitMath(instruction, MathKind::kSqrt);
-    case HloOpcode::kAbs:
-      return EmitMath(instruction, MathKind::kAbs);
-    case HloOpcode::kSign:
-      return EmitMath(instruction, MathKind::kSign);
-    case HloOpcode::kTanh:
-      return EmitMath(instruction, MathKind::kTanh);
-    case HloOpcode::kLogistic:
-      return EmitMath(instruction, MathKind::kLogistic);
-    case HloOpcode::kFloor:
-      return EmitMath(instruction, MathKind::kFloor);
-    case HloOpcode::kCeil:
-      return EmitMath(instruction, MathKind::kCeil);
-    case HloOpcode::kRoundNearestEven:
-      return EmitMath(instruction, MathKind::kRoundEven);
-    case HloOpcode::kRoundNearestAfz:
-      return EmitMath(instruction, MathKind::kRoundAfz);
-    case HloOpcode::kPower:
-      return EmitMath(instruction, MathKind::kPower);
-    case HloOpcode::kClamp:
-      return EmitClamp(instruction);
-    case HloOpcode::kDivide: {
-      if (!ScalarConstantValue(*instruction.operand(1))) return EmitMath(instruction, MathKind::kDivide);
-      const uint32_t bits = FloatBits(1.0f / *ScalarConstantValue(*instruction.operand(1)));
-      const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
-      Src2 b;
-      if (layout.cols % L() == 0 || ImmediateKeepsPaddingZero(HloOpcode::kMultiply, bits)) {
-        b.kind = Src2::kImmediate;
-        b.imm = bits;
-      } else {
-        b.kind = Src2::kRow;
-        TPU_ASSIGN_OR_RETURN(b.constant_row, ConstantRow(bits, layout.cols));
-      }
-      return EmitElementwise(instruction, HloOpcode::kMultiply, instruction.operand(0), b);
-    }
-    case HloOpcode::kNegate: {
-      Src2 b;
-      b.kind = Src2::kImmediate;
-      b.imm = IsIntegerValue(instruction.shape()) ? 0xffffffffu : FloatBits(-1.0f);
-      return EmitElementwise(instruction, HloOpcode::kMultiply, instruction.operand(0), b);
-    }
-    case HloOpcode::kSubtract:
-    case HloOpcode::kMultiply:
-    case HloOpcode::kMinimum:
-    case HloOpcode::kAdd:
-    case HloOpcode::kMaximum: {
-      const HloInstruction* a = instruction.operand(0);
-      const HloInstruction* bcast = instruction.operand(1);
-      if (IsCommutative(instruction.opcode()) && !FoldableBroadcast(instruction, *bcast) &&
-          FoldableBroadcast(instruction, *a)) {
-        std::swap(a, bcast);
-      }
-      TPU_ASSIGN_OR_RETURN(Src2 b, SecondOperand(instruction, instruction.opcode(), *bcast));
-      return EmitElementwise(instruction, instruction.opcode(), a, b);
-    }
-    default:
-      return Internal("no emitter for " + instruction.name());
-  }
-}
-
 namespace {
 
 // Arrays in `shape`, depth first (the order FlattenOutputs lists the root's values in).
@@ -634,27 +330,11 @@ bool CodeGenerator::InPlaceAfterLastRead(const HloInstruction& value, const HloI
   const int64_t defined_at = position.at(&value);
   if (read == last_use.end() || read->second < defined_at) return true;
   if (read->second > defined_at) return false;
-  // The value's own instruction is the last reader. Elementwise VPU ops (EmitElementwise) load a chunk
-  // of each tensor operand, compute and store the chunk at the same offsets before the next chunk is
-  // loaded, so they may overwrite an operand of the same shape; a broadcast of the parameter is read
+  // The value's own instruction is the last reader: its lowering may overwrite an operand of the same
+  // shape when it works chunk by chunk (OpcodeHandler::in_place); a broadcast of the parameter is read
   // whole at other offsets, so it may not be overwritten.
-  switch (value.opcode()) {
-    case HloOpcode::kAdd:
-    case HloOpcode::kSubtract:
-    case HloOpcode::kMultiply:
-    case HloOpcode::kMaximum:
-    case HloOpcode::kMinimum:
-    case HloOpcode::kNegate:
-      break;
-    case HloOpcode::kDivide:
-      if (!ScalarConstantValue(*value.operand(1))) return false;
-      break;
-    case HloOpcode::kFusion:
-      if (!IsReluFusion(value)) return false;
-      break;
-    default:
-      return false;
-  }
+  const OpcodeHandler* handler = OpcodeHandlers().Find(value.opcode());
+  if (handler == nullptr || !handler->InPlace(value)) return false;
   for (const HloInstruction* operand : value.operands()) {
     if (BufferOf(operand) == &parameter && operand->shape().dimensions != value.shape().dimensions) return false;
     if (operand->opcode() == HloOpcode::kBroadcast && BufferOf(operand->operand(0)) == &parameter) return false;
@@ -758,8 +438,9 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   FlattenOutputs(entry->root_instruction(), &outputs);
   std::set<const HloInstruction*> needed;
   for (const HloInstruction* instruction : order) {
+    const OpcodeHandler& handler = *OpcodeHandlers().Find(instruction->opcode());  // CheckSupported above
     for (const HloInstruction* operand : instruction->operands()) {
-      if (ReadsFromMemory(*instruction, *operand)) needed.insert(BufferOf(operand));
+      if (handler.ReadsOperand(*instruction, *operand, L())) needed.insert(BufferOf(operand));
     }
   }
   for (const HloInstruction* output : outputs) needed.insert(BufferOf(output));
@@ -896,24 +577,12 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   };
   for (const HloInstruction* instruction : order) {
     if (needed.count(instruction) == 0) continue;
-    switch (instruction->opcode()) {
-      case HloOpcode::kReshape:
-      case HloOpcode::kBitcast:
-        if (BufferOf(instruction) == instruction) break;  // a new device layout: EmitReshape
-        continue;
-      case HloOpcode::kParameter:
-      case HloOpcode::kConstant:
-      case HloOpcode::kTuple:
-      case HloOpcode::kGetTupleElement:
-      case HloOpcode::kCopy:
-      case HloOpcode::kCustomCall:
-        continue;  // no code: the value is an existing buffer
-      default:
-        break;
-    }
+    // No code for parameters, constants and values that are another instruction's buffer.
+    const OpcodeHandler& handler = *OpcodeHandlers().Find(instruction->opcode());
+    if (!handler.emit || BufferOf(instruction) != instruction) continue;
     const std::string name = instruction->name().empty() ? "(unnamed)" : instruction->name();
     TPU_RETURN_IF_ERROR(emit(name + " = " + instruction->shape().ToString() + " " + instruction->opcode_name(),
-                             [&] { return EmitInstruction(*instruction); }));
+                             [&] { return handler.emit(*this, *instruction); }));
   }
   // Copies at the end: into output regions first (they may read parameters' old contents), then the
   // staged parameters into temps, then into the parameter buffers.

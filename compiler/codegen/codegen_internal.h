@@ -14,6 +14,7 @@
 
 #include "compiler/codegen/assembler.h"
 #include "compiler/codegen/buffer_assignment.h"
+#include "compiler/codegen/opcode_handler.h"
 #include "compiler/codegen/prepare.h"
 #include "compiler/hlo/hlo_opcode.h"
 #include "compiler/passes/codegen_legalization.h"
@@ -28,11 +29,6 @@ constexpr uint8_t kSyncDma = isa::flag::SYNC_DMA;
 constexpr uint8_t kSyncMxu = isa::flag::SYNC_MXU;
 constexpr uint8_t kSyncVpu = isa::flag::SYNC_VPU;
 constexpr uint8_t kSyncAll = 0;
-
-inline Status UnsupportedOp(const HloInstruction& instruction) {
-  return NotFound("No registered '" + instruction.opcode_name() +
-                  "' OpKernel for XLA_TPU_JIT devices compatible with node " + instruction.name());
-}
 
 inline uint32_t FloatBits(float value) {
   uint32_t bits;
@@ -64,33 +60,19 @@ inline bool ImmediateKeepsPaddingZero(HloOpcode op, uint32_t c) {
   }
 }
 
-// The VPU instruction that computes an elementwise HLO binary op, looked up by name in the generated
-// instruction set so that an op lowers as soon as its instruction exists. nullopt when it does not.
-// Every such instruction takes the operands of VADD (rd, rs1, rs2, rs3=count) and its SRC2_BCAST and
-// SRC2_IMM flag bits (docs/isa.md).
+// The VPU instruction that computes an elementwise HLO binary op; nullopt for other ops. Every such
+// instruction takes the operands of VADD (rd, rs1, rs2, rs3=count) and its SRC2_BCAST and SRC2_IMM flag
+// bits (docs/isa.md).
 inline std::optional<isa::Opcode> VpuOpcodeFor(HloOpcode op) {
-  const char* name = nullptr;
   switch (op) {
-    case HloOpcode::kAdd: name = "VADD"; break;
-    case HloOpcode::kMaximum: name = "VMAX"; break;
-    case HloOpcode::kSubtract: name = "VSUB"; break;
-    case HloOpcode::kMultiply: name = "VMUL"; break;
-    case HloOpcode::kMinimum: name = "VMIN"; break;
+    case HloOpcode::kAdd: return isa::Opcode::VADD;
+    case HloOpcode::kMaximum: return isa::Opcode::VMAX;
+    case HloOpcode::kSubtract: return isa::Opcode::VSUB;
+    case HloOpcode::kMultiply: return isa::Opcode::VMUL;
+    case HloOpcode::kMinimum: return isa::Opcode::VMIN;
     default: return std::nullopt;
   }
-  for (const isa::OpcodeInfo& info : isa::kOpcodes) {
-    if (std::strcmp(info.name, name) == 0) return info.opcode;
-  }
-  return std::nullopt;
 }
-
-inline std::optional<isa::Opcode> OpcodeNamed(const char* name) {
-  for (const isa::OpcodeInfo& info : isa::kOpcodes) {
-    if (std::strcmp(info.name, name) == 0) return info.opcode;
-  }
-  return std::nullopt;
-}
-inline bool HasOpcode(const char* name) { return OpcodeNamed(name).has_value(); }
 
 inline std::optional<float> ScalarConstantValue(const HloInstruction& value);
 
@@ -139,8 +121,6 @@ inline bool CompareTrueOnPadding(hlo::ComparisonDirection direction, bool has_im
 
 inline bool IsCommutative(HloOpcode op) { return op != HloOpcode::kSubtract; }
 
-inline bool IsVpuBinary(HloOpcode op) { return VpuOpcodeFor(op).has_value(); }
-
 // Values the VPU computes on as s32 lanes (INT flag): s32, and s64 through its low 32 bits.
 inline bool IsIntegerValue(const hlo::Shape& shape) {
   return shape.element_type == hlo::PrimitiveType::S32 || shape.element_type == hlo::PrimitiveType::S64 ||
@@ -170,6 +150,18 @@ inline std::vector<int64_t> RowSteps(const hlo::Shape& shape, uint32_t lanes) {
     step *= shape.dimensions[d];
   }
   return steps;
+}
+
+// Whether `operand` of elementwise `op` reaches the VPU as a row or an immediate instead of a tensor (a
+// folded broadcast): a broadcast of a scalar f32 constant, or of a row [N] along the minor dimension.
+inline bool FoldableBroadcast(const HloInstruction& op, const HloInstruction& operand) {
+  if (operand.opcode() != HloOpcode::kBroadcast) return false;
+  const HloInstruction& source = *operand.operand(0);
+  if (IsScalarF32Constant(source)) return true;
+  // A row [N] broadcast along the minor dimension of the output.
+  const int rank = op.shape().rank();
+  return source.shape().rank() == 1 && rank >= 1 && operand.dimensions().size() == 1 &&
+         operand.dimensions(0) == rank - 1 && source.shape().dimensions[0] == op.shape().dimensions.back();
 }
 
 // Whether a reshape or bitcast leaves every element in its line and lane (then it is its operand's
@@ -253,6 +245,20 @@ class CodeGenerator {
   CodeGenerator(const hlo::HloModule& module, const CompileOptions& options) : module_(module), options_(options) {}
 
   StatusOr<Program> Run(CompileStats* stats);
+
+  // The handlers of the opcodes each file lowers (opcode_handler.h), collected by AddOpcodeHandlers.
+  // Members, so that their emit functions reach the lowerings.
+  static void AddBufferHandlers(OpcodeHandlerTable& table);              // codegen.cc
+  static void AddElementwiseHandlers(OpcodeHandlerTable& table);         // elementwise.cc
+  static void AddBroadcastTransposeHandlers(OpcodeHandlerTable& table);  // broadcast_transpose.cc
+  static void AddReduceHandlers(OpcodeHandlerTable& table);              // reduce.cc
+  static void AddDotHandlers(OpcodeHandlerTable& table);                 // dot.cc
+  static void AddSlicePadHandlers(OpcodeHandlerTable& table);            // slice_pad.cc
+  static void AddRelayoutHandlers(OpcodeHandlerTable& table);            // relayout.cc
+  static void AddReverseHandlers(OpcodeHandlerTable& table);             // reverse.cc
+  static void AddDepthwiseHandlers(OpcodeHandlerTable& table);           // depthwise.cc
+  static void AddPoolHandlers(OpcodeHandlerTable& table);                // pool.cc
+
   // How dots are scheduled (dot.cc): the balanced software pipeline (fastest, most code), a compact
   // one (fewer distinct steps) or one tile at a time (least code; no relayout pipelines either).
   enum class DotSchedule { kBalanced, kCompact, kSerial };
@@ -265,14 +271,10 @@ class CodeGenerator {
   uint32_t L() const { return options_.lanes; }
 
   // --- analysis ---
-  Status CheckSupported(const HloInstruction& instruction);
-  // The instruction whose buffer holds the value of `instruction` (through copies, reshapes, GTEs).
+  // The instruction whose buffer holds the value of `instruction` (through copies, reshapes, GTEs: the
+  // handlers' same_buffer_as).
   const HloInstruction* BufferOf(const HloInstruction* instruction) const;
   void FlattenOutputs(const HloInstruction* value, std::vector<const HloInstruction*>* outputs) const;
-  // Whether a user reads `value` from HBM (false when the user folds it into an instruction field).
-  bool ReadsFromMemory(const HloInstruction& user, const HloInstruction& value) const;
-  // For add/maximum: the fused form of operand `index` if it is a foldable broadcast.
-  bool FoldableBroadcast(const HloInstruction& op, const HloInstruction& operand) const;
 
   // --- buffers and input_output_alias (codegen.cc) ---
   // Per flattened output, the parameter its value is written into (-1: none); empty without aliases.
@@ -288,7 +290,12 @@ class CodeGenerator {
   // --- code ---
   StatusOr<ScopedReg> NewReg() { return AllocateScoped(&regs_); }
   void LoadAddress(Reg reg, const HloInstruction* value, uint32_t extra_lines);
-  Status EmitInstruction(const HloInstruction& instruction);
+  // elementwise.cc: add, subtract, multiply, maximum, minimum (a folded broadcast or constant second);
+  // negate as x * -1; divide by a constant as a multiplication, by a tensor with EmitMath; the ReLU fusion.
+  Status EmitBinary(const HloInstruction& instruction);
+  Status EmitNegate(const HloInstruction& instruction);
+  Status EmitDivide(const HloInstruction& instruction);
+  Status EmitReluFusion(const HloInstruction& instruction);
   Status EmitElementwise(const HloInstruction& instruction, HloOpcode op, const HloInstruction* a, Src2 b);
   // One VPU instruction over `a` (and b), result stored as `instruction` (a may be `instruction` itself).
   struct VpuOp {

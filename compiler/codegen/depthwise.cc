@@ -157,4 +157,13 @@ Status CodeGenerator::EmitDepthwiseConvolution(const HloInstruction& instruction
   });
 }
 
+void CodeGenerator::AddDepthwiseHandlers(OpcodeHandlerTable& table) {
+  // The depthwise form prepare.h leaves; EmitDepthwiseConvolution checks it.
+  OpcodeHandler convolution(HloOpcode::kConvolution);
+  convolution.emit = [](CodeGenerator& g, const HloInstruction& instruction) {
+    return g.EmitDepthwiseConvolution(instruction);
+  };
+  table.Add(std::move(convolution));
+}
+
 }  // namespace tpu::compiler::codegen_internal

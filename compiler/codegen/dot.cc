@@ -648,4 +648,12 @@ StatusOr<bool> CodeGenerator::EmitDotPipelined(const HloInstruction& instruction
   return true;
 }
 
+void CodeGenerator::AddDotHandlers(OpcodeHandlerTable& table) {
+  // bf16 operands reach the MXU exactly; a bf16 result is rounded from the f32 accumulators.
+  OpcodeHandler dot(HloOpcode::kDot);
+  dot.types = ElementTypes::kMxu;
+  dot.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitDot(instruction); };
+  table.Add(std::move(dot));
+}
+
 }  // namespace tpu::compiler::codegen_internal

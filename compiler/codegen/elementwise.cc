@@ -596,4 +596,184 @@ Status CodeGenerator::EmitConvert(const HloInstruction& instruction) {
   return EmitVpu(instruction, vpu, operand, none);
 }
 
+Status CodeGenerator::EmitBinary(const HloInstruction& instruction) {
+  const HloInstruction* a = instruction.operand(0);
+  const HloInstruction* bcast = instruction.operand(1);
+  if (IsCommutative(instruction.opcode()) && !FoldableBroadcast(instruction, *bcast) &&
+      FoldableBroadcast(instruction, *a)) {
+    std::swap(a, bcast);
+  }
+  TPU_ASSIGN_OR_RETURN(Src2 b, SecondOperand(instruction, instruction.opcode(), *bcast));
+  return EmitElementwise(instruction, instruction.opcode(), a, b);
+}
+
+// -x = (x * -1) + 0: the add turns the -0 of the padded lanes back into +0 (EmitElementwise).
+Status CodeGenerator::EmitNegate(const HloInstruction& instruction) {
+  Src2 b;
+  b.kind = Src2::kImmediate;
+  b.imm = IsIntegerValue(instruction.shape()) ? 0xffffffffu : FloatBits(-1.0f);
+  return EmitElementwise(instruction, HloOpcode::kMultiply, instruction.operand(0), b);
+}
+
+// x / c = x * (1/c) for a constant c: at most one rounding more than the division (docs/numerics.md
+// tolerance); by a computed value, x * rcp(y) (EmitMath).
+Status CodeGenerator::EmitDivide(const HloInstruction& instruction) {
+  if (!ScalarConstantValue(*instruction.operand(1))) return EmitMath(instruction, MathKind::kDivide);
+  const uint32_t bits = FloatBits(1.0f / *ScalarConstantValue(*instruction.operand(1)));
+  const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
+  Src2 b;
+  if (layout.cols % L() == 0 || ImmediateKeepsPaddingZero(HloOpcode::kMultiply, bits)) {
+    b.kind = Src2::kImmediate;
+    b.imm = bits;
+  } else {
+    b.kind = Src2::kRow;
+    TPU_ASSIGN_OR_RETURN(b.constant_row, ConstantRow(bits, layout.cols));
+  }
+  return EmitElementwise(instruction, HloOpcode::kMultiply, instruction.operand(0), b);
+}
+
+// ReLU fusion: maximum with a zero immediate.
+Status CodeGenerator::EmitReluFusion(const HloInstruction& instruction) {
+  const HloInstruction* root = instruction.called_computations()[0]->root_instruction();
+  const HloInstruction* zero = root->operand(0)->opcode() == HloOpcode::kBroadcast ? root->operand(0)
+                                                                                  : root->operand(1);
+  Src2 b;
+  b.kind = Src2::kImmediate;
+  b.imm = FloatBits(zero->operand(0)->literal().Get<float>(0));
+  return EmitElementwise(instruction, HloOpcode::kMaximum, instruction.operand(0), b);
+}
+
+namespace {
+
+// A foldable broadcast operand reaches the VPU as a row or an immediate (SecondOperand, EmitCompare) unless
+// both operands are foldable: then operand 0 is materialized. Operand 0 of a subtraction or compare is
+// always materialized (the VPU takes the folded operand second).
+bool ReadsVpuOperand(const HloInstruction& instruction, const HloInstruction& operand, uint32_t) {
+  if (!FoldableBroadcast(instruction, operand)) return true;
+  if (instruction.opcode() == HloOpcode::kCompare || !IsCommutative(instruction.opcode())) {
+    return instruction.operand(0) == &operand;
+  }
+  const bool other_foldable =
+      FoldableBroadcast(instruction, *instruction.operand(instruction.operand(0) == &operand ? 1 : 0));
+  return other_foldable && instruction.operand(0) == &operand;
+}
+
+// EmitVpu and EmitElementwise store chunk i of the result after loading chunk i of every operand.
+bool ChunkByChunk(const HloInstruction&) { return true; }
+
+}  // namespace
+
+void CodeGenerator::AddElementwiseHandlers(OpcodeHandlerTable& table) {
+  for (HloOpcode opcode : {HloOpcode::kAdd, HloOpcode::kSubtract, HloOpcode::kMultiply, HloOpcode::kMaximum,
+                           HloOpcode::kMinimum}) {
+    OpcodeHandler binary(opcode);
+    binary.types = ElementTypes::kF32OrInteger;
+    binary.reads_operand = ReadsVpuOperand;
+    binary.in_place = ChunkByChunk;
+    binary.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitBinary(instruction); };
+    table.Add(std::move(binary));
+  }
+
+  OpcodeHandler negate(HloOpcode::kNegate);
+  negate.types = ElementTypes::kF32OrInteger;
+  negate.in_place = ChunkByChunk;
+  negate.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitNegate(instruction); };
+  table.Add(std::move(negate));
+
+  // A constant divisor is the immediate (or constant row) of a multiplication.
+  OpcodeHandler divide(HloOpcode::kDivide);
+  divide.reads_operand = [](const HloInstruction& instruction, const HloInstruction& operand, uint32_t) {
+    return !(instruction.operand(1) == &operand && instruction.operand(0) != &operand && ScalarConstantValue(operand));
+  };
+  divide.in_place = [](const HloInstruction& instruction) {
+    return ScalarConstantValue(*instruction.operand(1)).has_value();  // a multiplication (EmitElementwise)
+  };
+  divide.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitDivide(instruction); };
+  table.Add(std::move(divide));
+
+  OpcodeHandler compare(HloOpcode::kCompare);
+  compare.types = ElementTypes::kCompare;
+  compare.reads_operand = ReadsVpuOperand;
+  compare.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitCompare(instruction); };
+  table.Add(std::move(compare));
+
+  // The on-false value may be VSEL's immediate.
+  OpcodeHandler select(HloOpcode::kSelect);
+  select.types = ElementTypes::kDeviceWord;
+  select.reads_operand = [](const HloInstruction& instruction, const HloInstruction& operand, uint32_t lanes) {
+    return !(instruction.operand(2) == &operand && instruction.operand(1) != &operand &&
+             instruction.operand(0) != &operand && SelectImmediate(instruction, lanes).has_value());
+  };
+  select.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitSelect(instruction); };
+  table.Add(std::move(select));
+
+  OpcodeHandler convert(HloOpcode::kConvert);
+  convert.types = ElementTypes::kDeviceWord;
+  convert.emit = [](CodeGenerator& g, const HloInstruction& instruction) {
+    if (instruction.shape().element_type == hlo::PrimitiveType::BF16 ||
+        instruction.operand(0)->shape().element_type == hlo::PrimitiveType::BF16) {
+      return g.EmitBf16Convert(instruction);  // bf16.cc
+    }
+    return g.EmitConvert(instruction);
+  };
+  table.Add(std::move(convert));
+
+  OpcodeHandler clamp(HloOpcode::kClamp);
+  clamp.types = ElementTypes::kF32OrSignedInteger;
+  clamp.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitClamp(instruction); };
+  table.Add(std::move(clamp));
+
+  // The fixed VPU sequences of MathSequence. abs and sign also on s32/s64 (signed compares on INT lanes).
+  struct Math {
+    HloOpcode opcode;
+    MathKind kind;
+    ElementTypes types;
+  };
+  for (const Math& math : {
+           Math{HloOpcode::kExp, MathKind::kExp, ElementTypes::kF32},
+           Math{HloOpcode::kLog, MathKind::kLog, ElementTypes::kF32},
+           Math{HloOpcode::kRsqrt, MathKind::kRsqrt, ElementTypes::kF32},
+           Math{HloOpcode::kSqrt, MathKind::kSqrt, ElementTypes::kF32},
+           Math{HloOpcode::kAbs, MathKind::kAbs, ElementTypes::kF32OrSignedInteger},
+           Math{HloOpcode::kSign, MathKind::kSign, ElementTypes::kF32OrSignedInteger},
+           Math{HloOpcode::kTanh, MathKind::kTanh, ElementTypes::kF32},
+           Math{HloOpcode::kLogistic, MathKind::kLogistic, ElementTypes::kF32},
+           Math{HloOpcode::kFloor, MathKind::kFloor, ElementTypes::kF32},
+           Math{HloOpcode::kCeil, MathKind::kCeil, ElementTypes::kF32},
+           Math{HloOpcode::kRoundNearestEven, MathKind::kRoundEven, ElementTypes::kF32},
+           Math{HloOpcode::kRoundNearestAfz, MathKind::kRoundAfz, ElementTypes::kF32},
+           Math{HloOpcode::kPower, MathKind::kPower, ElementTypes::kF32},
+       }) {
+    OpcodeHandler handler(math.opcode);
+    handler.types = math.types;
+    handler.emit = [kind = math.kind](CodeGenerator& g, const HloInstruction& instruction) {
+      return g.EmitMath(instruction, kind);
+    };
+    table.Add(std::move(handler));
+  }
+
+  // reduce-precision to bf16 only, through the MXU.
+  OpcodeHandler reduce_precision(HloOpcode::kReducePrecision);
+  reduce_precision.check = [](const HloInstruction& instruction) -> Status {
+    if (!IsBf16Rounding(instruction)) return UnsupportedOp(instruction);
+    return OkStatus();
+  };
+  reduce_precision.emit = [](CodeGenerator& g, const HloInstruction& instruction) {
+    return g.EmitRoundToBf16(instruction);
+  };
+  table.Add(std::move(reduce_precision));
+
+  // The ReLU fusion of compiler/passes/relu_fusion.h is a maximum with zero.
+  OpcodeHandler fusion(HloOpcode::kFusion);
+  fusion.check = [](const HloInstruction& instruction) -> Status {
+    if (!IsReluFusion(instruction)) {
+      return Unimplemented("fusion " + instruction.name() + " is not a fusion this code generator can lower");
+    }
+    return OkStatus();
+  };
+  fusion.in_place = [](const HloInstruction& instruction) { return IsReluFusion(instruction); };
+  fusion.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitReluFusion(instruction); };
+  table.Add(std::move(fusion));
+}
+
 }  // namespace tpu::compiler::codegen_internal

@@ -236,8 +236,7 @@ Status CodeGenerator::EmitReduceWindow(const HloInstruction& instruction) {
   if (op == HloOpcode::kUnknown) {
     return Unimplemented(what + ": only add, maximum and minimum reducers are supported");
   }
-  const std::optional<isa::Opcode> opcode = VpuOpcodeFor(op);
-  if (!opcode) return UnsupportedOp(instruction);
+  const isa::Opcode opcode = *VpuOpcodeFor(op);  // VADD, VMAX or VMIN
   const std::optional<uint32_t> init = ScalarInitBits(*instruction.operand(1));
   if (!init) return Unimplemented(what + ": the init value must be a scalar f32 constant");
   TPU_ASSIGN_OR_RETURN(PoolGeometry g, MakePoolGeometry(instruction, operand.shape(), instruction.shape(), L()));
@@ -280,7 +279,7 @@ Status CodeGenerator::EmitReduceWindow(const HloInstruction& instruction) {
         asm_.Li(a, acc_vmem + taps[i].lo);
         asm_.Li(b, buffer_vmem[i % 2] + taps[i].lo);
         asm_.Li(c, taps[i].hi - taps[i].lo);
-        asm_.Emit(*opcode, {a, a, b, c, 0, 0});
+        asm_.Emit(opcode, {a, a, b, c, 0, 0});
       }
       asm_.Sync(kSyncVpu);
       asm_.Li(a, acc_vmem);
@@ -335,7 +334,6 @@ Status CodeGenerator::EmitSelectAndScatter(const HloInstruction& instruction) {
   const std::string what = "select-and-scatter " + instruction.name();
   const HloInstruction& operand = *instruction.operand(0);
   const HloInstruction& source = *instruction.operand(1);
-  if (!HasOpcode("VCMP") || !HasOpcode("VSEL") || !HasOpcode("VOR")) return UnsupportedOp(instruction);
   const hlo::HloComputation* select = nullptr;
   const hlo::HloComputation* scatter = nullptr;
   for (const auto& called : instruction.called_computation_attributes()) {
@@ -700,6 +698,21 @@ Status CodeGenerator::EmitSelectAndScatter(const HloInstruction& instruction) {
     return ClearPaddedLanes(instruction);
   }
   return OkStatus();
+}
+
+void CodeGenerator::AddPoolHandlers(OpcodeHandlerTable& table) {
+  // The lowerings check the window and the computations.
+  OpcodeHandler reduce_window(HloOpcode::kReduceWindow);
+  reduce_window.emit = [](CodeGenerator& g, const HloInstruction& instruction) {
+    return g.EmitReduceWindow(instruction);
+  };
+  table.Add(std::move(reduce_window));
+
+  OpcodeHandler select_and_scatter(HloOpcode::kSelectAndScatter);
+  select_and_scatter.emit = [](CodeGenerator& g, const HloInstruction& instruction) {
+    return g.EmitSelectAndScatter(instruction);
+  };
+  table.Add(std::move(select_and_scatter));
 }
 
 }  // namespace tpu::compiler::codegen_internal

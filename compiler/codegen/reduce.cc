@@ -73,11 +73,7 @@ Status CodeGenerator::EmitReduce(const HloInstruction& instruction) {
   }
   isa::Opcode opcode = isa::Opcode::VADD;
   if (op == HloOpcode::kMaximum) opcode = isa::Opcode::VMAX;
-  if (op == HloOpcode::kMinimum) {
-    const std::optional<isa::Opcode> vmin = VpuOpcodeFor(HloOpcode::kMinimum);
-    if (!vmin) return UnsupportedOp(instruction);
-    opcode = *vmin;
-  }
+  if (op == HloOpcode::kMinimum) opcode = isa::Opcode::VMIN;
   const uint8_t int_flag = integer ? isa::flag::VADD_INT : 0;
   auto vop = [&](Reg dst, Reg src1, Reg src2, Reg count, uint8_t flags, uint32_t imm) {
     asm_.Emit(opcode, {dst, src1, src2, count, static_cast<uint8_t>(flags | int_flag), imm});
@@ -149,6 +145,25 @@ Status CodeGenerator::EmitReduce(const HloInstruction& instruction) {
   asm_.Addi(remaining, remaining, static_cast<uint32_t>(-1));
   asm_.Bne(remaining, kZeroReg, next);
   return OkStatus();
+}
+
+void CodeGenerator::AddReduceHandlers(OpcodeHandlerTable& table) {
+  OpcodeHandler reduce(HloOpcode::kReduce);
+  reduce.check = [](const HloInstruction& instruction) -> Status {
+    if (instruction.operand_count() != 2 || ReducerOpcode(instruction) == HloOpcode::kUnknown) {
+      return Unimplemented("reduce " + instruction.name() +
+                           ": only a single-operand add, maximum or minimum reduction is supported");
+    }
+    return OkStatus();
+  };
+  reduce.types = ElementTypes::kF32OrInteger;  // s32 with INT
+  // The init value is an immediate.
+  reduce.reads_operand = [](const HloInstruction& instruction, const HloInstruction& operand, uint32_t) {
+    return !(instruction.operand_count() == 2 && instruction.operand(1) == &operand &&
+             instruction.operand(0) != &operand && IsScalarF32Constant(operand));
+  };
+  reduce.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitReduce(instruction); };
+  table.Add(std::move(reduce));
 }
 
 }  // namespace tpu::compiler::codegen_internal

@@ -48,9 +48,6 @@ void SimplifyBox(LaneRelayout* r) {
 // cleared, every piece's input columns are gathered, transposed and moved into T line by line, and T is
 // transposed back and stored.
 Status CodeGenerator::EmitLaneRelayout(LaneRelayout r, const HloInstruction& instruction) {
-  if (!HasOpcode("VTRANS") || !HasOpcode("VOR")) {
-    return Unimplemented(instruction.name() + ": moving columns between lanes needs VTRANS and VOR");
-  }
   const uint32_t lanes = L();
   if (r.dst_cols <= 0 || r.counts.empty()) return OkStatus();
   for (int64_t count : r.counts) {
@@ -616,6 +613,20 @@ Status CodeGenerator::EmitReshape(const HloInstruction& instruction) {
     TPU_RETURN_IF_ERROR(EmitLaneRelayout(relayout, instruction));
   }
   return OkStatus();
+}
+
+void CodeGenerator::AddRelayoutHandlers(OpcodeHandlerTable& table) {
+  // A reshape or bitcast that keeps every element in its line and lane is its operand's buffer; the
+  // others are lane relayouts (EmitReshape).
+  for (HloOpcode opcode : {HloOpcode::kReshape, HloOpcode::kBitcast}) {
+    OpcodeHandler reshape(opcode);
+    reshape.types = ElementTypes::kDeviceWord;
+    reshape.same_buffer_as = [](const HloInstruction& instruction, uint32_t lanes) -> const HloInstruction* {
+      return KeepsDeviceLayout(instruction, lanes) ? instruction.operand(0) : nullptr;
+    };
+    reshape.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitReshape(instruction); };
+    table.Add(std::move(reshape));
+  }
 }
 
 }  // namespace tpu::compiler::codegen_internal

@@ -139,4 +139,11 @@ Status CodeGenerator::EmitRowTranspose(const HloInstruction& instruction) {
   return EmitRowPermutation(instruction, 0, src_steps, false);
 }
 
+void CodeGenerator::AddReverseHandlers(OpcodeHandlerTable& table) {
+  OpcodeHandler reverse(HloOpcode::kReverse);
+  reverse.types = ElementTypes::kDeviceWord;
+  reverse.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitReverse(instruction); };
+  table.Add(std::move(reverse));
+}
+
 }  // namespace tpu::compiler::codegen_internal

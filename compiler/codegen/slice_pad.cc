@@ -347,4 +347,23 @@ Status CodeGenerator::EmitConcatenate(const HloInstruction& instruction) {
   return OkStatus();
 }
 
+void CodeGenerator::AddSlicePadHandlers(OpcodeHandlerTable& table) {
+  OpcodeHandler slice(HloOpcode::kSlice);
+  slice.types = ElementTypes::kDeviceWord;
+  slice.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitSlice(instruction); };
+  table.Add(std::move(slice));
+
+  OpcodeHandler pad(HloOpcode::kPad);
+  pad.types = ElementTypes::kDeviceWord;
+  pad.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitPad(instruction); };
+  table.Add(std::move(pad));
+
+  OpcodeHandler concatenate(HloOpcode::kConcatenate);
+  concatenate.types = ElementTypes::kDeviceWord;
+  concatenate.emit = [](CodeGenerator& g, const HloInstruction& instruction) {
+    return g.EmitConcatenate(instruction);
+  };
+  table.Add(std::move(concatenate));
+}
+
 }  // namespace tpu::compiler::codegen_internal

@@ -1,0 +1,112 @@
+#include "compiler/codegen/opcode_handler.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "compiler/codegen/codegen_internal.h"
+
+namespace tpu::compiler::codegen_internal {
+
+void OpcodeHandlerTable::Add(OpcodeHandler handler) {
+  std::optional<OpcodeHandler>& slot = handlers_.at(static_cast<size_t>(handler.opcode));
+  if (slot.has_value()) {
+    duplicates_.push_back(handler.opcode);
+    return;
+  }
+  slot.emplace(std::move(handler));
+}
+
+const OpcodeHandler* OpcodeHandlerTable::Find(hlo::HloOpcode opcode) const {
+  const size_t index = static_cast<size_t>(opcode);
+  if (index >= handlers_.size() || !handlers_[index].has_value()) return nullptr;
+  return &*handlers_[index];
+}
+
+std::vector<const OpcodeHandler*> OpcodeHandlerTable::handlers() const {
+  std::vector<const OpcodeHandler*> all;
+  for (const std::optional<OpcodeHandler>& handler : handlers_) {
+    if (handler.has_value()) all.push_back(&*handler);
+  }
+  return all;
+}
+
+// Explicit calls rather than static registrars: a registrar in a static library is dropped by the
+// linker unless something references its object file.
+void AddOpcodeHandlers(OpcodeHandlerTable& table) {
+  CodeGenerator::AddBufferHandlers(table);              // codegen.cc
+  CodeGenerator::AddElementwiseHandlers(table);         // elementwise.cc
+  CodeGenerator::AddBroadcastTransposeHandlers(table);  // broadcast_transpose.cc
+  CodeGenerator::AddReduceHandlers(table);              // reduce.cc
+  CodeGenerator::AddDotHandlers(table);                 // dot.cc
+  CodeGenerator::AddSlicePadHandlers(table);            // slice_pad.cc
+  CodeGenerator::AddRelayoutHandlers(table);            // relayout.cc
+  CodeGenerator::AddReverseHandlers(table);             // reverse.cc
+  CodeGenerator::AddDepthwiseHandlers(table);           // depthwise.cc
+  CodeGenerator::AddPoolHandlers(table);                // pool.cc
+}
+
+const OpcodeHandlerTable& OpcodeHandlers() {
+  static const OpcodeHandlerTable* const table = [] {
+    auto* table = new OpcodeHandlerTable();
+    AddOpcodeHandlers(*table);
+    if (!table->duplicates().empty()) {
+      std::fprintf(stderr, "codegen: more than one handler for opcode %s\n",
+                   hlo::HloOpcodeString(table->duplicates().front()));
+      std::abort();
+    }
+    return table;
+  }();
+  return *table;
+}
+
+namespace {
+
+bool TakesElementTypes(ElementTypes types, const HloInstruction& instruction) {
+  const hlo::Shape& shape = instruction.shape();
+  const hlo::PrimitiveType type = shape.element_type;
+  const bool f32 = type == hlo::PrimitiveType::F32;
+  auto mxu_type = [](hlo::PrimitiveType t) { return t == hlo::PrimitiveType::F32 || t == hlo::PrimitiveType::BF16; };
+  switch (types) {
+    case ElementTypes::kF32:
+      return f32;
+    case ElementTypes::kDeviceWord:
+      return IsDeviceElementType(type);
+    case ElementTypes::kF32OrInteger:
+      return f32 || IsIntegerValue(shape);
+    case ElementTypes::kF32OrSignedInteger:
+      return f32 || type == hlo::PrimitiveType::S32 || type == hlo::PrimitiveType::S64;
+    case ElementTypes::kMxu:
+      return mxu_type(type) && mxu_type(instruction.operand(0)->shape().element_type) &&
+             mxu_type(instruction.operand(1)->shape().element_type);
+    case ElementTypes::kCompare: {
+      const hlo::Shape& operand = instruction.operand(0)->shape();
+      return type == hlo::PrimitiveType::PRED &&
+             (operand.element_type == hlo::PrimitiveType::F32 || IsIntegerValue(operand) ||
+              operand.element_type == hlo::PrimitiveType::PRED);
+    }
+    case ElementTypes::kTupleOfValues:
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Status CheckSupported(const HloInstruction& instruction) {
+  const OpcodeHandler* handler = OpcodeHandlers().Find(instruction.opcode());
+  if (handler == nullptr) return UnsupportedOp(instruction);
+  if (handler->check) TPU_RETURN_IF_ERROR(handler->check(instruction));
+  if (handler->types == ElementTypes::kTupleOfValues) return OkStatus();
+  const hlo::Shape& shape = instruction.shape();
+  if (shape.IsTuple()) return Unimplemented(instruction.name() + " produces a tuple outside the root");
+  if (!TakesElementTypes(handler->types, instruction)) {
+    return Unimplemented(instruction.name() + " has element type " + hlo::PrimitiveTypeName(shape.element_type) +
+                         "; this code generator lowers " + instruction.opcode_name() + " for " +
+                         (handler->types == ElementTypes::kCompare ? "f32, s32, s64 and pred operands only"
+                                                                   : "f32 values only"));
+  }
+  if (handler->check_value) return handler->check_value(instruction);
+  return OkStatus();
+}
+
+}  // namespace tpu::compiler::codegen_internal
