@@ -302,13 +302,6 @@ bool DependsOnlyOnConstants(const HloInstruction& instruction) {
 
 }  // namespace
 
-bool IsBf16Rounding(const hlo::HloInstruction& instruction) {
-  const std::string* exponent = instruction.raw_attribute("exponent_bits");
-  const std::string* mantissa = instruction.raw_attribute("mantissa_bits");
-  return instruction.opcode() == HloOpcode::kReducePrecision && exponent != nullptr && mantissa != nullptr &&
-         *exponent == "8" && *mantissa == "7";
-}
-
 StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule& module, PrepareStats* stats,
                                                             const PrepareOptions& options) {
   TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> copy, hlo::CloneModule(module));

@@ -50,7 +50,4 @@ StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule
                                                             PrepareStats* stats = nullptr,
                                                             const PrepareOptions& options = {});
 
-// reduce-precision to bf16 (exponent_bits=8, mantissa_bits=7), as the split dots use it.
-bool IsBf16Rounding(const hlo::HloInstruction& instruction);
-
 }  // namespace tpu::compiler
