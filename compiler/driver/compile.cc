@@ -6,6 +6,9 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "compiler/hlo/printer.h"
 #include "compiler/passes/pass.h"
@@ -117,9 +120,21 @@ StatusOr<Program> CompileModule(hlo::HloModule* module, const CompileModuleOptio
   });
   TPU_RETURN_IF_ERROR(pipeline.Run(module).status());
 
-  // Preparation and code generation: codegen shows the module it lowers through the hook (the
-  // preparation may run more than once when the dot precision is lowered to fit the IMEM).
+  // Preparation and code generation: codegen shows the module after each preparation pass and the
+  // module it lowers through the hooks. The preparation may run more than once (fewer dot passes when
+  // the code does not fit the IMEM): each run starts again at pass 0, and the last run's modules are
+  // dumped.
   CompileOptions codegen_options = options.codegen;
+  std::vector<std::pair<std::string, std::string>> prepare_pass_texts;  // (step, module text)
+  codegen_options.after_prepare_pass = [&](int index, std::string_view pass_name, bool changed,
+                                           const hlo::HloModule& after) -> Status {
+    if (options.codegen.after_prepare_pass) {
+      TPU_RETURN_IF_ERROR(options.codegen.after_prepare_pass(index, pass_name, changed, after));
+    }
+    if (index == 0) prepare_pass_texts.clear();
+    if (dumps.enabled()) prepare_pass_texts.emplace_back("prepare." + std::string(pass_name), hlo::PrintHloModule(after));
+    return OkStatus();
+  };
   std::string prepared_text;
   codegen_options.after_prepare = [&](const hlo::HloModule& prepared) -> Status {
     if (options.codegen.after_prepare) TPU_RETURN_IF_ERROR(options.codegen.after_prepare(prepared));
@@ -130,6 +145,7 @@ StatusOr<Program> CompileModule(hlo::HloModule* module, const CompileModuleOptio
   report->steps.push_back(StepTiming{"prepare-for-codegen", report->codegen.prepare_ms, true});
   report->steps.push_back(StepTiming{"codegen", report->codegen.codegen_ms, true});
   if (dumps.enabled()) {
+    for (const auto& [step, text] : prepare_pass_texts) TPU_RETURN_IF_ERROR(dumps.ModuleText(step, text));
     TPU_RETURN_IF_ERROR(dumps.ModuleText("prepare-for-codegen", prepared_text));
     TPU_RETURN_IF_ERROR(dumps.Text("program.asm", ProgramListing(program, options.disassemble, report->codegen.code_ranges)));
   }
