@@ -661,8 +661,9 @@ StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& op
     PrepareOptions prepare_options;
     prepare_options.dot_passes = dot_passes;
     prepare_options.lanes = static_cast<int>(options.lanes);
+    prepare_options.after_pass = options.after_prepare_pass;
     Clock::time_point start = Clock::now();
-    StatusOr<std::unique_ptr<hlo::HloModule>> prepared = PrepareForCodegen(module, nullptr, prepare_options);
+    StatusOr<std::unique_ptr<hlo::HloModule>> prepared = PrepareForCodegen(module, prepare_options);
     prepare_ms += milliseconds(start);
     TPU_RETURN_IF_ERROR(prepared.status());
     start = Clock::now();

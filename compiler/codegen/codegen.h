@@ -23,9 +23,9 @@
 //  - dot: padded output lanes are sums of products with zero weights, +0 for finite lhs values (an inf
 //    or NaN in the lhs makes them NaN, as 0 * inf = NaN; the logical values are unaffected).
 //  - copy, reshape, get-tuple-element move whole lines.
-// Before code generation the module is rewritten on a copy (prepare.h): calls inlined, constants
-// folded, transposed dot operands absorbed, minor-dimension reductions and column/row reshapes through
-// transposes, f32 dots split into bf16 passes for precision.
+// Before code generation the module is rewritten on a copy by a pipeline of passes (prepare.h): calls
+// inlined, constants folded, transposed dot operands absorbed, minor-dimension reductions and column/row
+// reshapes through transposes, f32 dots split into bf16 passes for precision.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +35,7 @@
 
 #include "compiler/codegen/program.h"
 #include "compiler/hlo/hlo_ir.h"
+#include "compiler/passes/pass.h"
 #include "sw/base/status.h"
 
 namespace tpu::compiler {
@@ -53,6 +54,10 @@ struct CompileOptions {
   uint64_t hbm_lines = 0;
   // Called with the module the code generator lowers (after PrepareForCodegen), for dumps.
   std::function<Status(const hlo::HloModule& prepared)> after_prepare;
+  // Called after each pass of PrepareForCodegen (PrepareOptions::after_pass). The preparation runs again
+  // when a program does not fit the IMEM (fewer dot passes, other dot schedules): each run starts with
+  // index 0, and the last run is the one whose module after_prepare sees.
+  PassPipeline::AfterPassHook after_prepare_pass;
 };
 
 // What the padding of one dot costs: the MXU computes whole LANES x LANES tiles.

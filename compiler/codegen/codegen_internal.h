@@ -19,6 +19,7 @@
 #include "compiler/hlo/hlo_opcode.h"
 #include "compiler/passes/codegen_legalization.h"
 #include "compiler/passes/relu_fusion.h"
+#include "compiler/passes/split_dots.h"
 
 namespace tpu::compiler::codegen_internal {
 

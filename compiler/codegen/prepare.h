@@ -1,24 +1,29 @@
 // Rewrites a copy of a module into the form the code generator lowers, without touching the caller's
-// module (the IR passes own the real simplifications; this is what codegen cannot do without):
-//  - call and fusion instructions are inlined into the entry computation (nested ones too);
-//  - sort + slice top-k patterns become rounds of max/min reductions (compiler/passes/topk_rewrite.h)
-//    and convolutions become dots per kernel tap and VPU multiply-adds
-//    (compiler/passes/convolution_lowering.h): both run here because codegen cannot lower their
-//    originals, while the interpreter and other consumers of the default pipeline keep them;
-//  - rank-2 dots read transposed operands directly (the contracting dimension flips) and a lhs that
-//    contracts its dimension 0 is transposed explicitly;
-//  - reductions over the minor dimension go through a transpose (see ReduceOverMinorThroughTranspose);
-//  - reshapes between a column ([N,1]) and a row ([N]) layout go through a transpose;
-//  - f32 dots are split into three bf16 passes where it matters (PrepareOptions::dot_passes);
-//  - every value that does not depend on a parameter (iota, broadcasts and compares of constants, ...) is
-//    evaluated at compile time with the interpreter and becomes a constant, so that the device reads it
-//    from a kConstant region. Scalar f32 constants and their broadcasts stay as they are: codegen folds
-//    them into instruction immediates or splats.
+// module (the IR passes own the real simplifications; this is what codegen cannot do without). A
+// pipeline of passes (compiler/passes), in this order:
+//   inline-calls-and-fusions        calls and fusions inlined into the entry computation
+//   topk-rewrite                    sort + slice top-k patterns into rounds of max/min reductions
+//   convolution-lowering            convolutions into dots per kernel tap and VPU multiply-adds
+//                                   (depthwise ones kept for depthwise.cc)
+//   codegen-legalization            reductions and transposes into the forms codegen takes
+//   canonicalize-dots               rank-2 dots read transposed operands directly; a lhs contracting its
+//                                   dimension 0 is transposed explicitly
+//   flatten-rows-through-columns    [R,C] -> [R*C] reshapes through stacked columns
+//   reshape-through-transpose       reshapes between a column ([N,1]) and a row ([N]) through a transpose
+//   reduce-minor-through-transpose  reductions over the minor dimension through a transpose
+//   fold-parameter-independent      every value that does not depend on a parameter becomes a constant
+//                                   the device reads from a kConstant region (not scalar f32 constants
+//                                   and their broadcasts: codegen folds them into immediates or splats)
+//   split-dots                      f32 dots into three bf16 passes where it matters (dot_passes)
+//   dce                             what the rewrites left unused
+// Top-k and convolutions are rewritten here, not in the default pipeline, because codegen cannot lower
+// their originals while the interpreter and other consumers of the default pipeline keep them.
 #pragma once
 
 #include <memory>
 
 #include "compiler/hlo/hlo_ir.h"
+#include "compiler/passes/pass.h"
 #include "sw/base/status.h"
 
 namespace tpu::compiler {
@@ -33,24 +38,14 @@ struct PrepareOptions {
   // through a transpose are padded to a multiple of it (compiler/passes/codegen_legalization.h). 128
   // suits every configuration (each lane count divides it) but pads 16x the rows needed on 8 lanes.
   int lanes = 128;
+  // Called after each pass with the module as it is then (may be empty), e.g. to dump it.
+  PassPipeline::AfterPassHook after_pass;
 };
 
-struct PrepareStats {
-  int inlined_calls = 0;
-  int folded_constants = 0;
-  int canonicalized_dots = 0;
-  int rewritten_reductions = 0;
-  int rewritten_reshapes = 0;
-  int split_dots = 0;
-  int rewritten_topks = 0;       // modules whose top-k sorts were rewritten (compiler/passes/topk_rewrite.h)
-  int lowered_convolutions = 0;  // modules whose convolutions were lowered (compiler/passes/convolution_lowering.h)
-};
+// Adds the preparation passes to `pipeline`, in the order PrepareForCodegen runs them.
+Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& options);
 
 StatusOr<std::unique_ptr<hlo::HloModule>> PrepareForCodegen(const hlo::HloModule& module,
-                                                            PrepareStats* stats = nullptr,
                                                             const PrepareOptions& options = {});
-
-// reduce-precision to bf16 (exponent_bits=8, mantissa_bits=7), as the split dots use it.
-bool IsBf16Rounding(const hlo::HloInstruction& instruction);
 
 }  // namespace tpu::compiler

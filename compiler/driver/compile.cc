@@ -5,7 +5,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "compiler/hlo/printer.h"
 #include "compiler/passes/pass.h"
@@ -117,9 +121,29 @@ StatusOr<Program> CompileModule(hlo::HloModule* module, const CompileModuleOptio
   });
   TPU_RETURN_IF_ERROR(pipeline.Run(module).status());
 
-  // Preparation and code generation: codegen shows the module it lowers through the hook (the
-  // preparation may run more than once when the dot precision is lowered to fit the IMEM).
+  // Preparation and code generation: codegen shows the module after each preparation pass and the
+  // module it lowers through the hooks. The preparation may run more than once (fewer dot passes when
+  // the code does not fit the IMEM): each run starts again at pass 0. The modules after each pass are
+  // kept as copies and printed only for the run whose program is kept, since printing a large module
+  // costs far more than copying it; a pass that changed nothing shares the copy before it.
   CompileOptions codegen_options = options.codegen;
+  std::vector<std::pair<std::string, std::shared_ptr<const hlo::HloModule>>> prepare_steps;  // (step, module)
+  codegen_options.after_prepare_pass = [&](int index, std::string_view pass_name, bool changed,
+                                           const hlo::HloModule& after) -> Status {
+    if (options.codegen.after_prepare_pass) {
+      TPU_RETURN_IF_ERROR(options.codegen.after_prepare_pass(index, pass_name, changed, after));
+    }
+    if (index == 0) prepare_steps.clear();
+    if (!dumps.enabled()) return OkStatus();
+    std::shared_ptr<const hlo::HloModule> copy;
+    if (!changed && !prepare_steps.empty()) {
+      copy = prepare_steps.back().second;
+    } else {
+      TPU_ASSIGN_OR_RETURN(copy, hlo::CloneModule(after));
+    }
+    prepare_steps.emplace_back("prepare." + std::string(pass_name), std::move(copy));
+    return OkStatus();
+  };
   std::string prepared_text;
   codegen_options.after_prepare = [&](const hlo::HloModule& prepared) -> Status {
     if (options.codegen.after_prepare) TPU_RETURN_IF_ERROR(options.codegen.after_prepare(prepared));
@@ -130,6 +154,12 @@ StatusOr<Program> CompileModule(hlo::HloModule* module, const CompileModuleOptio
   report->steps.push_back(StepTiming{"prepare-for-codegen", report->codegen.prepare_ms, true});
   report->steps.push_back(StepTiming{"codegen", report->codegen.codegen_ms, true});
   if (dumps.enabled()) {
+    std::string text;
+    const hlo::HloModule* printed = nullptr;
+    for (const auto& [step, copy] : prepare_steps) {
+      if (copy.get() != printed) text = hlo::PrintHloModule(*(printed = copy.get()));
+      TPU_RETURN_IF_ERROR(dumps.ModuleText(step, text));
+    }
     TPU_RETURN_IF_ERROR(dumps.ModuleText("prepare-for-codegen", prepared_text));
     TPU_RETURN_IF_ERROR(dumps.Text("program.asm", ProgramListing(program, options.disassemble, report->codegen.code_ranges)));
   }

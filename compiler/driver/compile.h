@@ -7,8 +7,10 @@
 //     -> code generation (codegen.h): buffer assignment, input_output_alias, the HBM check
 //
 // With a dump directory, every step's module is written there as NN-stepname.hlo (00-input.hlo, one
-// file per pass, then NN-prepare-for-codegen.hlo, the module the code generator lowers) and the final
-// disassembly as program.asm.
+// file per pass, one NN-prepare.<pass>.hlo per preparation pass, then NN-prepare-for-codegen.hlo, the
+// module the code generator lowers) and the final disassembly as program.asm. When codegen prepares the
+// module more than once (fewer dot passes to fit the IMEM), the preparation dumps are those of the
+// program kept.
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "compiler/codegen/buffer_assignment.h"
+#include "compiler/codegen/prepare.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/passes/pass.h"
 
@@ -72,18 +73,22 @@ TEST(CompileModuleTest, DumpsEveryStepAndTheProgram) {
   StatusOr<Program> program = CompileText(kStep, &report, 0, dir);
   ASSERT_TRUE(program.ok()) << program.status();
 
-  // 00-input, one file per pass of the default pipeline, the prepared module, program.asm.
+  // 00-input, one file per pass of the default pipeline, one per preparation pass, the prepared module,
+  // program.asm.
   PassPipeline pipeline("expected");
   AddDefaultPasses(&pipeline);
+  PassPipeline prepare("expected-prepare");
+  ASSERT_TRUE(AddPrepareForCodegenPasses(&prepare, PrepareOptions{}).ok());
+  std::vector<std::string> steps = pipeline.pass_names();
+  const size_t default_passes = steps.size();
+  for (const std::string& pass : prepare.pass_names()) steps.push_back("prepare." + pass);
+  steps.push_back("prepare-for-codegen");
   std::vector<std::string> expected = {"00-input.hlo"};
-  for (const std::string& pass : pipeline.pass_names()) {
+  for (const std::string& step : steps) {
     char prefix[8];
     std::snprintf(prefix, sizeof(prefix), "%02zu-", expected.size());
-    expected.push_back(prefix + pass + ".hlo");
+    expected.push_back(prefix + step + ".hlo");
   }
-  char prefix[8];
-  std::snprintf(prefix, sizeof(prefix), "%02zu-", expected.size());
-  expected.push_back(prefix + std::string("prepare-for-codegen.hlo"));
   expected.push_back("program.asm");
   EXPECT_EQ(report.dumped_files, expected);
   std::vector<std::string> on_disk;
@@ -97,12 +102,14 @@ TEST(CompileModuleTest, DumpsEveryStepAndTheProgram) {
     text << in.rdbuf();
     return text.str();
   };
-  // Every module dump parses; the preparation's rewrite (the call inlined) shows only in its own dump.
+  // Every module dump parses; the preparation's first rewrite (the call inlined) shows from its own dump
+  // on; the prepared module is the one after the last preparation pass.
   for (size_t i = 0; i + 1 < expected.size(); ++i) {
     EXPECT_TRUE(hlo::ParseHloModule(read(expected[i])).ok()) << expected[i];
   }
-  EXPECT_NE(read(expected[expected.size() - 3]).find(" call("), std::string::npos);
-  EXPECT_EQ(read(expected[expected.size() - 2]).find(" call("), std::string::npos);
+  EXPECT_NE(read(expected[default_passes]).find(" call("), std::string::npos);
+  EXPECT_EQ(read(expected[default_passes + 1]).find(" call("), std::string::npos);
+  EXPECT_EQ(read(expected[expected.size() - 2]), read(expected[expected.size() - 3]));
   const std::string listing = read("program.asm");
   EXPECT_NE(listing.find("# output 0 is written into parameter 0 (input_output_alias)"), std::string::npos) << listing;
   // One line per instruction word after the comments (hex words: no disassembler in this test).
@@ -123,6 +130,47 @@ TEST(CompileModuleTest, DumpsEveryStepAndTheProgram) {
   EXPECT_EQ(report.steps[report.steps.size() - 2].name, "prepare-for-codegen");
   EXPECT_EQ(report.steps.back().name, "codegen");
   EXPECT_GT(report.total_ms, 0.0);
+}
+
+// A dot whose three MXU passes do not fit an IMEM sized for one pass: codegen prepares the module
+// again with fewer passes, and the dumps show only that last preparation.
+TEST(CompileModuleTest, DumpsOnlyThePreparationWhoseProgramIsKept) {
+  const char* text = R"(HloModule dense
+ENTRY %main (x: f32[16,16], w: f32[16,16]) -> f32[16,16] {
+  %x = f32[16,16]{1,0} parameter(0)
+  %w = f32[16,16]{1,0} parameter(1)
+  ROOT %d = f32[16,16]{1,0} dot(f32[16,16]{1,0} %x, f32[16,16]{1,0} %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+)";
+  auto compile = [&](int dot_passes, uint32_t imem_words, const std::string& dump_dir, CompileModuleReport* report) {
+    std::unique_ptr<hlo::HloModule> module = Parse(text);
+    CompileModuleOptions options;
+    options.codegen.lanes = 8;
+    options.codegen.vmem_lines = 1024;
+    options.codegen.dot_passes = dot_passes;
+    options.codegen.imem_words = imem_words;
+    options.dump_dir = dump_dir;
+    return CompileModule(module.get(), options, report);
+  };
+  StatusOr<Program> one_pass = compile(1, 0, "", nullptr);
+  ASSERT_TRUE(one_pass.ok()) << one_pass.status();
+  const uint32_t imem_words = static_cast<uint32_t>(one_pass->code.size());
+  ASSERT_FALSE(compile(3, imem_words, "", nullptr).ok());
+  const std::string dir = ::testing::TempDir() + "/compile_module_retry_dumps";
+  std::filesystem::remove_all(dir);
+  CompileModuleReport report;
+  StatusOr<Program> program = compile(0, imem_words, dir, &report);
+  ASSERT_TRUE(program.ok()) << program.status();
+  EXPECT_EQ(program->code.size(), one_pass->code.size());
+
+  int split_dots_dumps = 0;
+  for (const std::string& file : report.dumped_files) split_dots_dumps += file.find("-prepare.split-dots.") != std::string::npos;
+  EXPECT_EQ(split_dots_dumps, 1);
+  ASSERT_GE(report.dumped_files.size(), 2u);
+  std::ifstream in(dir + "/" + report.dumped_files[report.dumped_files.size() - 2]);
+  std::stringstream prepared;
+  prepared << in.rdbuf();
+  EXPECT_EQ(prepared.str().find(".hi_hi"), std::string::npos) << prepared.str();
 }
 
 TEST(CompileModuleTest, NoDumpDirectoryWritesNothing) {

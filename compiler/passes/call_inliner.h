@@ -7,6 +7,16 @@
 
 namespace tpu::compiler {
 
+// Bounds the rounds of inlining (each round inlines one level of nesting); the verifier rejects
+// recursion, so real modules never come close.
+inline constexpr int kMaxInlineNesting = 64;
+
+// Replaces `call` in `caller` by copies of the instructions of `callee`, its parameters bound to the
+// call's operands. The copies keep the callee's names (made unique in `caller`), or with `fresh_names`
+// are named after their opcode (`add.N`).
+Status InlineComputation(hlo::HloComputation* caller, hlo::HloInstruction* call, const hlo::HloComputation& callee,
+                         bool fresh_names = false);
+
 class CallInliner : public HloPass {
  public:
   std::string_view name() const override { return "call-inliner"; }

@@ -50,8 +50,9 @@ bool ShouldFold(const HloInstruction& instruction, int64_t max_elements) {
   return true;
 }
 
-// Runs `instruction` on its constant operands through the interpreter.
-StatusOr<hlo::Literal> Evaluate(const HloInstruction& instruction) {
+}  // namespace
+
+StatusOr<hlo::Literal> EvaluateOnConstants(const HloInstruction& instruction) {
   HloComputation scratch("constant_folding_scratch");
   std::vector<HloInstruction*> operands;
   for (const HloInstruction* operand : instruction.operands())
@@ -61,15 +62,13 @@ StatusOr<hlo::Literal> Evaluate(const HloInstruction& instruction) {
   return hlo::InterpretComputation(scratch, {});
 }
 
-}  // namespace
-
 StatusOr<bool> ConstantFolding::Run(hlo::HloModule* module) {
   bool changed = false;
   for (HloComputation* computation : module->computations()) {
     // Post order: an operand folded earlier makes its users foldable in the same walk.
     for (HloInstruction* instruction : computation->MakeInstructionPostOrder()) {
       if (!ShouldFold(*instruction, max_elements_)) continue;
-      StatusOr<hlo::Literal> value = Evaluate(*instruction);
+      StatusOr<hlo::Literal> value = EvaluateOnConstants(*instruction);
       // An instruction the interpreter cannot run is left for the device: folding is an optimization.
       if (!value.ok()) continue;
       std::string name = instruction->name();

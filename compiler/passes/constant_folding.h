@@ -14,6 +14,9 @@
 
 namespace tpu::compiler {
 
+// Runs `instruction`, whose operands are all constants with values, through the interpreter.
+StatusOr<hlo::Literal> EvaluateOnConstants(const hlo::HloInstruction& instruction);
+
 class ConstantFolding : public HloPass {
  public:
   explicit ConstantFolding(int64_t max_elements = 4096) : max_elements_(max_elements) {}

@@ -14,6 +14,7 @@
 #include "compiler/hlo/verifier.h"
 #include "compiler/interpreter/interpreter.h"
 #include "compiler/passes/padding_report.h"
+#include "compiler/passes/pass_test_util.h"
 #include "compiler/passes/relu_fusion.h"
 
 namespace tpu::compiler {
@@ -21,6 +22,7 @@ namespace {
 
 using hlo::HloOpcode;
 using hlo::Literal;
+using testing::CountOpcode;
 
 const char* kSmall = R"(HloModule small
 
@@ -134,13 +136,6 @@ std::vector<Literal> Arguments(const hlo::HloModule& module, const std::string& 
     arguments[8] = Literal::CreateR1<int64_t>(labels);
   }
   return arguments;
-}
-
-int64_t CountOpcode(const hlo::HloModule& module, HloOpcode opcode) {
-  int64_t count = 0;
-  for (const hlo::HloComputation* computation : module.computations())
-    for (const hlo::HloInstruction* instruction : computation->instructions()) count += instruction->opcode() == opcode;
-  return count;
 }
 
 TEST(DefaultPipelineTest, SharedModulesVerifyAndKeepTheirOutputs) {

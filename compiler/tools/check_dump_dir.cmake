@@ -1,5 +1,6 @@
-# Checks a tpuc dump directory (-DDIR=<dir>): 00-input.hlo, one NN-<pass>.hlo per pass (consecutive NN),
-# the prepared module last, and program.asm holding the code.
+# Checks a tpuc dump directory (-DDIR=<dir>): 00-input.hlo, one NN-<pass>.hlo per pass and preparation
+# pass (consecutive NN), the prepared module (NN-prepare-for-codegen.hlo) last, and program.asm holding
+# the code.
 file(GLOB dumps RELATIVE ${DIR} ${DIR}/*.hlo)
 list(SORT dumps)
 list(LENGTH dumps count)

@@ -6,7 +6,8 @@
 // Parses and verifies the module and compiles it with CompileModule (compiler/driver/compile.h), the
 // entry point the runtime uses too: pass pipeline, codegen preparation, codegen. With --dump-dir, the
 // module after each step is written as DIR/NN-stepname.hlo (00-input.hlo, one file per pass,
-// NN-prepare-for-codegen.hlo) and the disassembly as DIR/program.asm; with -o, the program file the
+// NN-prepare.<pass>.hlo per preparation pass, NN-prepare-for-codegen.hlo) and the disassembly as
+// DIR/program.asm; with -o, the program file the
 // runtime loads. Prints the program's sizes and HBM need, the time of each step, the padding report and
 // compile_ms (parse to program). --dot-passes sets CompileOptions::dot_passes (MXU passes per f32 dot;
 // 0 chooses). --help prints the usage on stdout; errors exit with status 1.
