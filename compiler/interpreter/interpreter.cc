@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <numeric>
 #include <unordered_map>
 #include <unordered_set>
@@ -102,6 +104,37 @@ int64_t Linear(const std::vector<int64_t>& index, const std::vector<int64_t>& st
 // ---------------------------------------------------------------------------------------------------
 // Elementwise ops
 
+// reduce-precision of an f32 value to `exponent_bits` (at most 8) and `mantissa_bits` (at most 23): the
+// mantissa rounded to nearest even (an overflow of the rounding carries into the exponent), values above
+// the reduced format's largest finite to infinity, below its smallest normal to zero with the sign
+// kept; NaN stays NaN.
+float ReducePrecisionF32(float value, int exponent_bits, int mantissa_bits) {
+  if (std::isnan(value)) return value;
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  const int dropped = 23 - mantissa_bits;
+  if (dropped > 0) {
+    const uint32_t last_kept = (bits >> dropped) & 1u;
+    bits += ((1u << (dropped - 1)) - 1u) + last_kept;
+    bits &= ~((1u << dropped) - 1u);
+  }
+  if (exponent_bits < 8) {
+    const int exponent = static_cast<int>((bits >> 23) & 0xffu) - 127;
+    const int max_exponent = (1 << (exponent_bits - 1)) - 1;
+    const uint32_t sign = bits & 0x80000000u;
+    if (exponent > max_exponent) bits = sign | 0x7f800000u;
+    else if (exponent < 1 - max_exponent) bits = sign;
+  }
+  float result;
+  std::memcpy(&result, &bits, 4);
+  return result;
+}
+
+int IntAttribute(const HloInstruction& instruction, const char* name, int fallback) {
+  const std::string* text = instruction.raw_attribute(name);
+  return text == nullptr ? fallback : std::atoi(text->c_str());
+}
+
 template <typename T>
 Status UnaryTyped(const HloInstruction& instruction, const Literal& a, Literal* out) {
   using C = ComputeType<T>;
@@ -136,6 +169,15 @@ Status UnaryTyped(const HloInstruction& instruction, const Literal& a, Literal* 
       case HloOpcode::kNegate: return run([](C v) { return -v; });
       case HloOpcode::kSign:
         return run([](C v) { return std::isnan(v) ? v : v > 0 ? C(1) : v < 0 ? C(-1) : v; });
+      case HloOpcode::kReducePrecision: {
+        const int exponent_bits = IntAttribute(instruction, "exponent_bits", 8);
+        const int mantissa_bits = IntAttribute(instruction, "mantissa_bits", 23);
+        if (!std::is_same_v<C, float> || exponent_bits < 1 || exponent_bits > 8 || mantissa_bits < 0 ||
+            mantissa_bits > 23) {
+          break;
+        }
+        return run([&](C v) { return ReducePrecisionF32(static_cast<float>(v), exponent_bits, mantissa_bits); });
+      }
       case HloOpcode::kIsFinite: {
         bool* z = out->data<bool>();
         for (int64_t i = 0; i < n; ++i) z[i] = std::isfinite(Load(x[i]));

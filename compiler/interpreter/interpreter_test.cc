@@ -169,6 +169,32 @@ TEST(InterpreterTest, IotaAndConvert) {
   EXPECT_EQ(outputs[3].GetAsDouble(0), Bfloat16ToFloat(FloatToBfloat16(2.7f)));
 }
 
+// reduce-precision to bf16 rounds to nearest even as a convert to bf16 does (1 + 2^-8 is a tie: down
+// to 1; 1 + 3*2^-8 up to 1 + 2^-6); to fp16's 5 exponent bits, 70000 overflows to inf and 2^-20 (below
+// fp16's smallest normal) flushes to zero; NaN stays NaN.
+TEST(InterpreterTest, ReducePrecisionRoundsLikeTheNarrowerType) {
+  const float inputs[] = {2.7f, 1.0f + std::ldexp(1.0f, -8), 1.0f + 3 * std::ldexp(1.0f, -8), -70000.0f,
+                          std::ldexp(1.0f, -20), NAN};
+  Literal x(Shape::Make(PrimitiveType::F32, {6}), std::vector<float>(std::begin(inputs), std::end(inputs)));
+  std::vector<Literal> outputs = RunAll(
+      Module("  %x = f32[6]{0} parameter(0)\n"
+             "  %bf16 = f32[6]{0} reduce-precision(%x), exponent_bits=8, mantissa_bits=7\n"
+             "  %fp16 = f32[6]{0} reduce-precision(%x), exponent_bits=5, mantissa_bits=10\n"
+             "  ROOT %t = (f32[6]{0}, f32[6]{0}) tuple(%bf16, %fp16)\n"),
+      {x});
+  ASSERT_EQ(outputs.size(), 2u);
+  const std::vector<float> bf16 = outputs[0].ToFloatVector(), fp16 = outputs[1].ToFloatVector();
+  EXPECT_EQ(bf16[0], Bfloat16ToFloat(FloatToBfloat16(2.7f)));
+  EXPECT_EQ(bf16[1], 1.0f);
+  EXPECT_EQ(bf16[2], 1.0f + std::ldexp(1.0f, -6));
+  EXPECT_EQ(bf16[3], -70144.0f);  // 0x478900 rounded to 8 bits of mantissa
+  EXPECT_EQ(bf16[4], std::ldexp(1.0f, -20));
+  EXPECT_TRUE(std::isnan(bf16[5]));
+  EXPECT_EQ(fp16[3], -INFINITY);
+  EXPECT_EQ(fp16[4], 0.0f);
+  EXPECT_TRUE(std::isnan(fp16[5]));
+}
+
 TEST(InterpreterTest, ReduceOverAnyDimensions) {
   std::string text = Module(
       "  %x = f32[2,3]{1,0} parameter(0)\n  %zero = f32[] constant(0)\n  %ninf = f32[] constant(-inf)\n"
