@@ -91,8 +91,8 @@ train: build venv
 # CNN's step with three passes everywhere needs more than the v2 IMEM, so it runs at the compiler's choice
 # (three passes for the dots whose values reach a compare, exp or log; one elsewhere).
 bench-parity: build venv
-	$(FRONTEND) -m tpusim.parity --model=mlp --steps=20 --dot-passes=3
-	$(FRONTEND) -m tpusim.parity --model=cnn --steps=20 --dot-passes=0
+	$(FRONTEND) -m tpusim.parity --model=mlp --steps=20
+	$(FRONTEND) -m tpusim.parity --model=cnn --steps=20
 
 clean:
 	rm -rf build

@@ -657,9 +657,9 @@ StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& op
     return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
   };
   double prepare_ms = 0, codegen_ms = 0;
-  auto compile = [&](int dot_passes, CodeGenerator::DotSchedule dot_schedule) -> StatusOr<Program> {
+  auto compile = [&](const SplitDotsOptions& dots, CodeGenerator::DotSchedule dot_schedule) -> StatusOr<Program> {
     PrepareOptions prepare_options;
-    prepare_options.dot_passes = dot_passes;
+    prepare_options.dots = dots;
     prepare_options.lanes = static_cast<int>(options.lanes);
     prepare_options.after_pass = options.after_prepare_pass;
     Clock::time_point start = Clock::now();
@@ -678,18 +678,31 @@ StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& op
     if (program.ok() && options.after_prepare) TPU_RETURN_IF_ERROR(options.after_prepare(**prepared));
     return program;
   };
-  // Most precise first; while the code does not fit the IMEM, dots with a compact pipeline, then without
-  // the software pipeline (less code, dot.cc), then fewer dot passes.
-  const std::vector<int> passes = options.dot_passes != 0 ? std::vector<int>{options.dot_passes}
-                                                          : std::vector<int>{3, 0, 1};
+  // The passes the dots ask for (or dot_passes); while the code does not fit the IMEM, dots with a
+  // compact pipeline, then without the software pipeline (less code, dot.cc), then -- for the precision
+  // the HLO asks for, not for a forced count -- more than one pass only for the dots that reach a compare,
+  // exp or log, then one pass everywhere (CompileStats::dot_precision says which).
+  std::vector<std::pair<SplitDotsOptions, const char*>> attempts = {
+      {SplitDotsOptions{options.dot_passes, false}, options.dot_passes == 0 ? "operand_precision" : "forced"}};
+  if (options.dot_passes == 0) {
+    attempts.push_back({SplitDotsOptions{0, true}, "operand_precision for dots reaching a compare, exp or log only "
+                                                    "(the program did not fit the IMEM)"});
+    attempts.push_back({SplitDotsOptions{1, false}, "one pass (the program did not fit the IMEM)"});
+  }
   StatusOr<Program> program = InvalidArgument("nothing compiled");
-  for (int dot_passes : passes) {
+  for (const auto& [dots, description] : attempts) {
     for (CodeGenerator::DotSchedule dot_schedule : {CodeGenerator::DotSchedule::kBalanced, CodeGenerator::DotSchedule::kCompact,
                                                      CodeGenerator::DotSchedule::kSerial}) {
-      program = compile(dot_passes, dot_schedule);
+      program = compile(dots, dot_schedule);
       const bool imem_full = !program.ok() && program.status().code() == StatusCode::kResourceExhausted &&
                              program.status().message().find("imem") != std::string::npos;
-      if (!imem_full) return program;
+      if (!imem_full) {
+        if (stats != nullptr) {
+          stats->dot_precision = options.dot_passes == 0 ? description
+                                                         : std::to_string(options.dot_passes) + " passes (forced)";
+        }
+        return program;
+      }
     }
   }
   return program;

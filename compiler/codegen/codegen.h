@@ -44,10 +44,11 @@ struct CompileOptions {
   uint32_t lanes = 8;          // LANES of the target configuration (MXU size)
   uint32_t vmem_lines = 8192;  // VMEM lines codegen may use
   uint32_t imem_words = 0;     // instruction memory size; 0 = do not check
-  // MXU passes per f32 dot: 3 splits each operand into bf16 high and low parts, which keeps about 16
-  // significant bits; 1 rounds the operands to bf16 once (3x fewer MXU cycles); 0 (default): 3 for every
-  // dot if the program fits the IMEM, else 3 only for the dots whose values reach a compare (a ReLU mask
-  // the rounding could flip) or an exp or log (which amplify errors), else 1.
+  // MXU passes per f32 dot (compiler/passes/split_dots.h). 0 (default): what each dot's precision_config
+  // asks for, as XLA on a TPU: DEFAULT one pass (operands rounded to bf16), HIGH three (bf16_3x, about 16
+  // significant bits), HIGHEST six (bf16_6x, about f32's 24); if the program does not fit the IMEM, more
+  // than one pass only for the dots whose values reach a compare (a ReLU mask the rounding could flip) or
+  // an exp or log (which amplify errors), else one. 1, 3 or 6: that many for every f32 dot.
   int dot_passes = 0;
   // HBM size of the target in lines. Non-zero: a program whose parameters, outputs, constants and temp
   // region together need more fails to compile with the runtime's out-of-memory message (buffer_assignment.h).
@@ -88,6 +89,9 @@ struct CompileStats {
   std::vector<DotPaddingReport> dots;
   double prepare_ms = 0;  // PrepareForCodegen (every attempt)
   double codegen_ms = 0;  // code generation (every attempt)
+  // How the dots' MXU passes were chosen: "operand_precision" (as each dot asks), "N passes (forced)", or
+  // the reduction that made the program fit the IMEM.
+  std::string dot_precision;
 };
 
 // Compiles the entry computation. Unsupported ops give

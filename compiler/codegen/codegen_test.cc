@@ -1029,7 +1029,9 @@ INSTANTIATE_TEST_SUITE_P(
              (c.transpose_rhs ? "t" : "");
     });
 
-// The shared JAX and PyTorch/XLA training steps, compiled as the runtime compiles them (no passes).
+// The shared JAX and PyTorch/XLA training steps, compiled as the runtime compiles them (no passes). Their
+// dots carry no precision_config (DEFAULT: one bf16 pass); the comparison with the f32 interpreter asks
+// for HIGH (three passes), as a test against XLA on a CPU does.
 class TrainingSteps : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(TrainingSteps, MatchTheInterpreterOnTheModel) {
@@ -1039,6 +1041,7 @@ TEST_P(TrainingSteps, MatchTheInterpreterOnTheModel) {
   ASSERT_TRUE(module.ok()) << module.status();
   const model::ChipConfig config = model::ChipConfig::Build();
   CompileOptions options;
+  options.dot_passes = 3;
   options.lanes = config.lanes;
   options.vmem_lines = config.vmem_lines;
   options.imem_words = config.imem_words;
@@ -1079,6 +1082,7 @@ TEST_P(TrainingSteps, MatchTheInterpreterAfterTheDefaultPipeline) {
   ASSERT_TRUE(changed.ok()) << changed.status();
   const model::ChipConfig config = model::ChipConfig::Build();
   CompileOptions options;
+  options.dot_passes = 3;
   options.lanes = config.lanes;
   options.vmem_lines = config.vmem_lines;
   options.imem_words = config.imem_words;
@@ -1108,6 +1112,7 @@ TEST_P(TrainingSteps, MatchTheInterpreterOnTheV2Model) {
   StatusOr<model::ChipConfig> v2 = model::ChipConfig::Named("v2");
   ASSERT_TRUE(v2.ok()) << v2.status();
   CompileOptions options;
+  options.dot_passes = 3;
   options.vmem_lines = v2->vmem_lines;
   RunResult run = CompileRunAndCompare(text, options, 44, nullptr, nullptr, *v2);
   EXPECT_GT(run.cycles, 0u);
@@ -1179,8 +1184,10 @@ class GemmShapes : public ::testing::TestWithParam<GemmCase> {};
 TEST_P(GemmShapes, MatchTheInterpreter) {
   const GemmCase& c = GetParam();
   CompileStats stats;
-  RunResult run = CompileRunAndCompare(GemmModule(c.m, c.k, c.n, c.transposed, c.in, c.out), {}, 11, &stats);
-  // bf16 operands: one MXU pass whatever dot_passes says; f32 ones: three by default.
+  CompileOptions high;  // the f32 interpreter comparison asks for HIGH (the module has no precision_config)
+  high.dot_passes = 3;
+  RunResult run = CompileRunAndCompare(GemmModule(c.m, c.k, c.n, c.transposed, c.in, c.out), high, 11, &stats);
+  // bf16 operands: one MXU pass whatever dot_passes says; f32 ones: three.
   ASSERT_EQ(stats.dots.size(), std::string(c.in) == "bf16" ? 1u : 3u);
   EXPECT_GT(run.mxu_busy, 0u);
 }

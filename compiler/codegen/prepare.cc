@@ -20,8 +20,8 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   if (options.lanes <= 0) {
     return InvalidArgument("PrepareOptions: lanes must be > 0, not " + std::to_string(options.lanes));
   }
-  if (options.dot_passes != 0 && options.dot_passes != 1 && options.dot_passes != 3) {
-    return InvalidArgument("dot_passes must be 0, 1 or 3, not " + std::to_string(options.dot_passes));
+  if (options.dots.passes != 0 && options.dots.passes != 1 && options.dots.passes != 3 && options.dots.passes != 6) {
+    return InvalidArgument("dot_passes must be 0, 1, 3 or 6, not " + std::to_string(options.dots.passes));
   }
   pipeline->AddPass<InlineCallsAndFusions>();
   // Top-k sorts and convolutions become reductions, dots and multiply-adds; their constant parts
@@ -39,7 +39,7 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   pipeline->AddPass<ReduceMinorThroughTranspose>();
   pipeline->AddPass<FoldParameterIndependent>();
   // One pass per dot (dot_passes 1) needs no rewrite: codegen rounds the operands to bf16.
-  if (options.dot_passes != 1) pipeline->AddPass<SplitDots>(SplitDotsOptions{options.dot_passes == 0});
+  if (options.dots.passes != 1) pipeline->AddPass<SplitDots>(options.dots);
   pipeline->AddPass<DeadCodeElimination>();
   return OkStatus();
 }

@@ -14,7 +14,8 @@
 //   fold-parameter-independent      every value that does not depend on a parameter becomes a constant
 //                                   the device reads from a kConstant region (not scalar f32 constants
 //                                   and their broadcasts: codegen folds them into immediates or splats)
-//   split-dots                      f32 dots into three bf16 passes where it matters (dot_passes)
+//   split-dots                      f32 dots into the bf16 MXU passes their precision asks for (or
+//                                   dot_passes)
 //   dce                             what the rewrites left unused
 // Top-k and convolutions are rewritten here, not in the default pipeline, because codegen cannot lower
 // their originals while the interpreter and other consumers of the default pipeline keep them.
@@ -24,16 +25,16 @@
 
 #include "compiler/hlo/hlo_ir.h"
 #include "compiler/passes/pass.h"
+#include "compiler/passes/split_dots.h"
 #include "sw/base/status.h"
 
 namespace tpu::compiler {
 
 struct PrepareOptions {
-  // MXU passes per f32 dot: 1 rounds both operands to bf16 (the MXU's own precision); 3 splits each
-  // operand into bf16 high and low parts and sums hi*hi + hi*lo + lo*hi (about 16 significant bits);
-  // 0 uses 3 passes for the dots whose values reach a compare, where the bf16 rounding could flip a
-  // decision (a ReLU mask), or an exp or log, which amplify it, and 1 pass elsewhere.
-  int dot_passes = 0;
+  // MXU passes per f32 dot (compiler/passes/split_dots.h): each dot's operand_precision (DEFAULT one
+  // pass, HIGH three, HIGHEST six), or a count forced on every dot, optionally only on those whose values
+  // reach a compare, an exp or a log.
+  SplitDotsOptions dots;
   // Lanes of the target configuration (CompileOptions::lanes). Rows that legalization moves onto lanes
   // through a transpose are padded to a multiple of it (compiler/passes/codegen_legalization.h). 128
   // suits every configuration (each lane count divides it) but pads 16x the rows needed on 8 lanes.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <memory>
 #include <numeric>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace tpu::compiler {
@@ -73,8 +75,12 @@ class Builder {
     dnums.lhs_contracting_dimensions = {lhs_contracting};
     dnums.rhs_contracting_dimensions = {0};
     const int64_t rows = lhs->shape().dimensions[1 - lhs_contracting];
-    return Add(HloInstruction::CreateDot(ShapeOf(type, {rows, rhs->shape().dimensions[1]}), lhs, rhs, dnums));
+    HloInstruction* dot = Add(HloInstruction::CreateDot(ShapeOf(type, {rows, rhs->shape().dimensions[1]}), lhs, rhs, dnums));
+    if (!dot_precision_.empty()) dot->set_raw_attribute("operand_precision", dot_precision_);
+    return dot;
   }
+  // The operand_precision every dot gets: the convolution's (the MXU passes it asks for).
+  void set_dot_precision(std::string precision) { dot_precision_ = std::move(precision); }
   HloInstruction* Binary(HloOpcode op, HloInstruction* a, HloInstruction* b) {
     return Add(HloInstruction::CreateBinary(a->shape(), op, a, b));
   }
@@ -95,6 +101,7 @@ class Builder {
 
  private:
   HloComputation* computation_;
+  std::string dot_precision_;
 };
 
 // A convolution in canonical order: x [N, spatial..., C] (already padded), kernel [spatial..., Ci, Co].
@@ -351,6 +358,7 @@ StatusOr<HloInstruction*> Lower(HloComputation* computation, HloInstruction* con
                          std::to_string(convolution->batch_group_count()) + " is not lowered");
   }
   Builder b(computation);
+  if (const std::string* precision = convolution->raw_attribute("operand_precision")) b.set_dot_precision(*precision);
   const hlo::ConvolutionDimensionNumbers& d = convolution->convolution_dimension_numbers();
   const size_t k = d.input_spatial_dimensions.size();
   if (convolution->window().dimensions.size() != k) {

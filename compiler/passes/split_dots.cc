@@ -1,6 +1,9 @@
 #include "compiler/passes/split_dots.h"
 
+#include <algorithm>
+#include <cctype>
 #include <map>
+#include <string>
 #include <set>
 #include <utility>
 #include <vector>
@@ -20,38 +23,62 @@ HloInstruction* RoundToBf16(HloComputation* computation, HloInstruction* value) 
   return rounded;
 }
 
-// The (hi, lo) parts of each operand already split, shared by the dots that read it.
-using SplitOperands = std::map<HloInstruction*, std::pair<HloInstruction*, HloInstruction*>>;
+// The parts of an operand x, shared by the dots that read it: hi = bf16(x) and rest = x - hi (the lo
+// of three passes); for six passes mid = bf16(rest) and lo6 = rest - mid.
+struct OperandParts {
+  HloInstruction* hi = nullptr;
+  HloInstruction* rest = nullptr;
+  HloInstruction* mid = nullptr;
+  HloInstruction* lo6 = nullptr;
+};
+using SplitOperands = std::map<HloInstruction*, OperandParts>;
 
-// Returns the replacement of `dot` or nullptr.
-HloInstruction* SplitDot(HloComputation* computation, HloInstruction* dot, SplitOperands* parts) {
-  if (dot->shape().element_type != hlo::PrimitiveType::F32 || dot->operand_count() != 2) return nullptr;
-  HloInstruction* split[2][2];
-  for (int side = 0; side < 2; ++side) {
-    HloInstruction* operand = dot->operand(side);
-    if (operand->shape().element_type != hlo::PrimitiveType::F32) return nullptr;
-    auto it = parts->find(operand);
-    if (it == parts->end()) {
-      HloInstruction* hi = RoundToBf16(computation, operand);
-      HloInstruction* lo = computation->AddInstruction(
-          HloInstruction::CreateBinary(operand->shape(), HloOpcode::kSubtract, operand, hi));
-      it = parts->emplace(operand, std::make_pair(hi, lo)).first;
-    }
-    split[side][0] = it->second.first;
-    split[side][1] = it->second.second;
-  }
-  auto pass = [&](HloInstruction* lhs, HloInstruction* rhs) {
-    return computation->AddInstruction(dot->CloneWithNewOperands(dot->shape(), {lhs, rhs}));
+// {hi, lo} for 3 passes, {hi, mid, lo} for 6.
+std::vector<HloInstruction*> PartsOf(HloComputation* computation, HloInstruction* operand, int passes,
+                                     SplitOperands* split) {
+  auto subtract = [&](HloInstruction* a, HloInstruction* b) {
+    return computation->AddInstruction(HloInstruction::CreateBinary(a->shape(), HloOpcode::kSubtract, a, b));
   };
-  HloInstruction* hi_lo = pass(split[0][0], split[1][1]);
-  HloInstruction* lo_hi = pass(split[0][1], split[1][0]);
-  HloInstruction* hi_hi = pass(split[0][0], split[1][0]);
-  hi_lo->set_name(dot->name() + ".hi_lo");
-  lo_hi->set_name(dot->name() + ".lo_hi");
-  hi_hi->set_name(dot->name() + ".hi_hi");
-  HloInstruction* small =
-      computation->AddInstruction(HloInstruction::CreateBinary(dot->shape(), HloOpcode::kAdd, hi_lo, lo_hi));
-  return computation->AddInstruction(HloInstruction::CreateBinary(dot->shape(), HloOpcode::kAdd, small, hi_hi));
+  OperandParts& parts = (*split)[operand];
+  if (parts.hi == nullptr) {
+    parts.hi = RoundToBf16(computation, operand);
+    parts.rest = subtract(operand, parts.hi);
+  }
+  if (passes != 6) return {parts.hi, parts.rest};
+  if (parts.mid == nullptr) {
+    parts.mid = RoundToBf16(computation, parts.rest);
+    parts.lo6 = subtract(parts.rest, parts.mid);
+  }
+  return {parts.hi, parts.mid, parts.lo6};
+}
+
+// Returns the replacement of `dot` by `passes` (3 or 6) MXU passes, or nullptr.
+HloInstruction* SplitDot(HloComputation* computation, HloInstruction* dot, int passes, SplitOperands* parts) {
+  if (dot->shape().element_type != hlo::PrimitiveType::F32 || dot->operand_count() != 2) return nullptr;
+  for (int side = 0; side < 2; ++side) {
+    if (dot->operand(side)->shape().element_type != hlo::PrimitiveType::F32) return nullptr;
+  }
+  const std::vector<HloInstruction*> a = PartsOf(computation, dot->operand(0), passes, parts);
+  const std::vector<HloInstruction*> b = PartsOf(computation, dot->operand(1), passes, parts);
+  // Products (lhs part, rhs part), smallest first; part 0 is hi, the last lo, mid between.
+  static const char* const kNames3[] = {"hi", "lo"};
+  static const char* const kNames6[] = {"hi", "mid", "lo"};
+  const char* const* names = passes == 6 ? kNames6 : kNames3;
+  const std::vector<std::pair<int, int>> products =
+      passes == 6 ? std::vector<std::pair<int, int>>{{0, 2}, {2, 0}, {1, 1}, {0, 1}, {1, 0}, {0, 0}}
+                  : std::vector<std::pair<int, int>>{{0, 1}, {1, 0}, {0, 0}};
+  std::vector<HloInstruction*> terms;
+  for (const auto& [i, j] : products) {
+    HloInstruction* pass = computation->AddInstruction(dot->CloneWithNewOperands(dot->shape(), {a[i], b[j]}));
+    pass->set_name(dot->name() + "." + names[i] + "_" + names[j]);
+    pass->remove_raw_attribute("operand_precision");  // one bf16 pass each
+    terms.push_back(pass);
+  }
+  HloInstruction* sum = terms[0];
+  for (size_t t = 1; t < terms.size(); ++t) {
+    sum = computation->AddInstruction(HloInstruction::CreateBinary(dot->shape(), HloOpcode::kAdd, sum, terms[t]));
+  }
+  return sum;
 }
 
 // The instructions whose values reach a compare, an exp or a log.
@@ -68,6 +95,26 @@ std::set<const HloInstruction*> FeedSensitiveOps(const std::vector<HloInstructio
 
 }  // namespace
 
+int PassesForPrecision(const HloInstruction& instruction) {
+  const std::string* precision = instruction.raw_attribute("operand_precision");
+  if (precision == nullptr) return 1;
+  std::string text = *precision;
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  int passes = 1;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string value = text.substr(start, end - start);
+    value.erase(std::remove_if(value.begin(), value.end(), [](char c) { return c == '{' || c == '}' || c == ' '; }),
+                value.end());
+    if (value == "highest") passes = std::max(passes, 6);
+    if (value == "high") passes = std::max(passes, 3);
+    start = end + 1;
+  }
+  return passes;
+}
+
 bool IsBf16Rounding(const HloInstruction& instruction) {
   const std::string* exponent = instruction.raw_attribute("exponent_bits");
   const std::string* mantissa = instruction.raw_attribute("mantissa_bits");
@@ -76,6 +123,9 @@ bool IsBf16Rounding(const HloInstruction& instruction) {
 }
 
 StatusOr<bool> SplitDots::Run(hlo::HloModule* module) {
+  if (options_.passes != 0 && options_.passes != 1 && options_.passes != 3 && options_.passes != 6) {
+    return InvalidArgument("split-dots: passes must be 0, 1, 3 or 6, not " + std::to_string(options_.passes));
+  }
   HloComputation* entry = module->entry_computation();
   if (entry == nullptr) return false;
   const std::vector<HloInstruction*> order = entry->MakeInstructionPostOrder();
@@ -85,8 +135,9 @@ StatusOr<bool> SplitDots::Run(hlo::HloModule* module) {
   bool changed = false;
   for (HloInstruction* instruction : order) {
     if (instruction->opcode() != HloOpcode::kDot) continue;
-    if (options_.only_sensitive_dots && sensitive.count(instruction) == 0) continue;
-    HloInstruction* replacement = SplitDot(entry, instruction, &parts);
+    const int passes = options_.passes != 0 ? options_.passes : PassesForPrecision(*instruction);
+    if (passes == 1 || (options_.only_sensitive_dots && sensitive.count(instruction) == 0)) continue;
+    HloInstruction* replacement = SplitDot(entry, instruction, passes, &parts);
     if (replacement == nullptr) continue;
     TPU_RETURN_IF_ERROR(entry->ReplaceInstruction(instruction, replacement));
     changed = true;

@@ -1,6 +1,6 @@
 // tpuc: compiles an HLO text module for a tpusim configuration.
 //
-//   tpuc FILE.hlo --config=tiny|v2|PATH.cfg [--dump-dir=DIR] [--dot-passes=0|1|3] [--batch=N]
+//   tpuc FILE.hlo --config=tiny|v2|PATH.cfg [--dump-dir=DIR] [--dot-passes=0|1|3|6] [--batch=N]
 //        [--fill-elided-constants] [-o PROGRAM]
 //
 // Parses and verifies the module and compiles it with CompileModule (compiler/driver/compile.h), the
@@ -10,7 +10,7 @@
 // DIR/program.asm; with -o, the program file the
 // runtime loads. Prints the program's sizes and HBM need, the time of each step, the padding report and
 // compile_ms (parse to program). --dot-passes sets CompileOptions::dot_passes (MXU passes per f32 dot;
-// 0 chooses). --help prints the usage on stdout; errors exit with status 1.
+// 0: each dot's operand_precision, as on a TPU). --help prints the usage on stdout; errors exit with status 1.
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -52,7 +52,7 @@ struct Flags {
 };
 
 constexpr const char* kUsage =
-    "usage: tpuc FILE.hlo --config=tiny|v2|PATH.cfg [--dump-dir=DIR] [--dot-passes=0|1|3] [--batch=N] [--fill-elided-constants] [-o PROGRAM]";
+    "usage: tpuc FILE.hlo --config=tiny|v2|PATH.cfg [--dump-dir=DIR] [--dot-passes=0|1|3|6] [--batch=N] [--fill-elided-constants] [-o PROGRAM]";
 
 StatusOr<Flags> ParseFlags(int argc, char** argv) {
   Flags flags;
@@ -62,7 +62,9 @@ StatusOr<Flags> ParseFlags(int argc, char** argv) {
       flags.config = arg.substr(9);
     } else if (arg.rfind("--dot-passes=", 0) == 0) {
       const std::string value = arg.substr(13);
-      if (value != "0" && value != "1" && value != "3") return InvalidArgument("--dot-passes must be 0, 1 or 3");
+      if (value != "0" && value != "1" && value != "3" && value != "6") {
+        return InvalidArgument("--dot-passes must be 0 (each dot's precision), 1, 3 or 6");
+      }
       flags.dot_passes = std::stoi(value);
     } else if (arg.rfind("--batch=", 0) == 0) {
       const std::string value = arg.substr(8);
@@ -177,6 +179,7 @@ Status Main(int argc, char** argv) {
   std::printf("hbm: %s (%llu lines; parameters, outputs, constants and temps)\n",
               HumanReadableBytes(stats.hbm_lines * line_bytes).c_str(), static_cast<unsigned long long>(stats.hbm_lines));
   std::printf("aliased_outputs: %u (copied at the end: %u)\n", stats.aliased_outputs, stats.alias_copies);
+  std::printf("dot_precision: %s\n", stats.dot_precision.c_str());
   for (const StepTiming& step : report.steps) {
     std::printf("step: %-22s %8.2f ms%s\n", step.name.c_str(), step.ms, step.changed ? "" : " (no change)");
   }

@@ -34,6 +34,7 @@
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/verifier.h"
 #include "compiler/interpreter/interpreter.h"
+#include "compiler/passes/one_pass_dot_rounding.h"
 #include "compiler/passes/rebatch.h"
 #include "sim/tpusim/output_compare.h"
 #include "sw/runtime/client.h"
@@ -76,13 +77,17 @@ const char kUsage[] =
     "  tpusim run FILE.hlo [--backend=rtl|model] [--config=NAME] [--seed=N] [--outputs=DIR]\n"
     "                      [--trace=FILE.fst] [--trace-start=CYCLE] [--trace-stop=CYCLE] [--trace-depth=D]\n"
     "                      [--timeout-cycles=N] [--batch=N] [--fill-elided-constants] [--root=NAME]\n"
-    "                      [--dump-dir=DIR]\n"
+    "                      [--dump-dir=DIR] [--dot-passes=0|1|3|6]\n"
     "  tpusim info [--backend=rtl|model] [--config=NAME]\n"
     "  tpusim --help\n"
     "\n"
     "run     parses and verifies FILE.hlo, fills its parameters with seeded uniform values in [-1, 1),\n"
     "        runs it on the backend, prints the device counters and compares every output with the HLO\n"
     "        interpreter (|d - r| <= atol + rtol*|r|, rtol = 2^-6, atol = 2^-6 * max|r|; integers exactly).\n"
+    "        The interpreter's dots read their f32 operands rounded to bf16 where the device runs them in\n"
+    "        one MXU pass, as a TPU does (compiler/passes/one_pass_dot_rounding.h).\n"
+    "        --dot-passes=N MXU passes per f32 dot: 0 (default) what each dot's operand_precision asks\n"
+    "        for (DEFAULT or none 1, HIGH 3, HIGHEST 6, as XLA on a TPU); 1, 3 or 6 for every dot.\n"
     "        --outputs=DIR writes DIR/out<i>.bin, the raw little-endian bytes of each output.\n"
     "        --trace* write an FST waveform of a cycle window (rtl backend only).\n"
     "        --perturb-output=X adds X to the first element of output 0 before the comparison (to check\n"
@@ -113,7 +118,8 @@ struct Flags {
 bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
   static const char* const kKnown[] = {"backend", "config",      "seed",        "outputs",        "trace",
                                        "trace-start", "trace-stop", "trace-depth", "timeout-cycles",
-                                       "perturb-output", "batch", "root", "fill-elided-constants", "dump-dir"};
+                                       "perturb-output", "batch", "root", "fill-elided-constants", "dump-dir",
+                                       "dot-passes"};
   // Flags that take no value.
   static const char* const kSwitches[] = {"fill-elided-constants"};
   if (argc < 2) {
@@ -188,6 +194,15 @@ bool ParseUnsigned(const Flags& flags, const std::string& name, uint64_t fallbac
   return true;
 }
 
+// --dot-passes: 0 (each dot's precision), 1, 3 or 6.
+StatusOr<int> DotPasses(const Flags& flags) {
+  const std::string value = FlagOr(flags, "dot-passes", "0");
+  if (value != "0" && value != "1" && value != "3" && value != "6") {
+    return InvalidArgument("--dot-passes must be 0 (each dot's precision), 1, 3 or 6, not '" + value + "'");
+  }
+  return std::stoi(value);
+}
+
 // Builds the client from --backend/--config and the trace flags.
 StatusOr<std::unique_ptr<runtime::Client>> MakeClient(const Flags& flags) {
   runtime::ClientOptions options;
@@ -199,6 +214,7 @@ StatusOr<std::unique_ptr<runtime::Client>> MakeClient(const Flags& flags) {
   }
   options.trace_file = FlagOr(flags, "trace", "");
   options.compile_dump_dir = FlagOr(flags, "dump-dir", "");
+  TPU_ASSIGN_OR_RETURN(options.dot_passes, DotPasses(flags));
   options.trace_start_cycle = start;
   options.trace_stop_cycle = stop;
   options.trace_depth = static_cast<int>(depth);
@@ -413,6 +429,11 @@ int Run(const Flags& flags) {
   }
 
   if (StopRequested()) return kExitInterrupted;
+  // The reference multiplies as the device does: bf16 operands where a dot runs in one MXU pass.
+  StatusOr<int> dot_passes = DotPasses(flags);
+  if (!dot_passes.ok()) return Fail("tpusim: " + dot_passes.status().ToString());
+  StatusOr<bool> rounded = compiler::OnePassDotRounding(*dot_passes).Run(&module);
+  if (!rounded.ok()) return Fail("tpusim: " + rounded.status().ToString());
   StatusOr<std::vector<hlo::Literal>> reference = hlo::Interpret(module, arguments);
   if (!reference.ok()) return Fail("tpusim: interpreter: " + reference.status().ToString());
   if (reference->size() != result->outputs.size()) {

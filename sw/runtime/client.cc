@@ -314,7 +314,8 @@ StatusOr<std::unique_ptr<LoadedExecutable>> Client::CompileOwned(std::unique_ptr
   TPU_LOG(INFO) << "Compiled " << module->name() << " in " << report.total_ms << " ms: " << program->code.size()
                 << " instruction words, " << program->temp_lines << " temp lines, HBM "
                 << HumanReadableBytes(report.codegen.hbm_lines * compiler::LineBytes(program->lanes))
-                << ", " << report.codegen.aliased_outputs << " outputs aliased to parameters";
+                << ", " << report.codegen.aliased_outputs << " outputs aliased to parameters, dot passes: "
+                << report.codegen.dot_precision;
   return Load(std::move(*program), device);
 }
 

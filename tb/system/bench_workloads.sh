@@ -7,8 +7,9 @@
 # bound_cycles is the program's own physical limit on this chip: the largest of its MXU work (LHS rows
 # streamed, one per cycle at peak), its VPU work (lines written, one per cycle) and its HBM traffic (DMA
 # lines at the channels' pin peak of 32 bytes per cycle each, docs/hbm.md). of_bound_pct = bound / cycles:
-# 100 would mean the busiest resource never waits. Dots run at the compiler's default precision
-# (dot_passes=auto: three bf16 passes where the program fits the IMEM, CompileOptions::dot_passes).
+# 100 would mean the busiest resource never waits. Dots run at the precision each asks for, as on a TPU
+# (precision=hlo: operand_precision, CompileOptions::dot_passes 0); these modules carry none, so every
+# dot is DEFAULT, one bf16 MXU pass, the precision the seeds' step times were measured at.
 set -euo pipefail
 if [ $# -ne 4 ]; then
   echo "usage: $0 TPUSIM CONFIG_FILE SOURCE_DIR SHARED_HLO_DIR" >&2
@@ -55,7 +56,7 @@ for workload in "${workloads[@]}"; do
     bound = mxu; limit = "mxu"
     if (vpu > bound) { bound = vpu; limit = "vpu" }
     if (hbm > bound) { bound = hbm; limit = "hbm" }
-    printf "workload name=%s config=%s cycles=%d bound_cycles=%d bound=%s of_bound_pct=%.2f mxu_util_pct=%.2f stall_pct=%.2f dot_passes=auto host_s=%.1f\n",
+    printf "workload name=%s config=%s cycles=%d bound_cycles=%d bound=%s of_bound_pct=%.2f mxu_util_pct=%.2f stall_pct=%.2f precision=hlo host_s=%.1f\n",
            name, config, cycles, bound, limit, 100 * bound / cycles, 100 * mxu / cycles, 100 * stall / cycles, end - start
   }'
 done

@@ -20,7 +20,7 @@ DOT_RTOL, DOT_ATOL = 2e-4, 2e-5
 
 
 def device_jit(fun, **kwargs):
-    return tpusim.jit(fun, backend="model", config=CONFIG, dot_passes=3, **kwargs)
+    return tpusim.jit(fun, backend="model", config=CONFIG, precision="high", **kwargs)
 
 
 def random(shape, seed, scale=1.0):
@@ -59,6 +59,23 @@ def test_dot_and_its_gradients_match_cpu(m, k, n):
     a, b = random((m, k), 3), random((k, n), 4)
     assert_matches_cpu(lambda a, b: a @ b, a, b)
     assert_matches_cpu(jax.grad(lambda a, b: jnp.sum((a @ b) ** 2), argnums=(0, 1)), a, b)
+
+
+def test_matmul_precision_chooses_the_mxu_passes_as_on_a_tpu():
+    # DEFAULT: one bf16 pass; HIGH: three (bf16_3x, about 16 bits); HIGHEST: six (bf16_6x, about f32's 24).
+    a, b = random((64, 96), 6), random((96, 32), 7)
+    expected = np.asarray(jax.jit(lambda a, b: a @ b)(a, b))
+    scale = float(np.max(np.abs(expected)))
+    macs, error = {}, {}
+    for precision in ("default", "high", "highest"):
+        f = tpusim.jit(lambda a, b: a @ b, backend="model", config=CONFIG, precision=precision)
+        got = tpusim.device_get(f(a, b))
+        macs[precision] = f.compile(a, b).executable.logical_macs
+        error[precision] = float(np.max(np.abs(got - expected))) / scale
+    assert macs["high"] == 3 * macs["default"] and macs["highest"] == 6 * macs["default"]
+    assert 1e-4 < error["default"] < 2e-2  # bf16 operands: a few 2^-9 relative
+    assert error["high"] < 2e-5 < 1e-4 < error["default"]
+    assert error["highest"] < 5e-7 and error["highest"] < error["high"]
 
 
 def test_reductions_and_softmax_match_cpu():

@@ -24,7 +24,7 @@ def seeds_style_mlp():
 def test_keras_steps_follow_the_cpu_and_weights_return_to_keras():
     (x, y), _ = data.load_fashion_mnist()
     model, optimizer = seeds_style_mlp(), keras.optimizers.Adam(1e-3)
-    trainer = keras_bridge.model(model, optimizer, config="v2", dot_passes=3, out=io.StringIO())
+    trainer = keras_bridge.model(model, optimizer, config="v2", precision="high", out=io.StringIO())
     recipe = trainer.recipe
     params, opt_state = recipe.init(0, x[:32])
     cpu_step = jax.jit(recipe.train_step())

@@ -14,6 +14,8 @@ state are updated in place and only the batch crosses the host link.
 
 from __future__ import annotations
 
+import contextlib
+
 import dataclasses
 import threading
 from typing import Any, Callable, Sequence
@@ -117,8 +119,10 @@ class _Compiled:
 class Function:
     """A function compiled for the simulated TPU (see ``jit``)."""
 
-    def __init__(self, fun: Callable, donate_argnums: Sequence[int], client: _tpusim.Client, name: str | None):
+    def __init__(self, fun: Callable, donate_argnums: Sequence[int], client: _tpusim.Client, name: str | None,
+                 precision: str | None = None):
         self.fun = fun
+        self.precision = precision
         self.donate_argnums = tuple(donate_argnums)
         self.client = client
         self.name = name or getattr(fun, "__name__", "function")
@@ -134,7 +138,9 @@ class Function:
         abstract = [jax.ShapeDtypeStruct(*_signature(leaf)) for leaf in leaves]
         abstract_args = jax.tree_util.tree_unflatten(in_tree, abstract)
         # keep_unused: every flattened argument stays a parameter, in order, so buffers map one to one.
-        lowered = jax.jit(self.fun, donate_argnums=self.donate_argnums, keep_unused=True).lower(*abstract_args)
+        # The matmul precision becomes the dots' operand_precision, which chooses their MXU passes.
+        with jax.default_matmul_precision(self.precision) if self.precision else contextlib.nullcontext():
+            lowered = jax.jit(self.fun, donate_argnums=self.donate_argnums, keep_unused=True).lower(*abstract_args)
         return lowered.as_text(dialect="hlo"), lowered.out_tree
 
     def compile(self, *args) -> _Compiled:
@@ -165,19 +171,23 @@ class Function:
 
 
 def jit(fun: Callable | None = None, *, donate_argnums: Sequence[int] = (), backend: str = "model",
-        config: str = "tiny", dot_passes: int = 0, name: str | None = None, client: _tpusim.Client | None = None):
+        config: str = "tiny", dot_passes: int = 0, name: str | None = None, client: _tpusim.Client | None = None,
+        precision: str | None = None):
     """Compiles ``fun`` for the simulated TPU, as ``jax.jit`` compiles it for a JAX device.
 
     backend: "model" (fast reference model) or "rtl" (the verilated chip of this build's configuration).
     config: the hardware configuration (rtl/config/<config>.cfg).
-    dot_passes: MXU passes per f32 dot (1: one bf16 pass; 3: three, bf16_3x; 0: the compiler's choice).
+    precision: the matmul precision ``fun`` is lowered at (``jax.default_matmul_precision``: "default",
+    "high", "highest"; None: JAX's own default). As on a TPU, a dot's precision chooses its MXU passes:
+    DEFAULT one bf16 pass, HIGH three (bf16_3x), HIGHEST six (bf16_6x).
+    dot_passes: MXU passes forced on every f32 dot (1, 3 or 6; 0: each dot's precision).
     client: run on this client instead (e.g. one with a waveform trace); backend, config and dot_passes
     are then its own.
     """
     if fun is None:
         return lambda f: jit(f, donate_argnums=donate_argnums, backend=backend, config=config,
-                             dot_passes=dot_passes, name=name, client=client)
-    return Function(fun, donate_argnums, client or get_client(backend, config, dot_passes), name)
+                             dot_passes=dot_passes, name=name, client=client, precision=precision)
+    return Function(fun, donate_argnums, client or get_client(backend, config, dot_passes), name, precision)
 
 
 def device_put(tree: Any, client: _tpusim.Client | None = None, *, backend: str = "model", config: str = "tiny",

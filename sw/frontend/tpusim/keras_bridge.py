@@ -93,7 +93,7 @@ def sequential(name: str, classes: int = 10):
 
 def model(keras_model, optimizer, **options) -> training.Model:
     """A ``tpusim.Model`` that trains ``keras_model`` with ``optimizer`` (options: backend, config,
-    dot_passes, seed, out, as ``tpusim.Model``)."""
+    dot_passes, precision, seed, out, as ``tpusim.Model``)."""
     return training.Model(recipe=KerasRecipe(keras_model, optimizer), **options)
 
 

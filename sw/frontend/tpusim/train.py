@@ -38,8 +38,11 @@ def parse_args(argv):
                         help="learning rate: constant, or decaying linearly to 0 over the epochs")
     parser.add_argument("--backend", default="model", choices=["model", "rtl"])
     parser.add_argument("--config", default="v2", help="hardware configuration (rtl/config/<name>.cfg)")
-    parser.add_argument("--dot-passes", type=int, default=0, choices=[0, 1, 3],
-                        help="MXU passes per f32 dot (0: the compiler's choice)")
+    parser.add_argument("--precision", default=None, choices=["default", "high", "highest"],
+                        help="matmul precision the steps are lowered at; a dot's precision chooses its MXU passes "
+                             "as on a TPU (DEFAULT 1, HIGH 3, HIGHEST 6); unset: JAX's default")
+    parser.add_argument("--dot-passes", type=int, default=0, choices=[0, 1, 3, 6],
+                        help="MXU passes forced on every f32 dot (0: each dot's precision)")
     parser.add_argument("--seed", type=int, default=0, help="initial parameters and data order")
     parser.add_argument("--checkpoint", default=None, help="resume from this file if it exists; save to it")
     parser.add_argument("--stop-after-steps", type=int, default=None,
@@ -69,7 +72,8 @@ def keras_model(args, total_steps: int, options) -> Model:
 
 def build_model(args, total_steps: int) -> Model:
     """The model, optimizer and learning-rate schedule the arguments name, for total_steps steps."""
-    options = dict(backend=args.backend, config=args.config, dot_passes=args.dot_passes, seed=args.seed)
+    options = dict(backend=args.backend, config=args.config, dot_passes=args.dot_passes, seed=args.seed,
+                   precision=args.precision)
     if args.framework == "keras":
         return keras_model(args, total_steps, options)
     learning_rate = (optax.linear_schedule(args.learning_rate, 0.0, total_steps) if args.schedule == "linear"

@@ -150,16 +150,16 @@ class StepInterrupt:
 class Model:
     """A Flax module and an optax optimizer (or another framework's ``recipe``) trained on the simulated TPU.
 
-    backend, config, dot_passes: as ``tpusim.jit``. seed: initial parameters and the data order.
+    backend, config, dot_passes, precision: as ``tpusim.jit``. seed: initial parameters and the data order.
     """
 
     def __init__(self, module=None, optimizer=None, *, recipe=None, backend: str = "model", config: str = "tiny",
-                 dot_passes: int = 0, seed: int = 0, out=None):
+                 dot_passes: int = 0, seed: int = 0, out=None, precision: str | None = None):
         self.recipe = recipe or FlaxRecipe(module, optimizer)
         self.seed = seed
         self.client = bridge.get_client(backend, config, dot_passes)
-        self.train_step = bridge.Function(self.recipe.train_step(), (0, 1), self.client, "train_step")
-        self.eval_step = bridge.Function(self.recipe.eval_step(), (), self.client, "eval_step")
+        self.train_step = bridge.Function(self.recipe.train_step(), (0, 1), self.client, "train_step", precision)
+        self.eval_step = bridge.Function(self.recipe.eval_step(), (), self.client, "eval_step", precision)
         self.params = None
         self.opt_state = None
         self.position = Position()
