@@ -9,12 +9,7 @@ namespace tpu::compiler {
 namespace codegen_internal {
 
 const HloInstruction* CodeGenerator::BufferOf(const HloInstruction* instruction) const {
-  while (true) {
-    const OpcodeHandler* handler = OpcodeHandlers().Find(instruction->opcode());
-    const HloInstruction* buffer = handler != nullptr ? handler->SameBufferAs(*instruction, L()) : nullptr;
-    if (buffer == nullptr) return instruction;
-    instruction = buffer;
-  }
+  return BufferSource(instruction, L());
 }
 
 void CodeGenerator::FlattenOutputs(const HloInstruction* value, std::vector<const HloInstruction*>* outputs) const {
@@ -439,8 +434,13 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   std::set<const HloInstruction*> needed;
   for (const HloInstruction* instruction : order) {
     const OpcodeHandler& handler = *OpcodeHandlers().Find(instruction->opcode());  // CheckSupported above
+    // A value that is another's buffer reads nothing: its readers count for that buffer.
+    if (handler.SameBufferAs(*instruction, L()) != nullptr) continue;
     for (const HloInstruction* operand : instruction->operands()) {
       if (handler.ReadsOperand(*instruction, *operand, L())) needed.insert(BufferOf(operand));
+      if (const HloInstruction* source = handler.ReadsThrough(*instruction, *operand, L())) {
+        needed.insert(BufferOf(source));
+      }
     }
   }
   for (const HloInstruction* output : outputs) needed.insert(BufferOf(output));
@@ -460,6 +460,11 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
       if (operand->opcode() == HloOpcode::kBroadcast) {
         const HloInstruction* source = BufferOf(operand->operand(0));
         last_use[source] = std::max(last_use[source], position[instruction]);
+      }
+      const OpcodeHandler& handler = *OpcodeHandlers().Find(instruction->opcode());
+      if (const HloInstruction* source = handler.ReadsThrough(*instruction, *operand, L())) {
+        const HloInstruction* source_buffer = BufferOf(source);
+        last_use[source_buffer] = std::max(last_use[source_buffer], position[instruction]);
       }
     }
   }

@@ -140,6 +140,11 @@ inline std::optional<float> ScalarConstantValue(const HloInstruction& value) {
 // kAdd, kMaximum or kMinimum when `reduce` applies that op to the two parameters of its computation; kUnknown otherwise.
 inline HloOpcode ReducerOpcode(const HloInstruction& reduce) { return ReductionOpcode(reduce); }
 
+// The slice a concatenate of whole tiles reads from its source in place of `operand` (a slice on whole
+// tiles, or a value that is its buffer), or nullptr: slice_pad.cc.
+const HloInstruction* SliceReadThrough(const HloInstruction& concatenate, const HloInstruction& operand,
+                                       uint32_t lanes);
+
 // Lines between consecutive indices of each non-minor dimension of `shape` in the device layout (the
 // last entry is the column tiles of a row); empty for rank 0 and 1.
 inline std::vector<int64_t> RowSteps(const hlo::Shape& shape, uint32_t lanes) {
@@ -354,6 +359,9 @@ class CodeGenerator {
     uint32_t mask_line = 0;
   };
   Status EmitRowBoxCopy(const RowBox& box);
+  // The rows a slice of rank >= 2 takes from its operand: box->src (the operand's buffer, moved to the
+  // first row), counts and src_steps of every non-minor dimension; the minor dimension is the caller's.
+  void SliceRows(const HloInstruction& slice, RowBox* box) const;
   // relayout.cc: moves columns between lanes with VTRANS and VOR (see the definition); exact for every
   // 32-bit element type.
   Status EmitLaneRelayout(LaneRelayout relayout, const HloInstruction& instruction);

@@ -92,6 +92,15 @@ bool TakesElementTypes(ElementTypes types, const HloInstruction& instruction) {
 
 }  // namespace
 
+const hlo::HloInstruction* BufferSource(const hlo::HloInstruction* instruction, uint32_t lanes) {
+  while (true) {
+    const OpcodeHandler* handler = OpcodeHandlers().Find(instruction->opcode());
+    const hlo::HloInstruction* buffer = handler != nullptr ? handler->SameBufferAs(*instruction, lanes) : nullptr;
+    if (buffer == nullptr) return instruction;
+    instruction = buffer;
+  }
+}
+
 Status CheckSupported(const HloInstruction& instruction) {
   const OpcodeHandler* handler = OpcodeHandlers().Find(instruction.opcode());
   if (handler == nullptr) return UnsupportedOp(instruction);

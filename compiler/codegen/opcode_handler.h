@@ -50,6 +50,11 @@ struct OpcodeHandler {
   // (an immediate, a broadcast's row) or reads nothing. Null: every operand is read.
   std::function<bool(const hlo::HloInstruction& instruction, const hlo::HloInstruction& operand, uint32_t lanes)>
       reads_operand;
+  // The value the code reads from HBM in place of `operand` (a slice's source, read through the slice's
+  // box), so that it lives until then; nullptr: none. Null: never.
+  std::function<const hlo::HloInstruction*(const hlo::HloInstruction& instruction,
+                                           const hlo::HloInstruction& operand, uint32_t lanes)>
+      reads_through;
   // Whether the result may be written over a tensor operand of its shape (a donated parameter): chunk i
   // of every operand is loaded before chunk i of the result is stored, at the same offsets. Null: never.
   std::function<bool(const hlo::HloInstruction&)> in_place;
@@ -64,6 +69,10 @@ struct OpcodeHandler {
   }
   bool ReadsOperand(const hlo::HloInstruction& instruction, const hlo::HloInstruction& operand, uint32_t lanes) const {
     return reads_operand ? reads_operand(instruction, operand, lanes) : true;
+  }
+  const hlo::HloInstruction* ReadsThrough(const hlo::HloInstruction& instruction, const hlo::HloInstruction& operand,
+                                          uint32_t lanes) const {
+    return reads_through ? reads_through(instruction, operand, lanes) : nullptr;
   }
   bool InPlace(const hlo::HloInstruction& instruction) const { return in_place ? in_place(instruction) : false; }
 };
@@ -89,6 +98,10 @@ class OpcodeHandlerTable {
 void AddOpcodeHandlers(OpcodeHandlerTable& table);
 // The table AddOpcodeHandlers fills, built on first use (aborts on a duplicate: a programming error).
 const OpcodeHandlerTable& OpcodeHandlers();
+
+// The instruction whose buffer holds `instruction`'s value: itself, or, through the handlers'
+// same_buffer_as, the copy's operand, the tuple's element, ... (CodeGenerator::BufferOf).
+const hlo::HloInstruction* BufferSource(const hlo::HloInstruction* instruction, uint32_t lanes);
 
 // Whether the code generator lowers `instruction`: the NotFound of UnsupportedOp for an opcode without a
 // handler, otherwise the handler's checks, a tuple outside the root, and the element types.

@@ -71,6 +71,32 @@ ENTRY %main (a: f32[5,16], b: f32[5,7], c: f32[5,9]) -> f32[5,32] {
 })");
 }
 
+// The windows of an im2col matrix: slices on whole tiles concatenated along the minor dimension are read
+// from their source by the concatenate (never written themselves), strided windows and a column range
+// included; a slice that is also an output keeps its own code.
+TEST(CodegenLaneRelayoutTest, ConcatenatesSlicesFromTheirSource) {
+  const std::string f = std::to_string(2 * cfg::kLanes), l = std::to_string(cfg::kLanes);
+  const std::string x = "f32[2,6,7," + f + "]", w = "f32[2,3,4," + f + "]", m = "f32[24," + f + "]";
+  const std::string text = "HloModule m\nENTRY %main (x: " + x + ") -> (f32[24," + std::to_string(7 * cfg::kLanes) +
+      "], " + w + ") {\n  %x = " + x + " parameter(0)\n" +
+      "  %s0 = " + w + " slice(%x), slice={[0:2], [0:3], [0:4], [0:" + f + "]}\n" +
+      "  %s1 = " + w + " slice(%x), slice={[0:2], [1:4], [2:6], [0:" + f + "]}\n" +
+      "  %s2 = " + w + " slice(%x), slice={[0:2], [0:6:2], [0:7:2], [0:" + f + "]}\n" +
+      "  %s3 = f32[2,3,4," + l + "] slice(%x), slice={[0:2], [3:6], [3:7], [" + l + ":" + f + "]}\n" +
+      "  %r0 = " + m + " reshape(%s0)\n  %r1 = " + m + " reshape(%s1)\n  %r2 = " + m + " reshape(%s2)\n" +
+      "  %r3 = f32[24," + l + "] reshape(%s3)\n" +
+      "  %c = f32[24," + std::to_string(7 * cfg::kLanes) + "] concatenate(%r0, %r1, %r2, %r3), dimensions={1}\n" +
+      "  ROOT %t = (f32[24," + std::to_string(7 * cfg::kLanes) + "], " + w + ") tuple(%c, %s1)\n}\n";
+  ExpectExactOnDevice(text);
+  StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  CompileStats stats;
+  ASSERT_TRUE(Compile(**module, DeviceOptions(), &stats).ok());
+  std::string steps;
+  for (const CodeRange& range : stats.code_ranges) steps += range.what.substr(0, range.what.find(' ')) + " ";
+  EXPECT_EQ(steps, "s1 c ") << "only the slice that is an output and the concatenate have code";
+}
+
 TEST(CodegenLaneRelayoutTest, PadsWithInteriorAndMinorPadding) {
   ExpectExactOnDevice(Pad("f32[13]", "f32[30]", "1.5", "3_2_1"));
   ExpectExactOnDevice(Pad("f32[7,9]", "f32[22,26]", "0", "1_2_2x2_-1_2"));

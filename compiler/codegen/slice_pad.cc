@@ -5,6 +5,55 @@
 
 namespace tpu::compiler::codegen_internal {
 
+namespace {
+
+// Whether a slice copies whole column tiles of its operand (no lane moves): stride 1 on the minor
+// dimension, from a tile boundary to a tile boundary or to the operand's last column.
+bool CopiesWholeTiles(const HloInstruction& slice, uint32_t lanes) {
+  const int rank = slice.shape().rank();
+  if (rank == 0) return false;
+  const int64_t start = slice.slice_starts()[rank - 1], limit = slice.slice_limits()[rank - 1];
+  return slice.slice_strides()[rank - 1] == 1 && start % lanes == 0 &&
+         (limit % lanes == 0 || limit == slice.operand(0)->shape().dimensions[rank - 1]);
+}
+
+// Whether a concatenate along the minor dimension has every operand start and end on a lane tile (the
+// last one may end anywhere): its rows are copies of whole tiles (EmitRowBoxCopy), no lane relayout.
+bool ConcatenatesWholeTiles(const HloInstruction& concatenate, uint32_t lanes) {
+  const int rank = concatenate.shape().rank();
+  if (rank < 2 || concatenate.concatenate_dimension() != rank - 1) return false;
+  int64_t offset = 0;
+  for (const HloInstruction* operand : concatenate.operands()) {
+    const int64_t size = operand->shape().dimensions[rank - 1];
+    if (offset % lanes != 0 || (size % lanes != 0 && operand != concatenate.operands().back())) return false;
+    offset += size;
+  }
+  return true;
+}
+
+}  // namespace
+
+const HloInstruction* SliceReadThrough(const HloInstruction& concatenate, const HloInstruction& operand,
+                                       uint32_t lanes) {
+  if (!ConcatenatesWholeTiles(concatenate, lanes)) return nullptr;
+  const HloInstruction* slice = BufferSource(&operand, lanes);
+  if (slice->opcode() != HloOpcode::kSlice || slice->shape().rank() < 2 || !CopiesWholeTiles(*slice, lanes)) {
+    return nullptr;
+  }
+  return slice;
+}
+
+void CodeGenerator::SliceRows(const HloInstruction& slice, RowBox* box) const {
+  const HloInstruction& operand = *slice.operand(0);
+  const std::vector<int64_t> in_steps = RowSteps(operand.shape(), L());
+  box->src = locations_.at(BufferOf(&operand));
+  for (int d = 0; d + 1 < slice.shape().rank(); ++d) {
+    box->src.offset += static_cast<uint32_t>(slice.slice_starts()[d] * in_steps[d]);
+    box->counts.push_back(slice.shape().dimensions[d]);
+    box->src_steps.push_back(in_steps[d] * slice.slice_strides()[d]);
+  }
+}
+
 // Nested loops over box.counts (outer dimensions in code loops, each restoring the pointers it
 // advanced); the innermost dimension moves with one DMA pair per column tile (strided) or, when both
 // sides hold whole consecutive rows, with one DMA pair per chunk of lines.
@@ -132,22 +181,16 @@ Status CodeGenerator::EmitSlice(const HloInstruction& instruction) {
   const bool prefix = start == 0 && stride == 1;
   const bool aligned = stride == 1 && start % L() == 0 && (limit % L() == 0 || limit == in_layout.cols);
   RowBox box;
-  box.src = locations_.at(BufferOf(&operand));
   box.dst = locations_.at(BufferOf(&instruction));
   box.tiles = static_cast<uint32_t>(out_layout.column_tiles(L()));
-  const std::vector<int64_t> in_steps = RowSteps(in, L());
-  const std::vector<int64_t> out_steps = RowSteps(instruction.shape(), L());
   if (rank == 1) {
+    box.src = locations_.at(BufferOf(&operand));
     box.counts = {1};
     box.src_steps = {in_layout.column_tiles(L())};
     box.dst_steps = {out_layout.column_tiles(L())};
   } else {
-    for (int d = 0; d + 1 < rank; ++d) {
-      box.src.offset += static_cast<uint32_t>(instruction.slice_starts()[d] * in_steps[d]);
-      box.counts.push_back(instruction.shape().dimensions[d]);
-      box.src_steps.push_back(in_steps[d] * instruction.slice_strides()[d]);
-      box.dst_steps.push_back(out_steps[d]);
-    }
+    SliceRows(instruction, &box);
+    box.dst_steps = RowSteps(instruction.shape(), L());
   }
   if (!prefix && !aligned) {
     LaneRelayout relayout;
@@ -301,9 +344,26 @@ Status CodeGenerator::EmitConcatenate(const HloInstruction& instruction) {
     const hlo::Shape& in = operand->shape();
     const DeviceLayout in_layout = MakeDeviceLayout(in, L());
     RowBox box;
-    box.src = locations_.at(BufferOf(operand));
     box.dst = locations_.at(BufferOf(&instruction));
     box.tiles = static_cast<uint32_t>(in_layout.column_tiles(L()));
+    const int64_t size = in.dimensions[dimension];
+    if (const HloInstruction* slice = SliceReadThrough(instruction, *operand, L())) {
+      // The slice's rows straight from its source into the columns of the result, in the operand's row
+      // order (the result's rows): the slice is never written (its own code is not emitted).
+      SliceRows(*slice, &box);
+      box.src.offset += static_cast<uint32_t>(slice->slice_starts().back() / L());
+      box.dst.offset += static_cast<uint32_t>(offset / L());
+      box.dst_steps.resize(box.counts.size());
+      int64_t rows_after = 1;
+      for (size_t d = box.counts.size(); d-- > 0;) {
+        box.dst_steps[d] = rows_after * out_tiles;
+        rows_after *= box.counts[d];
+      }
+      if (in_layout.lines > 0) TPU_RETURN_IF_ERROR(EmitRowBoxCopy(box));
+      offset += size;
+      continue;
+    }
+    box.src = locations_.at(BufferOf(operand));
     const std::vector<int64_t> in_steps = RowSteps(in, L());
     if (rank <= 1) {
       box.counts = {1};
@@ -316,7 +376,6 @@ Status CodeGenerator::EmitConcatenate(const HloInstruction& instruction) {
         box.dst_steps.push_back(out_steps[d]);
       }
     }
-    const int64_t size = in.dimensions[dimension];
     const bool whole_tiles = offset % L() == 0 && (size % L() == 0 || operand == instruction.operands().back());
     if (minor && (!relayout.pieces.empty() || !whole_tiles)) {
       if (relayout.pieces.empty()) {
@@ -358,8 +417,17 @@ void CodeGenerator::AddSlicePadHandlers(OpcodeHandlerTable& table) {
   pad.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitPad(instruction); };
   table.Add(std::move(pad));
 
+  // Slices on whole tiles that only feed a concatenate of whole tiles (the windows of an im2col matrix,
+  // compiler/passes/convolution_lowering.h) are read from their source: the slice is never written.
   OpcodeHandler concatenate(HloOpcode::kConcatenate);
   concatenate.types = ElementTypes::kDeviceWord;
+  concatenate.reads_operand = [](const HloInstruction& instruction, const HloInstruction& operand, uint32_t lanes) {
+    return SliceReadThrough(instruction, operand, lanes) == nullptr;
+  };
+  concatenate.reads_through = [](const HloInstruction& instruction, const HloInstruction& operand, uint32_t lanes) {
+    const HloInstruction* slice = SliceReadThrough(instruction, operand, lanes);
+    return slice != nullptr ? slice->operand(0) : nullptr;
+  };
   concatenate.emit = [](CodeGenerator& g, const HloInstruction& instruction) {
     return g.EmitConcatenate(instruction);
   };
