@@ -34,19 +34,12 @@ HloInstruction* FlattenThroughColumns(HloComputation* computation, HloInstructio
 }  // namespace
 
 StatusOr<bool> FlattenRowsThroughColumns::Run(hlo::HloModule* module) {
-  HloComputation* entry = module->entry_computation();
-  if (entry == nullptr) return false;
-  bool changed = false;
-  for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {
+  return ReplaceEachInEntry(module, [](HloComputation* entry, HloInstruction* instruction) -> HloInstruction* {
     if (instruction->opcode() != HloOpcode::kReshape || instruction->operand(0)->opcode() == HloOpcode::kConstant) {
-      continue;
+      return nullptr;
     }
-    HloInstruction* flattened = FlattenThroughColumns(entry, instruction);
-    if (flattened == nullptr) continue;
-    TPU_RETURN_IF_ERROR(entry->ReplaceInstruction(instruction, flattened));
-    changed = true;
-  }
-  return changed;
+    return FlattenThroughColumns(entry, instruction);
+  });
 }
 
 }  // namespace tpu::compiler

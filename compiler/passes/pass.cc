@@ -65,6 +65,20 @@ Status RemoveIfDead(hlo::HloComputation* computation, hlo::HloInstruction* instr
   return OkStatus();
 }
 
+StatusOr<bool> ReplaceEachInEntry(hlo::HloModule* module,
+                                  const std::function<hlo::HloInstruction*(hlo::HloComputation*, hlo::HloInstruction*)>& rewrite) {
+  hlo::HloComputation* entry = module->entry_computation();
+  if (entry == nullptr) return false;
+  bool changed = false;
+  for (hlo::HloInstruction* instruction : entry->MakeInstructionPostOrder()) {
+    hlo::HloInstruction* replacement = rewrite(entry, instruction);
+    if (replacement == nullptr) continue;
+    TPU_RETURN_IF_ERROR(entry->ReplaceInstruction(instruction, replacement));
+    changed = true;
+  }
+  return changed;
+}
+
 std::string UniqueComputationName(const hlo::HloModule& module, const std::string& base) {
   if (module.GetComputationWithName(base) == nullptr) return base;
   for (int n = 1;; ++n) {

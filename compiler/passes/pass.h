@@ -65,6 +65,12 @@ class PassPipeline {
 // operands that leaves unused, transitively. For passes that replace instructions and clean up after themselves.
 Status RemoveIfDead(hlo::HloComputation* computation, hlo::HloInstruction* instruction);
 
+// Calls `rewrite` on every instruction of the module's entry computation, in post order; an instruction
+// it returns replaces the one it was given (nullptr: left as it is). Returns whether any was replaced.
+// The loop of the passes that rewrite one instruction at a time.
+StatusOr<bool> ReplaceEachInEntry(hlo::HloModule* module,
+                                  const std::function<hlo::HloInstruction*(hlo::HloComputation*, hlo::HloInstruction*)>& rewrite);
+
 // `base`, or `base.N` with the smallest N that no computation of the module is named yet.
 std::string UniqueComputationName(const hlo::HloModule& module, const std::string& base);
 

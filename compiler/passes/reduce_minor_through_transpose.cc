@@ -59,17 +59,9 @@ HloInstruction* ReduceThroughTranspose(HloComputation* computation, HloInstructi
 }  // namespace
 
 StatusOr<bool> ReduceMinorThroughTranspose::Run(hlo::HloModule* module) {
-  HloComputation* entry = module->entry_computation();
-  if (entry == nullptr) return false;
-  bool changed = false;
-  for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {
-    if (instruction->opcode() != HloOpcode::kReduce) continue;
-    HloInstruction* replacement = ReduceThroughTranspose(entry, instruction);
-    if (replacement == nullptr) continue;
-    TPU_RETURN_IF_ERROR(entry->ReplaceInstruction(instruction, replacement));
-    changed = true;
-  }
-  return changed;
+  return ReplaceEachInEntry(module, [](HloComputation* entry, HloInstruction* instruction) -> HloInstruction* {
+    return instruction->opcode() == HloOpcode::kReduce ? ReduceThroughTranspose(entry, instruction) : nullptr;
+  });
 }
 
 }  // namespace tpu::compiler

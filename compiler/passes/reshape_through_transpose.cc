@@ -44,18 +44,11 @@ HloInstruction* ReshapeWithTranspose(HloComputation* computation, HloInstruction
 }  // namespace
 
 StatusOr<bool> ReshapeThroughTranspose::Run(hlo::HloModule* module) {
-  HloComputation* entry = module->entry_computation();
-  if (entry == nullptr) return false;
-  bool changed = false;
-  for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {
-    if (instruction->opcode() != HloOpcode::kReshape && instruction->opcode() != HloOpcode::kBitcast) continue;
-    if (instruction->operand(0)->opcode() == HloOpcode::kConstant) continue;
-    HloInstruction* replacement = ReshapeWithTranspose(entry, instruction);
-    if (replacement == nullptr) continue;
-    TPU_RETURN_IF_ERROR(entry->ReplaceInstruction(instruction, replacement));
-    changed = true;
-  }
-  return changed;
+  return ReplaceEachInEntry(module, [](HloComputation* entry, HloInstruction* instruction) -> HloInstruction* {
+    const bool reshape = instruction->opcode() == HloOpcode::kReshape || instruction->opcode() == HloOpcode::kBitcast;
+    if (!reshape || instruction->operand(0)->opcode() == HloOpcode::kConstant) return nullptr;
+    return ReshapeWithTranspose(entry, instruction);
+  });
 }
 
 }  // namespace tpu::compiler
