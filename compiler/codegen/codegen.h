@@ -94,6 +94,15 @@ struct CompileStats {
   std::string dot_precision;
 };
 
+// An opcode the code generator lowers and the element types it takes, from the code generator's own
+// handler table (compiler/codegen/opcode_handler.h): what `tpuc --list-ops` prints and docs/opcodes.md is.
+struct SupportedOpcode {
+  std::string name;           // HLO opcode name, e.g. "add"
+  std::string element_types;  // e.g. "f32, s32, u32, s64"
+};
+// In opcode order.
+std::vector<SupportedOpcode> SupportedOpcodes();
+
 // Compiles the entry computation. Unsupported ops give
 // NotFound("No registered '<op>' OpKernel for XLA_TPU_JIT devices compatible with node <name>");
 // supported ops in a form this version cannot lower give Unimplemented; a program that does not fit the

@@ -119,3 +119,28 @@ Status CheckSupported(const HloInstruction& instruction) {
 }
 
 }  // namespace tpu::compiler::codegen_internal
+
+namespace tpu::compiler {
+
+std::vector<SupportedOpcode> SupportedOpcodes() {
+  using codegen_internal::ElementTypes;
+  auto text = [](ElementTypes types) -> std::string {
+    switch (types) {
+      case ElementTypes::kF32: return "f32";
+      case ElementTypes::kDeviceWord: return "f32, bf16, s32, u32, pred, s64 (its low 32 bits)";
+      case ElementTypes::kF32OrInteger: return "f32, s32, u32, s64 (its low 32 bits)";
+      case ElementTypes::kF32OrSignedInteger: return "f32, s32, s64 (its low 32 bits)";
+      case ElementTypes::kMxu: return "f32 or bf16 result and operands (bf16 exact on the MXU)";
+      case ElementTypes::kCompare: return "pred result of f32, s32, u32, s64 or pred operands";
+      case ElementTypes::kTupleOfValues: return "a tuple of the values above";
+    }
+    return "";
+  };
+  std::vector<SupportedOpcode> opcodes;
+  for (const codegen_internal::OpcodeHandler* handler : codegen_internal::OpcodeHandlers().handlers()) {
+    opcodes.push_back(SupportedOpcode{hlo::HloOpcodeString(handler->opcode), text(handler->types)});
+  }
+  return opcodes;
+}
+
+}  // namespace tpu::compiler
