@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <string>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
