@@ -453,6 +453,7 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   for (size_t i = 0; i < order.size(); ++i) position[order[i]] = static_cast<int64_t>(i);
   std::map<const HloInstruction*, int64_t> last_use;
   for (const HloInstruction* instruction : order) {
+    const OpcodeHandler& handler = *OpcodeHandlers().Find(instruction->opcode());
     for (const HloInstruction* operand : instruction->operands()) {
       const HloInstruction* buffer = BufferOf(operand);
       last_use[buffer] = std::max(last_use[buffer], position[instruction]);
@@ -461,7 +462,6 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
         const HloInstruction* source = BufferOf(operand->operand(0));
         last_use[source] = std::max(last_use[source], position[instruction]);
       }
-      const OpcodeHandler& handler = *OpcodeHandlers().Find(instruction->opcode());
       if (const HloInstruction* source = handler.ReadsThrough(*instruction, *operand, L())) {
         const HloInstruction* source_buffer = BufferOf(source);
         last_use[source_buffer] = std::max(last_use[source_buffer], position[instruction]);
@@ -662,7 +662,21 @@ StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& op
     return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
   };
   double prepare_ms = 0, codegen_ms = 0;
-  auto compile = [&](const SplitDotsOptions& dots, CodeGenerator::DotSchedule dot_schedule) -> StatusOr<Program> {
+  // The passes the dots ask for (or dot_passes); while the code does not fit the IMEM, dots with a
+  // compact pipeline, then without the software pipeline (less code, dot.cc), then -- for the precision
+  // the HLO asks for, not for a forced count -- more than one pass only for the dots that reach a compare,
+  // exp or log, then one pass everywhere (CompileStats::dot_precision says which).
+  std::vector<std::pair<SplitDotsOptions, std::string>> attempts = {
+      {SplitDotsOptions{options.dot_passes, false},
+       options.dot_passes == 0 ? "operand_precision" : std::to_string(options.dot_passes) + " passes (forced)"}};
+  if (options.dot_passes == 0) {
+    attempts.push_back({SplitDotsOptions{0, true}, "operand_precision for dots reaching a compare, exp or log only "
+                                                    "(the program did not fit the IMEM)"});
+    attempts.push_back({SplitDotsOptions{1, false}, "one pass (the program did not fit the IMEM)"});
+  }
+  StatusOr<Program> program = InvalidArgument("nothing compiled");
+  for (const auto& [dots, description] : attempts) {
+    // The prepared module depends on the dots' passes only: every dot schedule lowers the same one.
     PrepareOptions prepare_options;
     prepare_options.dots = dots;
     prepare_options.lanes = static_cast<int>(options.lanes);
@@ -671,43 +685,23 @@ StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& op
     StatusOr<std::unique_ptr<hlo::HloModule>> prepared = PrepareForCodegen(module, prepare_options);
     prepare_ms += milliseconds(start);
     TPU_RETURN_IF_ERROR(prepared.status());
-    start = Clock::now();
-    CodeGenerator generator(**prepared, options);
-    generator.set_dot_schedule(dot_schedule);
-    StatusOr<Program> program = generator.Run(stats);
-    codegen_ms += milliseconds(start);
-    if (stats != nullptr) {
-      stats->prepare_ms = prepare_ms;
-      stats->codegen_ms = codegen_ms;
-    }
-    if (program.ok() && options.after_prepare) TPU_RETURN_IF_ERROR(options.after_prepare(**prepared));
-    return program;
-  };
-  // The passes the dots ask for (or dot_passes); while the code does not fit the IMEM, dots with a
-  // compact pipeline, then without the software pipeline (less code, dot.cc), then -- for the precision
-  // the HLO asks for, not for a forced count -- more than one pass only for the dots that reach a compare,
-  // exp or log, then one pass everywhere (CompileStats::dot_precision says which).
-  std::vector<std::pair<SplitDotsOptions, const char*>> attempts = {
-      {SplitDotsOptions{options.dot_passes, false}, options.dot_passes == 0 ? "operand_precision" : "forced"}};
-  if (options.dot_passes == 0) {
-    attempts.push_back({SplitDotsOptions{0, true}, "operand_precision for dots reaching a compare, exp or log only "
-                                                    "(the program did not fit the IMEM)"});
-    attempts.push_back({SplitDotsOptions{1, false}, "one pass (the program did not fit the IMEM)"});
-  }
-  StatusOr<Program> program = InvalidArgument("nothing compiled");
-  for (const auto& [dots, description] : attempts) {
     for (CodeGenerator::DotSchedule dot_schedule : {CodeGenerator::DotSchedule::kBalanced, CodeGenerator::DotSchedule::kCompact,
                                                      CodeGenerator::DotSchedule::kSerial}) {
-      program = compile(dots, dot_schedule);
+      start = Clock::now();
+      CodeGenerator generator(**prepared, options);
+      generator.set_dot_schedule(dot_schedule);
+      program = generator.Run(stats);
+      codegen_ms += milliseconds(start);
+      if (stats != nullptr) {
+        stats->prepare_ms = prepare_ms;
+        stats->codegen_ms = codegen_ms;
+      }
       const bool imem_full = !program.ok() && program.status().code() == StatusCode::kResourceExhausted &&
                              program.status().message().find("imem") != std::string::npos;
-      if (!imem_full) {
-        if (stats != nullptr) {
-          stats->dot_precision = options.dot_passes == 0 ? description
-                                                         : std::to_string(options.dot_passes) + " passes (forced)";
-        }
-        return program;
-      }
+      if (imem_full) continue;
+      if (stats != nullptr) stats->dot_precision = description;
+      if (program.ok() && options.after_prepare) TPU_RETURN_IF_ERROR(options.after_prepare(**prepared));
+      return program;
     }
   }
   return program;

@@ -56,8 +56,8 @@ struct CompileOptions {
   // Called with the module the code generator lowers (after PrepareForCodegen), for dumps.
   std::function<Status(const hlo::HloModule& prepared)> after_prepare;
   // Called after each pass of PrepareForCodegen (PrepareOptions::after_pass). The preparation runs again
-  // when a program does not fit the IMEM (fewer dot passes, other dot schedules): each run starts with
-  // index 0, and the last run is the one whose module after_prepare sees.
+  // when a program does not fit the IMEM at the dots' passes (fewer passes; the dot schedules share one
+  // run): each run starts with index 0, and the last run is the one whose module after_prepare sees.
   PassPipeline::AfterPassHook after_prepare_pass;
 };
 
