@@ -15,14 +15,6 @@ using hlo::HloComputation;
 using hlo::HloInstruction;
 using hlo::HloOpcode;
 
-HloInstruction* RoundToBf16(HloComputation* computation, HloInstruction* value) {
-  HloInstruction* rounded =
-      computation->AddInstruction(HloInstruction::Create(HloOpcode::kReducePrecision, value->shape(), {value}));
-  rounded->set_raw_attribute("exponent_bits", "8");
-  rounded->set_raw_attribute("mantissa_bits", "7");
-  return rounded;
-}
-
 // The parts of an operand x, shared by the dots that read it: hi = bf16(x) and rest = x - hi (the lo
 // of three passes); for six passes mid = bf16(rest) and lo6 = rest - mid.
 struct OperandParts {
@@ -41,23 +33,19 @@ std::vector<HloInstruction*> PartsOf(HloComputation* computation, HloInstruction
   };
   OperandParts& parts = (*split)[operand];
   if (parts.hi == nullptr) {
-    parts.hi = RoundToBf16(computation, operand);
+    parts.hi = AddBf16Rounding(computation, operand);
     parts.rest = subtract(operand, parts.hi);
   }
   if (passes != 6) return {parts.hi, parts.rest};
   if (parts.mid == nullptr) {
-    parts.mid = RoundToBf16(computation, parts.rest);
+    parts.mid = AddBf16Rounding(computation, parts.rest);
     parts.lo6 = subtract(parts.rest, parts.mid);
   }
   return {parts.hi, parts.mid, parts.lo6};
 }
 
-// Returns the replacement of `dot` by `passes` (3 or 6) MXU passes, or nullptr.
+// The replacement of a dot of two f32 operands by `passes` (3 or 6) MXU passes.
 HloInstruction* SplitDot(HloComputation* computation, HloInstruction* dot, int passes, SplitOperands* parts) {
-  if (dot->shape().element_type != hlo::PrimitiveType::F32 || dot->operand_count() != 2) return nullptr;
-  for (int side = 0; side < 2; ++side) {
-    if (dot->operand(side)->shape().element_type != hlo::PrimitiveType::F32) return nullptr;
-  }
   const std::vector<HloInstruction*> a = PartsOf(computation, dot->operand(0), passes, parts);
   const std::vector<HloInstruction*> b = PartsOf(computation, dot->operand(1), passes, parts);
   // Products (lhs part, rhs part), smallest first; part 0 is hi, the last lo, mid between.
@@ -115,6 +103,23 @@ int PassesForPrecision(const HloInstruction& instruction) {
   return passes;
 }
 
+int MxuPasses(const HloInstruction& instruction, int forced_passes) {
+  bool all_f32 = instruction.shape().element_type == hlo::PrimitiveType::F32;
+  for (const HloInstruction* operand : instruction.operands()) {
+    all_f32 = all_f32 && operand->shape().element_type == hlo::PrimitiveType::F32;
+  }
+  if (!all_f32) return 1;  // the MXU reads bf16 exactly; an f32 operand beside one is rounded once
+  return forced_passes != 0 ? forced_passes : PassesForPrecision(instruction);
+}
+
+HloInstruction* AddBf16Rounding(HloComputation* computation, HloInstruction* value) {
+  HloInstruction* rounded =
+      computation->AddInstruction(HloInstruction::Create(HloOpcode::kReducePrecision, value->shape(), {value}));
+  rounded->set_raw_attribute("exponent_bits", "8");
+  rounded->set_raw_attribute("mantissa_bits", "7");
+  return rounded;
+}
+
 bool IsBf16Rounding(const HloInstruction& instruction) {
   const std::string* exponent = instruction.raw_attribute("exponent_bits");
   const std::string* mantissa = instruction.raw_attribute("mantissa_bits");
@@ -134,11 +139,10 @@ StatusOr<bool> SplitDots::Run(hlo::HloModule* module) {
   SplitOperands parts;
   bool changed = false;
   for (HloInstruction* instruction : order) {
-    if (instruction->opcode() != HloOpcode::kDot) continue;
-    const int passes = options_.passes != 0 ? options_.passes : PassesForPrecision(*instruction);
+    if (instruction->opcode() != HloOpcode::kDot || instruction->operand_count() != 2) continue;
+    const int passes = MxuPasses(*instruction, options_.passes);
     if (passes == 1 || (options_.only_sensitive_dots && sensitive.count(instruction) == 0)) continue;
     HloInstruction* replacement = SplitDot(entry, instruction, passes, &parts);
-    if (replacement == nullptr) continue;
     TPU_RETURN_IF_ERROR(entry->ReplaceInstruction(instruction, replacement));
     changed = true;
   }

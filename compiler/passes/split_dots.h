@@ -39,7 +39,13 @@ class SplitDots : public HloPass {
 // 6 (HIGHEST).
 int PassesForPrecision(const hlo::HloInstruction& instruction);
 
+// The MXU passes split-dots gives a dot or convolution, with `forced_passes` as SplitDotsOptions::passes:
+// 1 when it is not split (DEFAULT precision, one pass forced, or a result or operand that is not f32).
+int MxuPasses(const hlo::HloInstruction& instruction, int forced_passes);
+
 // reduce-precision to bf16 (exponent_bits=8, mantissa_bits=7), as the split dots round x to x_hi.
 bool IsBf16Rounding(const hlo::HloInstruction& instruction);
+// Adds that rounding of `value` to `computation`.
+hlo::HloInstruction* AddBf16Rounding(hlo::HloComputation* computation, hlo::HloInstruction* value);
 
 }  // namespace tpu::compiler
