@@ -5,7 +5,7 @@ BUILD_DIR ?= build/$(CONFIG)
 SIM_DIR := build/sim
 
 APT_PACKAGES := verilator libsystemc-dev gtkwave yosys libboost-dev googletest libgtest-dev cmake g++ clang libclang-rt-dev make \
-  python3-dev python3-venv dataset-fashion-mnist
+  python3-dev python3-venv dataset-fashion-mnist chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps venv build test sim wave lint synth bench-mxu bench-hbm bench-gemm bench-workloads train bench-parity fuzz clean

@@ -569,7 +569,7 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
 
   // Code: one instruction after the other, separated by a full SYNC so that no unit of the previous
   // instruction still touches VMEM the next one reuses.
-  // Each step's code is recorded as a range of words (CompileStats::code_ranges, program.asm).
+  // Each step's code is recorded as a range of words (Program::code_ranges: program.asm, profiles).
   bool first = true;
   std::vector<CodeRange> code_ranges;
   auto emit = [&](std::string what, const std::function<Status()>& body) -> Status {
@@ -635,6 +635,7 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
     }
     return ResourceExhausted(message);
   }
+  program_.code_ranges = std::move(code_ranges);
   TPU_RETURN_IF_ERROR(ValidateProgram(program_));
   TPU_ASSIGN_OR_RETURN(const uint64_t hbm_lines, CheckHbm(order, assignment));
   if (stats != nullptr) {
@@ -643,7 +644,6 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
     stats->hbm_lines = hbm_lines;
     stats->aliased_outputs = aliased_outputs_;
     stats->alias_copies = alias_copies_;
-    stats->code_ranges = std::move(code_ranges);
     stats->dots = dots_;
   }
   return std::move(program_);

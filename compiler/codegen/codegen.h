@@ -72,20 +72,12 @@ struct DotPaddingReport {
   }
 };
 
-// The code words [begin, end) one step of the program compiled to: an HLO instruction
-// ("dot.3 = f32[32,120] dot") or a copy at the end ("copy p3.23 to output 6").
-struct CodeRange {
-  std::string what;
-  uint32_t begin = 0, end = 0;
-};
-
 struct CompileStats {
   uint32_t instructions = 0;
   uint32_t peak_temp_lines = 0;
   uint64_t hbm_lines = 0;            // parameters + outputs not aliased + constants + temp region
   uint32_t aliased_outputs = 0;      // outputs written into their parameter's buffer (input_output_alias)
   uint32_t alias_copies = 0;         // of those, outputs computed elsewhere and copied at the end
-  std::vector<CodeRange> code_ranges;  // in program order
   std::vector<DotPaddingReport> dots;
   double prepare_ms = 0;  // PrepareForCodegen (every attempt)
   double codegen_ms = 0;  // code generation (every attempt)

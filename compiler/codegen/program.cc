@@ -210,6 +210,14 @@ Status ValidateProgram(const Program& program) {
       }
     }
   }
+  uint32_t previous_end = 0;
+  for (const CodeRange& range : program.code_ranges) {
+    if (range.begin < previous_end || range.end < range.begin || range.end > program.code.size()) {
+      return InvalidArgument("code range [" + std::to_string(range.begin) + ", " + std::to_string(range.end) + ") of '" +
+                             range.what + "' is out of order or beyond the code");
+    }
+    previous_end = range.end;
+  }
   if (!program.output_aliases.empty() && program.output_aliases.size() != program.outputs.size()) {
     return InvalidArgument("program has " + std::to_string(program.output_aliases.size()) + " output aliases for " +
                            std::to_string(program.outputs.size()) + " outputs");
@@ -438,6 +446,12 @@ std::vector<uint8_t> SerializeProgram(const Program& program) {
   w.U64(program.logical_macs);
   w.U64(program.output_aliases.size());
   for (int32_t parameter : program.output_aliases) w.U32(static_cast<uint32_t>(parameter));
+  w.U64(program.code_ranges.size());
+  for (const CodeRange& range : program.code_ranges) {
+    w.String(range.what);
+    w.U32(range.begin);
+    w.U32(range.end);
+  }
   return std::move(w.out());
 }
 
@@ -483,6 +497,14 @@ StatusOr<Program> DeserializeProgram(const std::vector<uint8_t>& bytes) {
   const uint64_t alias_count = r.Count(4, "output aliases");
   for (uint64_t i = 0; i < alias_count && r.ok(); ++i) {
     program.output_aliases.push_back(static_cast<int32_t>(r.U32("output aliases")));
+  }
+  const uint64_t range_count = r.Count(16, "code ranges");
+  for (uint64_t i = 0; i < range_count && r.ok(); ++i) {
+    CodeRange range;
+    range.what = r.String("code range");
+    range.begin = r.U32("code range");
+    range.end = r.U32("code range");
+    program.code_ranges.push_back(std::move(range));
   }
   if (!r.ok()) return InvalidArgument(r.error());
   if (!r.AtEnd()) return InvalidArgument("program file has trailing bytes after the program");

@@ -58,6 +58,14 @@ struct Relocation {
   uint32_t line_offset;
 };
 
+// The code words [begin, end) one step of the program compiled to: an HLO instruction
+// ("dot.3 = f32[32,120] dot") or a copy at the end ("copy p3.23 to output 6"). Profiles and listings
+// name code by these.
+struct CodeRange {
+  std::string what;
+  uint32_t begin = 0, end = 0;
+};
+
 struct Program {
   std::string module_name;
   uint32_t lanes = 0;                    // configuration the program was compiled for
@@ -76,6 +84,7 @@ struct Program {
   // Statistics for reports: MACs the program performs on the MXU, padding waste, etc.
   uint64_t mxu_macs = 0;     // MACs of the padded tiles the MXU computes
   uint64_t logical_macs = 0; // MACs of the dots as written in HLO (M*K*N summed)
+  std::vector<CodeRange> code_ranges;  // in program order, disjoint; words outside every range are SYNCs and HALT
 };
 
 // HBM lines the runtime allocates to run `program` (parameters, outputs that alias no parameter, constants,
@@ -95,7 +104,7 @@ Status ValidateProgram(const Program& program);
 // Binary file format for `tpuc -o`: the magic "TPUPROG\0", a format version, then the fields in order
 // (little endian). Load checks the magic, the version, every length against the file size, and runs
 // ValidateProgram.
-inline constexpr uint32_t kProgramFormatVersion = 2;  // 2: output_aliases
+inline constexpr uint32_t kProgramFormatVersion = 3;  // 2: output_aliases, 3: code_ranges
 std::vector<uint8_t> SerializeProgram(const Program& program);
 StatusOr<Program> DeserializeProgram(const std::vector<uint8_t>& bytes);
 Status SaveProgram(const Program& program, const std::string& path);

@@ -68,6 +68,7 @@ Program SmallProgram() {
   program.constant_bytes.push_back(ToDeviceBytes(hlo::Literal(shape, std::vector<float>(16, 1.5f)), program.constants[0]));
   program.temp_lines = 4;
   program.mxu_macs = 99;
+  program.code_ranges = {CodeRange{"a = f32[2,8] add", 0, 2}, CodeRange{"copy a to output 0", 2, 4}};
   return program;
 }
 
@@ -109,6 +110,18 @@ TEST(ProgramTest, SerializationRoundTrips) {
   EXPECT_EQ(loaded->constant_bytes, program.constant_bytes);
   EXPECT_EQ(loaded->temp_lines, 4u);
   EXPECT_EQ(loaded->mxu_macs, 99u);
+  ASSERT_EQ(loaded->code_ranges.size(), 2u);
+  EXPECT_EQ(loaded->code_ranges[1].what, "copy a to output 0");
+  EXPECT_EQ(loaded->code_ranges[1].begin, 2u);
+  EXPECT_EQ(loaded->code_ranges[1].end, 4u);
+}
+
+TEST(ProgramTest, CodeRangesMustBeOrderedAndInsideTheCode) {
+  Program program = SmallProgram();
+  program.code_ranges = {CodeRange{"b", 2, 3}, CodeRange{"a", 0, 2}};
+  EXPECT_NE(ValidateProgram(program).message().find("out of order"), std::string::npos);
+  program.code_ranges = {CodeRange{"a", 0, 9}};
+  EXPECT_NE(ValidateProgram(program).message().find("'a'"), std::string::npos);
 }
 
 TEST(ProgramTest, LoadRejectsBadFilesWithClearErrors) {

@@ -90,10 +90,10 @@ TEST(CodegenLaneRelayoutTest, ConcatenatesSlicesFromTheirSource) {
   ExpectExactOnDevice(text);
   StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
   ASSERT_TRUE(module.ok()) << module.status();
-  CompileStats stats;
-  ASSERT_TRUE(Compile(**module, DeviceOptions(), &stats).ok());
+  StatusOr<Program> program = Compile(**module, DeviceOptions());
+  ASSERT_TRUE(program.ok()) << program.status();
   std::string steps;
-  for (const CodeRange& range : stats.code_ranges) steps += range.what.substr(0, range.what.find(' ')) + " ";
+  for (const CodeRange& range : program->code_ranges) steps += range.what.substr(0, range.what.find(' ')) + " ";
   EXPECT_EQ(steps, "s1 c ") << "only the slice that is an output and the concatenate have code";
 }
 

@@ -71,8 +71,8 @@ std::string HexListing(const std::vector<uint64_t>& code) {
 }  // namespace
 
 std::string ProgramListing(const Program& program,
-                           const std::function<std::string(const std::vector<uint64_t>&)>& disassemble,
-                           const std::vector<CodeRange>& code_ranges) {
+                           const std::function<std::string(const std::vector<uint64_t>&)>& disassemble) {
+  const std::vector<CodeRange>& code_ranges = program.code_ranges;
   std::string out = "# " + program.module_name + ": " + std::to_string(program.code.size()) +
                     " instructions, lanes " + std::to_string(program.lanes) + ", temp " +
                     std::to_string(program.temp_lines) + " lines\n";
@@ -161,7 +161,7 @@ StatusOr<Program> CompileModule(hlo::HloModule* module, const CompileModuleOptio
       TPU_RETURN_IF_ERROR(dumps.ModuleText(step, text));
     }
     TPU_RETURN_IF_ERROR(dumps.ModuleText("prepare-for-codegen", prepared_text));
-    TPU_RETURN_IF_ERROR(dumps.Text("program.asm", ProgramListing(program, options.disassemble, report->codegen.code_ranges)));
+    TPU_RETURN_IF_ERROR(dumps.Text("program.asm", ProgramListing(program, options.disassemble)));
   }
   report->total_ms = MillisecondsSince(start);
   return program;

@@ -51,9 +51,8 @@ StatusOr<Program> CompileModule(hlo::HloModule* module, const CompileModuleOptio
 
 // program.asm: a header (module, instruction count, lanes, temp region and aliases), one line per
 // relocation, then the disassembly (one line per word) with a "# ---" line naming the HLO instruction
-// or copy each range of `code_ranges` comes from.
+// or copy each of its code ranges comes from.
 std::string ProgramListing(const Program& program,
-                           const std::function<std::string(const std::vector<uint64_t>&)>& disassemble,
-                           const std::vector<CodeRange>& code_ranges = {});
+                           const std::function<std::string(const std::vector<uint64_t>&)>& disassemble);
 
 }  // namespace tpu::compiler

@@ -122,8 +122,8 @@ TEST(CompileModuleTest, DumpsEveryStepAndTheProgram) {
   ASSERT_NE(multiply, std::string::npos) << listing;
   EXPECT_NE(listing.find(" multiply\n", multiply), std::string::npos) << listing;
   EXPECT_LT(listing.find(" multiply\n"), listing.find(" subtract\n")) << listing;
-  ASSERT_FALSE(report.codegen.code_ranges.empty());
-  EXPECT_EQ(report.codegen.code_ranges.back().end + 1, program->code.size());  // then HALT
+  ASSERT_FALSE(program->code_ranges.empty());
+  EXPECT_EQ(program->code_ranges.back().end + 1, program->code.size());  // then HALT
 
   // Timings: every pass, then the preparation and codegen.
   ASSERT_EQ(report.steps.size(), pipeline.pass_names().size() + 2);

@@ -24,6 +24,7 @@ ChipConfig ChipConfig::Build() {
   config.host_mem_bytes = tpu::cfg::kHostMemBytes;
   config.hbm_latency = static_cast<uint32_t>(tpu::cfg::kHbmLatency);
   config.dma_queue = static_cast<uint32_t>(tpu::cfg::kDmaQueue);
+  config.hbm_channels = static_cast<uint32_t>(tpu::cfg::kHbmChannels);
   return config;
 }
 
@@ -97,6 +98,7 @@ StatusOr<ChipConfig> ChipConfig::FromFile(const std::string& path) {
   fits &= get32("SREGS", &config.sregs);
   fits &= get32("HBM_LATENCY", &config.hbm_latency);
   fits &= get32("DMA_QUEUE", &config.dma_queue);
+  fits &= get32("HBM_CHANNELS", &config.hbm_channels);
   config.hbm_lines = get("HBM_LINES");
   config.host_mem_bytes = get("HOST_MEM_BYTES");
   if (!missing.empty()) return InvalidArgument(path + ": missing parameters: " + missing);

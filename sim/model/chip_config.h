@@ -21,6 +21,7 @@ struct ChipConfig {
   uint64_t host_mem_bytes = 0;  // host memory the host DMA engine can reach
   uint32_t hbm_latency = 0;     // cycles of the memory behind the HBM port
   uint32_t dma_queue = 0;       // DMA instructions in flight (the next issues while earlier ones finish)
+  uint32_t hbm_channels = 0;    // HBM channels (32 bytes per cycle each at the pin peak, docs/hbm.md)
 
   uint32_t line_bytes() const { return lanes * 4; }
 

@@ -60,11 +60,12 @@ TEST(ChipConfigTest, BadNamesAndFiles) {
   };
   const std::string good =
       "param LANES 4\nparam VMEM_LINES 64\nparam IMEM_WORDS 32\nparam HBM_LINES 1024\nparam NUM_CORES 1\n"
-      "param SREGS 16\nparam HBM_LATENCY 3\nparam DMA_QUEUE 2\nparam HOST_MEM_BYTES 0x1000 # hex works\n";
+      "param SREGS 16\nparam HBM_LATENCY 3\nparam DMA_QUEUE 2\nparam HBM_CHANNELS 2\nparam HOST_MEM_BYTES 0x1000 # hex works\n";
   StatusOr<ChipConfig> ok = write(good);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->name, "model_config_test");
   EXPECT_EQ(ok->host_mem_bytes, 0x1000u);
+  EXPECT_EQ(ok->hbm_channels, 2u);
 
   StatusOr<ChipConfig> missing = write("param LANES 4\n");
   EXPECT_EQ(missing.status().code(), StatusCode::kInvalidArgument);

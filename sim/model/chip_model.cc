@@ -211,6 +211,8 @@ void ChipModel::DoorBell() {
   last_issue_ = core_time_ - 1;
   watchdog_expired_ = false;
   draining_ = false;
+  pending_stall_on_.fill(0);
+  if (profile_ != nullptr) profile_->Clear(config_.imem_words);
 }
 
 void ChipModel::SoftReset() {
@@ -343,6 +345,31 @@ uint64_t ChipModel::Advance(uint64_t max_cycles, StopWhen stop) {
 void ChipModel::StopCore() {
   core_running_ = false;
   run_stop_ = std::max(core_time_, run_start_);
+  if (profile_ != nullptr) {
+    // A run that ends in an error: the drain after the last issue is the faulting instruction's.
+    if (run_stop_ > last_issue_ + 1 && pc_ < profile_->pcs.size()) {
+      PcProfile& word = profile_->pcs[pc_];
+      word.cycles += run_stop_ - 1 - last_issue_;
+      word.stall_cycles += run_stop_ - 1 - last_issue_;
+    }
+    profile_->cycles = run_stop_ - run_start_;
+  }
+}
+
+void ChipModel::ProfileIssue() {
+  PcProfile& word = profile_->pcs[pc_];
+  word.issues += 1;
+  word.cycles += core_time_ - last_issue_;
+  word.stall_cycles += core_time_ - last_issue_ - 1;
+  for (int unit = 0; unit < kNumUnits; ++unit) word.stall_on[unit] += pending_stall_on_[unit];
+  pending_stall_on_.fill(0);
+}
+
+void ChipModel::ProfileInterval(UnitIndex unit, uint64_t begin, uint64_t end, uint32_t lines, uint32_t hbm_line,
+                                uint32_t stride) {
+  profile_->pcs[pc_].work[unit] += lines;
+  profile_->AddInterval(UnitInterval{static_cast<uint8_t>(unit), pc_, begin - run_start_, end - run_start_, lines,
+                                     hbm_line, stride});
 }
 
 // As the RTL sequencer does: the error is raised in cycle t = core_time_ without issuing; from t+1 the
@@ -369,19 +396,21 @@ void ChipModel::FinishCoreError() {
   StopCore();
 }
 
-bool ChipModel::WaitUntil(uint64_t ready) {
+bool ChipModel::WaitUntil(uint64_t ready, UnitIndex unit) {
   if (ready <= core_time_) return true;
   if (watchdog_limit_ != 0) {
     // The watchdog expires in the cycle that is WATCHDOG_LIMIT cycles after the last issue.
     const uint64_t expires = last_issue_ + watchdog_limit_;
     if (expires < ready) {
       stall_cycles_ += static_cast<uint32_t>(expires + 1 - core_time_);
+      pending_stall_on_[unit] += expires + 1 - core_time_;
       core_time_ = expires + 1;
       watchdog_expired_ = true;
       return false;
     }
   }
   stall_cycles_ += static_cast<uint32_t>(ready - core_time_);
+  pending_stall_on_[unit] += ready - core_time_;
   core_time_ = ready;
   return false;
 }
@@ -450,15 +479,21 @@ void ChipModel::Issue(uint64_t word) {
     case Opcode::SYNC: {
       const uint8_t units = (in.flags & 7u) == 0 ? 7u : (in.flags & 7u);
       uint64_t ready = 0;
-      if (units & flag::SYNC_DMA) ready = std::max(ready, unit_busy_until_[kDma]);
-      if (units & flag::SYNC_MXU) ready = std::max(ready, unit_busy_until_[kMxu]);
-      if (units & flag::SYNC_VPU) ready = std::max(ready, unit_busy_until_[kVpu]);
-      if (!WaitUntil(ready)) return;
+      UnitIndex last = kDma;  // the unit that finishes last
+      const uint8_t unit_flags[kNumUnits] = {flag::SYNC_DMA, flag::SYNC_MXU, flag::SYNC_VPU};
+      for (int unit = 0; unit < kNumUnits; ++unit) {
+        if ((units & unit_flags[unit]) != 0 && unit_busy_until_[unit] > ready) {
+          ready = unit_busy_until_[unit];
+          last = static_cast<UnitIndex>(unit);
+        }
+      }
+      if (!WaitUntil(ready, last)) return;
       break;
     }
     case Opcode::HALT: {
-      const uint64_t ready = *std::max_element(unit_busy_until_.begin(), unit_busy_until_.end());
-      if (!WaitUntil(ready)) return;
+      const auto last = std::max_element(unit_busy_until_.begin(), unit_busy_until_.end());
+      if (!WaitUntil(*last, static_cast<UnitIndex>(last - unit_busy_until_.begin()))) return;
+      if (profile_ != nullptr) ProfileIssue();
       ++instret_;
       last_issue_ = core_time_++;
       halted_ = true;
@@ -480,7 +515,7 @@ void ChipModel::Issue(uint64_t word) {
       if (dma_done_at_.size() >= config_.dma_queue) {
         accept = std::max(accept, std::min(dma_done_at_[dma_done_at_.size() - config_.dma_queue], dma_idle));
       }
-      if (!WaitUntil(accept)) return;
+      if (!WaitUntil(accept, kDma)) return;
       while (!dma_done_at_.empty() && std::min(dma_done_at_.front(), dma_idle) <= core_time_) {
         dma_done_at_.pop_front();
       }
@@ -498,6 +533,7 @@ void ChipModel::Issue(uint64_t word) {
         dma_done_at_.push_back(done);
         unit_busy_until_[kDma] = done;
         if (load) dma_last_load_done_ = done;
+        if (profile_ != nullptr) ProfileInterval(kDma, start, done, static_cast<uint32_t>(count), reg(in.rs1), in.imm);
       }
       dma_lines_ += static_cast<uint32_t>(count);
       break;
@@ -505,7 +541,7 @@ void ChipModel::Issue(uint64_t word) {
     case Opcode::MXU_LW: {
       if (!CheckVmemRange(reg(in.rs1), config_.lanes)) return;
       const uint64_t mxu_idle = unit_busy_until_[kMxu];
-      if (!WaitUntil(std::min(mxu_lw_ready_, mxu_idle))) return;
+      if (!WaitUntil(std::min(mxu_lw_ready_, mxu_idle), kMxu)) return;
       ExecuteMxuLoadWeights(reg(in.rs1), (in.flags & flag::MXU_LW_TRANSPOSE) != 0);
       // Reads start once the back bank's rows are out; the last line arrives N cycles after the first read.
       const uint64_t first_read = std::max(core_time_ + 1, std::min(mxu_bank_free_[1 - mxu_front_bank_], mxu_idle));
@@ -513,13 +549,14 @@ void ChipModel::Issue(uint64_t word) {
       mxu_lw_ready_ = last_line + 1;
       mxu_mm_ready_ = std::max(std::min(mxu_mm_ready_, mxu_idle), last_line);
       unit_busy_until_[kMxu] = std::max(mxu_idle, last_line + 1);
+      if (profile_ != nullptr) ProfileInterval(kMxu, first_read, last_line + 1, 0);
       break;
     }
     case Opcode::MXU_MM: {
       const uint32_t count = reg(in.rs3);
       if (!CheckVmemRange(reg(in.rs1), count) || !CheckVmemRange(reg(in.rs2), count)) return;
       const uint64_t mxu_idle = unit_busy_until_[kMxu];
-      if (!WaitUntil(std::min(mxu_mm_ready_, mxu_idle))) return;
+      if (!WaitUntil(std::min(mxu_mm_ready_, mxu_idle), kMxu)) return;
       if (in.flags & flag::MXU_MM_SWAP) {  // also when count is 0
         std::swap(mxu_front_, mxu_back_);
         mxu_front_bank_ = 1 - mxu_front_bank_;
@@ -531,6 +568,7 @@ void ChipModel::Issue(uint64_t word) {
       if (count > 0) mxu_bank_free_[mxu_front_bank_] = rows_out;
       unit_busy_until_[kMxu] = std::max(mxu_idle, count == 0 ? core_time_ + 1 : rows_out);
       mxu_busy_ += count;
+      if (profile_ != nullptr && count > 0) ProfileInterval(kMxu, core_time_ + 1, core_time_ + 1 + count, count);
       break;
     }
     case Opcode::VADD:
@@ -569,7 +607,7 @@ void ChipModel::Issue(uint64_t word) {
         // The broadcast operand is one line, read only when there is work to do.
         if (binary && !src2_imm && !CheckVmemRange(reg(in.rs2), src2_bcast ? std::min<uint32_t>(count, 1) : count)) return;
       }
-      if (!WaitUntil(unit_busy_until_[kVpu])) return;
+      if (!WaitUntil(unit_busy_until_[kVpu], kVpu)) return;
       ExecuteVector(in.opcode, in.flags, reg(in.rd), reg(in.rs1), reg(in.rs2), count, in.imm);
       // VSEL reads three lines per line over two read ports (two cycles a line); VTRANS reads a block,
       // then writes it (2 * LANES cycles a block).
@@ -578,9 +616,13 @@ void ChipModel::Issue(uint64_t word) {
       if (info->opcode == Opcode::VTRANS) cycles = 2ull * lines;
       unit_busy_until_[kVpu] = core_time_ + (count == 0 ? timing_.vpu_empty : cycles + timing_.vpu_overhead);
       vpu_busy_ += static_cast<uint32_t>(lines);
+      if (profile_ != nullptr && count > 0) {
+        ProfileInterval(kVpu, core_time_ + 1, core_time_ + 1 + cycles, static_cast<uint32_t>(lines));
+      }
       break;
     }
   }
+  if (profile_ != nullptr) ProfileIssue();
   ++instret_;
   last_issue_ = core_time_++;
   pc_ = next_pc;

@@ -25,6 +25,7 @@
 #include "sim/model/chip_config.h"
 #include "sim/model/mxu_kernel.h"
 #include "sw/base/status.h"
+#include "sw/driver/execution_profile.h"
 
 namespace tpu::model {
 
@@ -79,6 +80,9 @@ class ChipModel {
   Timing& timing() { return timing_; }
   void set_mxu_kernel(MxuKernel kernel) { mxu_kernel_ = kernel; }
   void set_mxu_isa(MxuIsa isa) { mxu_isa_ = isa; }
+  // Execution profiling: while `profile` is set, each doorbell clears it and the run fills it
+  // (sw/driver/execution_profile.h). nullptr turns profiling off. The profile must outlive its use.
+  void set_profile(ExecutionProfile* profile) { profile_ = profile; }
 
   // The chip's MMIO port (byte offsets: CSRs and the IMEM window). Unmapped offsets read 0 and ignore
   // writes, as do writes to read-only registers.
@@ -136,7 +140,11 @@ class ChipModel {
   void FinishCoreError();
   void StopCore();
   // Stalls the sequencer until `ready`; returns false if the watchdog fired instead.
-  bool WaitUntil(uint64_t ready);
+  bool WaitUntil(uint64_t ready, UnitIndex unit);
+  // Profiling: charges the cycles since the last issue to the instruction at pc_ (it issues now).
+  void ProfileIssue();
+  void ProfileInterval(UnitIndex unit, uint64_t begin, uint64_t end, uint32_t lines, uint32_t hbm_line = 0,
+                       uint32_t stride = 0);
   bool CheckVmemRange(uint64_t base, uint64_t count);
 
   void ExecuteDma(bool load, uint32_t hbm_base, uint32_t vmem_base, uint32_t count, uint32_t stride);
@@ -218,6 +226,10 @@ class ChipModel {
   bool hdma_busy_ = false, hdma_to_host_ = false;
   uint64_t hdma_done_at_ = 0;
   uint64_t hdma_host_ = 0, hdma_hbm_ = 0, hdma_count_ = 0;  // latched at start
+
+  // Profiling (null: off): stall cycles of the instruction at pc_ by the unit waited for, until it issues.
+  ExecutionProfile* profile_ = nullptr;
+  std::array<uint64_t, kNumUnits> pending_stall_on_{};
 };
 
 }  // namespace tpu::model

@@ -495,6 +495,57 @@ TEST_F(ChipModelTest, ErrorDrainsTheUnitsFirst) {
   EXPECT_EQ(Csr(csr::ERROR_PC), 0u);
 }
 
+// The issue trace: every cycle of a run is charged to one instruction word, stalls to the unit waited for,
+// unit work to the instruction that gave it; an error's drain goes to the faulting word.
+TEST_F(ChipModelTest, ProfileChargesEveryCycleToAnInstruction) {
+  ExecutionProfile profile;
+  model_.set_profile(&profile);
+  const std::vector<uint64_t> program = {Li(3, 64), Li(4, 1000), Li(5, 2000), DmaLd(0, 0, 3, 1), MxuMm(4, 5, 3),
+                                         Vsplat(4, 3, 0), Sync(flag::SYNC_DMA), Vsplat(4, 3, 0), Sync(), Halt()};
+  RunProgram(model_, program);
+  const uint64_t cycles = Csr(csr::CYCLES_LO);
+  ASSERT_EQ(profile.pcs.size(), model_.config().imem_words);
+  EXPECT_EQ(profile.cycles, cycles);
+  uint64_t charged = 0, stalls = 0, issues = 0;
+  for (const PcProfile& word : profile.pcs) {
+    charged += word.cycles;
+    stalls += word.stall_cycles;
+    issues += word.issues;
+    EXPECT_EQ(word.stall_on[0] + word.stall_on[1] + word.stall_on[2], word.stall_cycles);
+  }
+  EXPECT_EQ(charged, cycles);
+  EXPECT_EQ(stalls, Csr(csr::STALL_CYCLES));
+  EXPECT_EQ(issues, Csr(csr::INSTRET));
+  EXPECT_EQ(profile.pcs[3].work[kProfileDma], 64u);
+  EXPECT_EQ(profile.pcs[4].work[kProfileMxu], 64u);
+  EXPECT_EQ(profile.pcs[5].work[kProfileVpu], 64u);
+  // The first SYNC waits for the DMA; the second VSPLAT for the first (VPU); the last SYNC for the MXU.
+  EXPECT_GT(profile.pcs[6].stall_on[kProfileDma], 0u);
+  EXPECT_EQ(profile.pcs[6].stall_cycles, profile.pcs[6].stall_on[kProfileDma]);
+  EXPECT_EQ(profile.pcs[2].cycles, 1u) << "an instruction that does not wait takes one cycle";
+  ASSERT_EQ(profile.intervals.size(), 4u);
+  EXPECT_EQ(profile.intervals[0].unit, kProfileDma);
+  EXPECT_EQ(profile.intervals[0].lines, 64u);
+  EXPECT_EQ(profile.intervals[1].unit, kProfileMxu);
+  EXPECT_EQ(profile.intervals[1].end - profile.intervals[1].begin, 64u);
+  for (const UnitInterval& interval : profile.intervals) EXPECT_LE(interval.end, cycles);
+
+  // An error: the faulting word gets the drain, and the sum still holds.
+  RunProgram(model_, {Li(3, 100), DmaLd(0, 0, 3, 1), Li(5, 0xFFFFFF), DmaLd(0, 5, 3, 1), Halt()});
+  ASSERT_EQ(Status(), csr::STATUS_ERROR);
+  charged = 0;
+  for (const PcProfile& word : profile.pcs) charged += word.cycles;
+  EXPECT_EQ(charged, Csr(csr::CYCLES_LO));
+  EXPECT_EQ(profile.pcs[3].issues, 0u);
+  EXPECT_GT(profile.pcs[3].cycles, 100u);
+
+  // Off again: the profile keeps the last run.
+  model_.set_profile(nullptr);
+  RunProgram(model_, {Halt()});
+  EXPECT_EQ(profile.pcs[3].issues, 0u);
+  EXPECT_GT(profile.pcs[3].cycles, 100u);
+}
+
 TEST_F(ChipModelTest, RunHonoursItsBudget) {
   LoadProgram(model_, {Li(3, 2000), DmaLd(0, 0, 3, 1), Sync(), Halt()});
   model_.MmioWrite(csr::DOORBELL, 1);

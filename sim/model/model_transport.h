@@ -28,6 +28,10 @@ class ModelTransport : public tpu::Transport {
   void HostRead(uint64_t address, void* data, size_t bytes) override;
   bool WaitForInterrupt(uint64_t timeout_cycles) override;
   uint64_t Cycles() const override { return model_.cycle(); }
+  bool SetProfile(ExecutionProfile* profile) override {
+    model_.set_profile(profile);
+    return true;
+  }
 
   // The model itself, for backdoor access in tests and tools.
   ChipModel& model() { return model_; }

@@ -4,6 +4,7 @@
 //   tpusim run FILE.hlo --backend=rtl|model --config=tiny|v2 --seed=N [--outputs=DIR]
 //                       [--trace=FILE.fst --trace-start=C --trace-stop=C --trace-depth=D]
 //                       [--batch=N] [--fill-elided-constants] [--root=NAME] [--dump-dir=DIR]
+//   tpusim profile FILE.hlo [the flags of run] --trace=OUT.json --report=OUT.html [--top=N]
 //   tpusim info --backend=rtl|model --config=tiny|v2
 //   tpusim --help                       (the usage, on stdout)
 //
@@ -15,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -36,7 +38,11 @@
 #include "compiler/interpreter/interpreter.h"
 #include "compiler/passes/one_pass_dot_rounding.h"
 #include "compiler/passes/rebatch.h"
+#include "sim/model/chip_config.h"
 #include "sim/tpusim/output_compare.h"
+#include "sw/profiler/html_report.h"
+#include "sw/profiler/op_profile.h"
+#include "sw/profiler/trace_writer.h"
 #include "sw/runtime/client.h"
 #include "sw/runtime/logging.h"
 #include "tpu_config.h"
@@ -78,6 +84,8 @@ const char kUsage[] =
     "                      [--trace=FILE.fst] [--trace-start=CYCLE] [--trace-stop=CYCLE] [--trace-depth=D]\n"
     "                      [--timeout-cycles=N] [--batch=N] [--fill-elided-constants] [--root=NAME]\n"
     "                      [--dump-dir=DIR] [--dot-passes=0|1|3|6]\n"
+    "  tpusim profile FILE.hlo [the flags of run but --trace*] [--trace=OUT.json] [--report=OUT.html]\n"
+    "                      [--top=N]\n"
     "  tpusim info [--backend=rtl|model] [--config=NAME]\n"
     "  tpusim --help\n"
     "\n"
@@ -100,6 +108,12 @@ const char kUsage[] =
     "        --root=NAME makes entry instruction NAME the root: its value is the one output compared.\n"
     "        --dump-dir=DIR writes the module after each compiler step and the program listing to DIR\n"
     "        (as tpuc --dump-dir).\n"
+    "profile runs as `run` does with the chip's issue trace on and prints the op profile (cycles, stalls\n"
+    "        and MXU/VPU/HBM use of each HLO operation, the --top=N slowest, default 20) and the findings of\n"
+    "        the performance guide's checks (padding to the MXU tiles, batch, stalls).\n"
+    "        --trace=OUT.json writes the timeline in the Chrome trace format (Perfetto, chrome://tracing):\n"
+    "        a track of HLO operations and one per unit in device time, the host's steps in host time.\n"
+    "        --report=OUT.html writes a page with the utilization timeline, the findings and the op table.\n"
     "info    prints the devices and the configuration registers the driver discovers.\n"
     "defaults: --backend=model --config=<the configuration of this build> --seed=0\n";
 
@@ -119,7 +133,7 @@ bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
   static const char* const kKnown[] = {"backend", "config",      "seed",        "outputs",        "trace",
                                        "trace-start", "trace-stop", "trace-depth", "timeout-cycles",
                                        "perturb-output", "batch", "root", "fill-elided-constants", "dump-dir",
-                                       "dot-passes"};
+                                       "dot-passes",  "report",     "top"};
   // Flags that take no value.
   static const char* const kSwitches[] = {"fill-elided-constants"};
   if (argc < 2) {
@@ -203,8 +217,8 @@ StatusOr<int> DotPasses(const Flags& flags) {
   return std::stoi(value);
 }
 
-// Builds the client from --backend/--config and the trace flags.
-StatusOr<std::unique_ptr<runtime::Client>> MakeClient(const Flags& flags) {
+// Builds the client from --backend/--config and, with `waveform`, the --trace* flags of the FST waveform.
+StatusOr<std::unique_ptr<runtime::Client>> MakeClient(const Flags& flags, bool waveform = true) {
   runtime::ClientOptions options;
   uint64_t start = 0, stop = 0, depth = 0, timeout = options.execute_timeout_cycles;
   if (!ParseUnsigned(flags, "trace-start", 0, &start) || !ParseUnsigned(flags, "trace-stop", 0, &stop) ||
@@ -212,7 +226,7 @@ StatusOr<std::unique_ptr<runtime::Client>> MakeClient(const Flags& flags) {
       !ParseUnsigned(flags, "timeout-cycles", options.execute_timeout_cycles, &timeout)) {
     return InvalidArgument("bad flag value");
   }
-  options.trace_file = FlagOr(flags, "trace", "");
+  options.trace_file = waveform ? FlagOr(flags, "trace", "") : "";
   options.compile_dump_dir = FlagOr(flags, "dump-dir", "");
   TPU_ASSIGN_OR_RETURN(options.dot_passes, DotPasses(flags));
   options.trace_start_cycle = start;
@@ -322,8 +336,79 @@ int Info(const Flags& flags) {
   return kExitOk;
 }
 
-int Run(const Flags& flags) {
-  if (flags.file.empty()) return FailWithUsage("tpusim: run needs an HLO file");
+// A file the run will write, created (empty) now: a typo or a read-only place must not lose a long run.
+Status PrepareOutputFile(const std::string& flag, const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return InvalidArgument("--" + flag + "=" + path + ": cannot write there: " + std::strerror(errno));
+  return OkStatus();
+}
+
+Status WriteFile(const std::string& path, const std::string& contents) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << contents;
+  if (!out) return InvalidArgument("cannot write " + path + ": " + std::strerror(errno));
+  return OkStatus();
+}
+
+// `profile`'s part after the run: the op profile and findings on stdout, the trace and the report files.
+int ReportProfile(const Flags& flags, const hlo::HloModule& module, const runtime::LoadedExecutable& executable,
+                  const ExecutionProfile& execution, const std::vector<profiler::HostEvent>& host) {
+  StatusOr<model::ChipConfig> config = model::ChipConfig::Named(FlagOr(flags, "config", cfg::kName));
+  if (!config.ok()) return Fail("tpusim: " + config.status().ToString());
+  profiler::ChipPeaks peaks;
+  peaks.lanes = config->lanes;
+  peaks.hbm_bytes_per_cycle = 32.0 * config->hbm_channels;  // pin peak per channel (docs/hbm.md)
+  StatusOr<profiler::OpProfile> ops = profiler::BuildOpProfile(executable.program(), execution, peaks);
+  if (!ops.ok()) return Fail("tpusim: profile: " + ops.status().ToString());
+  uint64_t top = 20;
+  if (!ParseUnsigned(flags, "top", 20, &top)) return kExitError;
+  const std::vector<profiler::Finding> findings = profiler::PerformanceFindings(module, *ops);
+  std::cout << profiler::FormatOpProfile(*ops, static_cast<size_t>(top)) << profiler::FormatFindings(findings);
+  if (const std::string path = FlagOr(flags, "trace", ""); !path.empty()) {
+    profiler::TraceOptions options;
+    options.device_name = executable.device().name();
+    if (Status written = WriteFile(path, profiler::ChromeTraceJson(*ops, execution, host, options)); !written.ok()) {
+      return Fail("tpusim: " + written.ToString());
+    }
+    std::cout << "trace: " << path << "\n";
+  }
+  if (const std::string path = FlagOr(flags, "report", ""); !path.empty()) {
+    profiler::HtmlReportOptions options;
+    options.title = flags.file;
+    options.subtitle = FlagOr(flags, "backend", "model") + " backend, configuration " +
+                       FlagOr(flags, "config", cfg::kName) + ", seed " + FlagOr(flags, "seed", "0") + ", " +
+                       std::to_string(ops->cycles) + " cycles at 1 GHz";
+    if (Status written = WriteFile(path, profiler::HtmlReport(*ops, execution, findings, options)); !written.ok()) {
+      return Fail("tpusim: " + written.ToString());
+    }
+    std::cout << "report: " << path << "\n";
+  }
+  return kExitOk;
+}
+
+int Run(const Flags& flags, bool profile) {
+  const char* const command = profile ? "profile" : "run";
+  if (flags.file.empty()) return FailWithUsage(std::string("tpusim: ") + command + " needs an HLO file");
+  if (profile) {
+    for (const char* waveform : {"trace-start", "trace-stop", "trace-depth"}) {
+      if (flags.values.count(waveform)) {
+        return FailWithUsage(std::string("tpusim: --") + waveform +
+                             " belongs to the waveform of `run`; `profile --trace` writes a Chrome trace");
+      }
+    }
+    for (const char* file : {"trace", "report"}) {
+      if (const std::string path = FlagOr(flags, file, ""); !path.empty()) {
+        if (Status prepared = PrepareOutputFile(file, path); !prepared.ok()) return Fail("tpusim: " + prepared.ToString());
+      }
+    }
+  }
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point begin = Clock::now();
+  std::vector<profiler::HostEvent> host_events;
+  auto host_step = [&](const std::string& name, Clock::time_point start) {
+    const auto us = [&](Clock::time_point t) { return std::chrono::duration<double, std::micro>(t - begin).count(); };
+    host_events.push_back(profiler::HostEvent{name, us(start), us(Clock::now()) - us(start)});
+  };
   std::string text;
   if (Status read = ReadHloFile(flags.file, &text); !read.ok()) return Fail("tpusim: " + read.ToString());
   // Checked before the run, which may take long, rather than when the outputs are written.
@@ -370,13 +455,15 @@ int Run(const Flags& flags) {
     if (it->second.empty() || *end != '\0') return Fail("tpusim: --perturb-output=" + it->second + " is not a number");
   }
 
-  StatusOr<std::unique_ptr<runtime::Client>> client_or = MakeClient(flags);
+  StatusOr<std::unique_ptr<runtime::Client>> client_or = MakeClient(flags, !profile);
   if (!client_or.ok()) return Fail("tpusim: " + client_or.status().ToString());
   runtime::Client& client = **client_or;
 
   // Compiled first: the compiler checks the HBM need (64-bit sizes) before anything is allocated, on the
   // host or the device.
+  Clock::time_point step = Clock::now();
   StatusOr<std::unique_ptr<runtime::LoadedExecutable>> executable = client.Compile(module);
+  host_step("compile", step);
   if (!executable.ok()) {
     // The runtime has logged the compile error already ("Compiling <module>: ..."); stderr only.
     std::cerr << flags.file << ": " << executable.status() << "\n";
@@ -394,6 +481,7 @@ int Run(const Flags& flags) {
     arguments.push_back(hlo::Literal::Random(parameter->shape(), rng));
   }
   if (StopRequested()) return kExitInterrupted;
+  step = Clock::now();
   std::vector<std::unique_ptr<runtime::Buffer>> buffers;
   std::vector<const runtime::Buffer*> argument_buffers;
   for (const hlo::Literal& argument : arguments) {
@@ -402,8 +490,13 @@ int Run(const Flags& flags) {
     argument_buffers.push_back(buffer->get());
     buffers.push_back(std::move(*buffer));
   }
+  host_step("transfer arguments to the device", step);
   if (StopRequested()) return kExitInterrupted;
-  StatusOr<runtime::ExecuteResult> result = (*executable)->Execute(argument_buffers);
+  runtime::ExecuteOptions execute_options;
+  execute_options.profile = profile;
+  step = Clock::now();
+  StatusOr<runtime::ExecuteResult> result = (*executable)->Execute(argument_buffers, execute_options);
+  host_step("execute", step);
   if (!result.ok()) return Fail("tpusim: " + result.status().ToString());
   const DeviceCounters& counters = result->counters;
   std::cout << "cycles: " << counters.cycles << "\n";
@@ -426,6 +519,11 @@ int Run(const Flags& flags) {
     char utilization[64];
     std::snprintf(utilization, sizeof(utilization), "mxu_utilization_pct: %.2f\n", pct);
     std::cout << utilization;
+  }
+  if (profile) {
+    if (const int status = ReportProfile(flags, module, **executable, *result->profile, host_events); status != kExitOk) {
+      return status;
+    }
   }
 
   if (StopRequested()) return kExitInterrupted;
@@ -479,7 +577,8 @@ int main(int argc, char** argv) {
   // Bad input is an error message and exit status 1, never an abort: an exception that escapes a check
   // (host memory exhausted while filling a huge constant, say) ends the run the same way.
   try {
-    if (flags.command == "run") return Run(flags);
+    if (flags.command == "run") return Run(flags, /*profile=*/false);
+    if (flags.command == "profile") return Run(flags, /*profile=*/true);
     if (flags.command == "info") {
       if (!flags.file.empty()) return FailWithUsage("tpusim: info takes no file");
       return Info(flags);

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "sw/driver/execution_profile.h"
+
 namespace tpu {
 
 class Transport {
@@ -33,6 +35,14 @@ class Transport {
 
   // Device clock cycles elapsed since the transport was created.
   virtual uint64_t Cycles() const = 0;
+
+  // The chip's issue trace: while `profile` is set, every run (doorbell) clears it and fills it
+  // (sw/driver/execution_profile.h); nullptr stops profiling. Returns false, and keeps nothing, if the
+  // backend cannot trace.
+  virtual bool SetProfile(ExecutionProfile* profile) {
+    (void)profile;
+    return false;
+  }
 };
 
 }  // namespace tpu

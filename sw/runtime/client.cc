@@ -98,7 +98,8 @@ StatusOr<hlo::Literal> Buffer::ToLiteral() const {
 // ---------------------------------------------------------------------------------------------------------
 // LoadedExecutable
 
-StatusOr<ExecuteResult> LoadedExecutable::Execute(const std::vector<const Buffer*>& arguments) {
+StatusOr<ExecuteResult> LoadedExecutable::Execute(const std::vector<const Buffer*>& arguments,
+                                                  const ExecuteOptions& options) {
   const compiler::Program& program = program_;
   if (arguments.size() != program.parameters.size()) {
     return InvalidArgument("executable " + program.module_name + " takes " +
@@ -173,6 +174,13 @@ StatusOr<ExecuteResult> LoadedExecutable::Execute(const std::vector<const Buffer
     // The lock must be released before any buffer of `result` is destroyed (HbmRegion takes it to free).
     std::lock_guard<std::mutex> lock(state_->mutex);
     Driver& driver = state_->driver;
+    std::shared_ptr<ExecutionProfile> profile;
+    if (options.profile) {
+      profile = std::make_shared<ExecutionProfile>();
+      if (!driver.transport().SetProfile(profile.get())) {
+        return Unimplemented("the " + driver.transport().name() + " backend cannot profile (it has no issue trace)");
+      }
+    }
     done = driver.LoadProgram(code);
     if (done.ok()) done = driver.Launch(0);
     if (done.ok()) {
@@ -180,6 +188,10 @@ StatusOr<ExecuteResult> LoadedExecutable::Execute(const std::vector<const Buffer
                     << " instruction words";
       done = driver.WaitForCompletion(timeout_cycles_);
       result.counters = driver.ReadCounters();
+    }
+    if (profile != nullptr) {
+      driver.transport().SetProfile(nullptr);
+      result.profile = std::move(profile);
     }
   }
   if (!done.ok()) {

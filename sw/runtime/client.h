@@ -120,9 +120,16 @@ class Buffer {
   mutable std::string donated_to_;  // the executable that received the region
 };
 
+struct ExecuteOptions {
+  // Record the chip's issue trace of this run (ExecuteResult::profile; sw/profiler reads it).
+  // Unimplemented when the backend cannot trace.
+  bool profile = false;
+};
+
 struct ExecuteResult {
   std::vector<std::unique_ptr<Buffer>> outputs;  // the root value, tuple flattened
   DeviceCounters counters;                        // the device's performance counters of this run
+  std::shared_ptr<const ExecutionProfile> profile;  // with ExecuteOptions::profile, else null
 };
 
 class LoadedExecutable {
@@ -137,6 +144,7 @@ class LoadedExecutable {
 
   const compiler::Program& program() const { return program_; }
   const std::string& name() const { return program_.module_name; }
+  const Device& device() const { return *device_; }
 
   // Runs the program once on `arguments` (one buffer per entry parameter, of the parameter's shape).
   // InvalidArgument naming both shapes when an argument does not match. An output the program aliases to
@@ -144,7 +152,7 @@ class LoadedExecutable {
   // then owns the region and the argument handle no longer holds data. A donated argument may not be
   // passed twice. If the execution fails, nothing is donated but a donated argument's contents are
   // undefined.
-  StatusOr<ExecuteResult> Execute(const std::vector<const Buffer*>& arguments);
+  StatusOr<ExecuteResult> Execute(const std::vector<const Buffer*>& arguments, const ExecuteOptions& options = {});
 
  private:
   std::shared_ptr<DeviceState> state_;
