@@ -27,6 +27,7 @@ Platform::Platform(sc_core::sc_module_name name, std::unique_ptr<Vtpu_chip> chip
       hbm_("hbm"),
       host_memory_("host_memory", tpu::cfg::kHostMemBytes, options.host_memory_latency),
       bridge_("bridge", &hbm_, ClockPeriod(), options.mmio_timeout_cycles, options.min_host_latency_cycles),
+      trace_monitor_("trace_monitor", tpu::cfg::kImemWords),
       mmio_initiator_("mmio_initiator") {
   chip_ = std::move(chip);
 
@@ -54,6 +55,19 @@ Platform::Platform(sc_core::sc_module_name name, std::unique_ptr<Vtpu_chip> chip
   chip_->host_rsp_valid_i(host_rsp_valid_);
   chip_->host_rsp_rdata_i(host_rsp_rdata_);
   chip_->host_rsp_error_i(host_rsp_error_);
+  chip_->trace_run_o(trace_run_);
+  chip_->trace_issue_o(trace_issue_);
+  chip_->trace_pc_o(trace_pc_);
+  chip_->trace_wait_o(trace_wait_);
+  chip_->trace_unit_o(trace_unit_);
+  chip_->trace_work_o(trace_work_);
+  trace_monitor_.clk_i(clk_);
+  trace_monitor_.run_i(trace_run_);
+  trace_monitor_.issue_i(trace_issue_);
+  trace_monitor_.pc_i(trace_pc_);
+  trace_monitor_.wait_i(trace_wait_);
+  trace_monitor_.unit_i(trace_unit_);
+  trace_monitor_.work_i(trace_work_);
 
   hbm_.clk_i(clk_);
   hbm_.rst_ni(rst_n_);

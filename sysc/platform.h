@@ -28,6 +28,7 @@
 #include "sysc/hbm_memory.h"
 #include "sysc/host_bridge.h"
 #include "sysc/host_memory.h"
+#include "sysc/issue_trace_monitor.h"
 #include "sysc/line.h"
 
 class Vtpu_chip;
@@ -91,6 +92,9 @@ class Platform : public sc_core::sc_module {
   Status HbmDebugWrite(uint64_t byte_address, const void* data, size_t bytes);
   Status HbmDebugRead(uint64_t byte_address, void* data, size_t bytes);
 
+  // The core's issue trace into `profile` from the next run on (nullptr: off); IssueTraceMonitor.
+  void SetProfile(ExecutionProfile* profile) { trace_monitor_.SetProfile(profile); }
+
   HbmMemory& hbm() { return hbm_; }
   HostMemory& host_memory() { return host_memory_; }
   HostBridge& bridge() { return bridge_; }
@@ -137,11 +141,15 @@ class Platform : public sc_core::sc_module {
   sc_core::sc_signal<bool> host_req_valid_, host_req_ready_, host_req_write_, host_rsp_valid_, host_rsp_error_;
   sc_core::sc_signal<uint64_t> host_req_addr_;
   sc_core::sc_signal<Line> host_req_wdata_, host_rsp_rdata_;
+  // Issue trace port
+  sc_core::sc_signal<bool> trace_run_, trace_issue_;
+  sc_core::sc_signal<uint32_t> trace_pc_, trace_wait_, trace_unit_, trace_work_;
 
   std::unique_ptr<Vtpu_chip> chip_;
   HbmMemory hbm_;
   HostMemory host_memory_;
   HostBridge bridge_;
+  IssueTraceMonitor trace_monitor_;
   tlm_utils::simple_initiator_socket<Platform> mmio_initiator_;
 
   Command command_;  // the one command the host thread executes; done when it has finished

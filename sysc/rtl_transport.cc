@@ -129,4 +129,9 @@ bool RtlTransport::WaitForInterrupt(uint64_t timeout_cycles) { return platform_-
 
 uint64_t RtlTransport::Cycles() const { return platform_->Cycles() - base_cycle_; }
 
+bool RtlTransport::SetProfile(ExecutionProfile* profile) {
+  platform_->SetProfile(profile);
+  return true;
+}
+
 }  // namespace tpu

@@ -45,6 +45,7 @@ class RtlTransport : public Transport {
   void HostRead(uint64_t address, void* data, size_t bytes) override;
   bool WaitForInterrupt(uint64_t timeout_cycles) override;
   uint64_t Cycles() const override;
+  bool SetProfile(ExecutionProfile* profile) override;
 
   // Flushes and closes the trace now (the destructor does it too).
   void CloseTrace();

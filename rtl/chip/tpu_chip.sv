@@ -28,7 +28,15 @@ module tpu_chip
   output logic [tpu_pkg::LINE_W-1:0] host_req_wdata_o,
   input  logic              host_rsp_valid_i,
   input  logic [tpu_pkg::LINE_W-1:0] host_rsp_rdata_i,
-  input  logic              host_rsp_error_i
+  input  logic              host_rsp_error_i,
+
+  // Issue trace of the core, for profilers (tpu_sequencer: trace_*); leave open when unused.
+  output logic              trace_run_o,
+  output logic              trace_issue_o,
+  output logic [31:0]       trace_pc_o,
+  output logic [2:0]        trace_wait_o,
+  output logic [2:0]        trace_unit_o,
+  output logic [2:0]        trace_work_o
 );
 
   localparam int unsigned ImemAw = $clog2(tpu_pkg::IMEM_WORDS);
@@ -131,6 +139,12 @@ module tpu_chip
     .perf_dma_lines_o (perf_dma_lines),
     .perf_vpu_busy_o  (perf_vpu_busy),
     .perf_stall_o     (perf_stall),
+    .trace_run_o      (trace_run_o),
+    .trace_issue_o    (trace_issue_o),
+    .trace_pc_o       (trace_pc_o),
+    .trace_wait_o     (trace_wait_o),
+    .trace_unit_o     (trace_unit_o),
+    .trace_work_o     (trace_work_o),
     .imem_req_i       (imem_req),
     .imem_write_i     (imem_write),
     .imem_hi_i        (imem_hi),

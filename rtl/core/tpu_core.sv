@@ -26,6 +26,13 @@ module tpu_core
   output logic [31:0]       perf_dma_lines_o,
   output logic [31:0]       perf_vpu_busy_o,
   output logic [31:0]       perf_stall_o,
+  // Issue trace (tpu_sequencer).
+  output logic              trace_run_o,
+  output logic              trace_issue_o,
+  output logic [31:0]       trace_pc_o,
+  output logic [2:0]        trace_wait_o,
+  output logic [2:0]        trace_unit_o,
+  output logic [2:0]        trace_work_o,
 
   // Host access to IMEM (MMIO window); writes are dropped while the core is busy.
   input  logic              imem_req_i,
@@ -110,7 +117,13 @@ module tpu_core
     .perf_instret_o   (perf_instret_o),
     .perf_dma_lines_o (perf_dma_lines_o),
     .perf_vpu_busy_o  (perf_vpu_busy_o),
-    .perf_stall_o     (perf_stall_o)
+    .perf_stall_o     (perf_stall_o),
+    .trace_run_o      (trace_run_o),
+    .trace_issue_o    (trace_issue_o),
+    .trace_pc_o       (trace_pc_o),
+    .trace_wait_o     (trace_wait_o),
+    .trace_unit_o     (trace_unit_o),
+    .trace_work_o     (trace_work_o)
   );
 
   tpu_imem #(

@@ -64,7 +64,17 @@ module tpu_sequencer
   output logic [31:0]       perf_instret_o,
   output logic [31:0]       perf_dma_lines_o,
   output logic [31:0]       perf_vpu_busy_o,
-  output logic [31:0]       perf_stall_o
+  output logic [31:0]       perf_stall_o,
+
+  // Issue trace (profilers, sw/driver/execution_profile.h): per cycle of a run, whether the instruction
+  // at trace_pc_o issues, else which units it waits for; and the unit events of the counters. Units are
+  // bit 0 DMA, 1 MXU, 2 VPU.
+  output logic              trace_run_o,      // the cycle counts in CYCLES
+  output logic              trace_issue_o,
+  output logic [31:0]       trace_pc_o,
+  output logic [2:0]        trace_wait_o,
+  output logic [2:0]        trace_unit_o,     // the unit the issuing instruction goes to
+  output logic [2:0]        trace_work_o      // {vpu_line_i, mxu_row_i, dma_line_i}
 );
 
   typedef enum logic [1:0] {
@@ -424,6 +434,25 @@ module tpu_sequencer
       stall_q     <= stall_q + 32'(stall);
     end
   end
+
+  // The units a stalled instruction waits for: its own unit, or for SYNC/HALT those still busy.
+  always_comb begin
+    trace_wait_o = 3'b000;
+    if (stall) begin
+      unique case (op)
+        tpu_pkg::OP_SYNC:                        trace_wait_o = sync_mask & {vpu_busy_i, mxu_busy_i, dma_busy_i};
+        tpu_pkg::OP_HALT:                        trace_wait_o = {vpu_busy_i, mxu_busy_i, dma_busy_i};
+        tpu_pkg::OP_DMA_LD, tpu_pkg::OP_DMA_ST:  trace_wait_o = 3'b001;
+        tpu_pkg::OP_MXU_LW, tpu_pkg::OP_MXU_MM:  trace_wait_o = 3'b010;
+        default:                                 trace_wait_o = 3'b100;  // the vector instructions
+      endcase
+    end
+  end
+  assign trace_run_o   = counting;
+  assign trace_issue_o = issue;
+  assign trace_pc_o    = pc_q;
+  assign trace_unit_o  = {vpu_cmd_valid_o, mxu_cmd_valid_o, dma_cmd_valid_o};
+  assign trace_work_o  = {vpu_line_i, mxu_row_i, dma_line_i};
 
   assign busy_o           = (state_q != StIdle);
   assign halted_o         = halted_q;

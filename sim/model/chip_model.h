@@ -7,7 +7,8 @@
 //  - results bit-exact with the RTL for programs that SYNC before using what another unit writes, because
 //    each instruction executes to completion when it issues;
 //  - a cycle estimate that mirrors the RTL's concurrency: each unit has a busy-until time, an instruction
-//    for a busy unit stalls issue, SYNC and HALT wait for the units. The perf counters report this estimate.
+//    for a busy unit stalls issue, SYNC and HALT wait for the units. The perf counters report this estimate;
+//  - the issue trace of that estimate while profiling (set_profile), the record the chip's trace port gives.
 // What it does not model: HBM timing beyond a fixed latency, bus contention between the core's DMA unit and
 // the host DMA engine, and the order of memory accesses inside a unit (programs that race get the
 // "executed at issue" answer).

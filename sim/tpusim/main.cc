@@ -61,7 +61,40 @@ volatile std::sig_atomic_t interrupted = 0;
 void OnInterrupt(int) {
   interrupted = 1;
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl+C ends the process at once
+  // Said at once (write is async-signal-safe): the device may need a while to finish its program.
+  static const char kAck[] =
+      "\ntpusim: interrupted: the device finishes the program it is running, then tpusim stops "
+      "(Ctrl+C again quits at once)\n";
+  (void)!write(STDERR_FILENO, kAck, sizeof(kAck) - 1);
 }
+
+// A progress line on stderr while the device runs, on a terminal only: simulated cycles and the host's
+// simulation speed, refreshed at most twice a second; cleared when the run ends.
+class ProgressLine {
+ public:
+  ProgressLine() : enabled_(isatty(STDERR_FILENO) != 0), start_(Clock::now()), last_(start_) {}
+  ~ProgressLine() {
+    if (shown_) std::cerr << "\r" << std::string(78, ' ') << "\r" << std::flush;
+  }
+  void operator()(uint64_t cycles) {
+    const Clock::time_point now = Clock::now();
+    if (!enabled_ || now - last_ < std::chrono::milliseconds(500)) return;
+    last_ = now;
+    shown_ = true;
+    const double seconds = std::chrono::duration<double>(now - start_).count();
+    char line[96];
+    std::snprintf(line, sizeof(line), "\r  device running: %.3g M cycles simulated, %.3g M cycles/s   ",
+                  double(cycles) / 1e6, seconds > 0 ? double(cycles) / 1e6 / seconds : 0.0);
+    std::cerr << line << std::flush;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  const bool enabled_;
+  const Clock::time_point start_;
+  Clock::time_point last_;
+  bool shown_ = false;
+};
 
 // Every error goes to stderr and to the TPU_LOG_DIR log (where the runtime's own messages are), so that a
 // log shows why a run ended. Returns the exit status for errors.
@@ -495,7 +528,11 @@ int Run(const Flags& flags, bool profile) {
   runtime::ExecuteOptions execute_options;
   execute_options.profile = profile;
   step = Clock::now();
-  StatusOr<runtime::ExecuteResult> result = (*executable)->Execute(argument_buffers, execute_options);
+  StatusOr<runtime::ExecuteResult> result = [&] {
+    ProgressLine progress;
+    execute_options.progress = [&progress](uint64_t cycles) { progress(cycles); };
+    return (*executable)->Execute(argument_buffers, execute_options);
+  }();
   host_step("execute", step);
   if (!result.ok()) return Fail("tpusim: " + result.status().ToString());
   const DeviceCounters& counters = result->counters;

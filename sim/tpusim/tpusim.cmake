@@ -38,3 +38,11 @@ if(TARGET tpusim AND TARGET GTest::gtest_main)
                                                         TPU_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   gtest_discover_tests(tpusim_errors_test DISCOVERY_MODE PRE_TEST)
 endif()
+
+# Ctrl-C during a long run on the verilated chip: acknowledged at once, exit 130 after the program ends.
+if(TARGET tpusim AND TARGET tpusim_sysc)
+  add_test(NAME tpusim_interrupt_test
+           COMMAND /usr/bin/python3 ${tpusim_cli_dir}/tpusim_interrupt_test.py $<TARGET_FILE:tpusim>
+                   ${CMAKE_SOURCE_DIR}/tb/system/hlo/jax_mnist_cnn_train_step.hlo rtl)
+  set_tests_properties(tpusim_interrupt_test PROPERTIES TIMEOUT 300)
+endif()

@@ -155,7 +155,8 @@ Status Driver::Launch(uint32_t start_pc) {
   return OkStatus();
 }
 
-StatusOr<uint32_t> Driver::WaitForIrq(uint32_t wanted, uint64_t timeout_cycles) {
+StatusOr<uint32_t> Driver::WaitForIrq(uint32_t wanted, uint64_t timeout_cycles, const Progress& progress,
+                                      uint64_t progress_cycles) {
   const uint64_t start = transport_.Cycles();
   while (true) {
     const uint32_t pending = transport_.MmioRead(csr::IRQ_STATUS) | latched_irqs_;
@@ -174,16 +175,19 @@ StatusOr<uint32_t> Driver::WaitForIrq(uint32_t wanted, uint64_t timeout_cycles) 
       return DeadlineExceeded("no interrupt within " + std::to_string(timeout_cycles) + " cycles");
     }
     const uint64_t before = transport_.Cycles();
-    const bool raised = transport_.WaitForInterrupt(timeout_cycles - elapsed);
+    uint64_t slice = timeout_cycles - elapsed;
+    if (progress && progress_cycles > 0) slice = std::min(slice, progress_cycles);
+    const bool raised = transport_.WaitForInterrupt(slice);
     if (!raised && transport_.Cycles() == before) {
       return Internal("the " + transport_.name() + " transport did not advance time while waiting for an interrupt");
     }
+    if (progress && !raised) progress(transport_.Cycles() - start);
   }
 }
 
-Status Driver::WaitForCompletion(uint64_t timeout_cycles) {
+Status Driver::WaitForCompletion(uint64_t timeout_cycles, const Progress& progress, uint64_t progress_cycles) {
   TPU_RETURN_IF_ERROR(RequireDiscovered());
-  StatusOr<uint32_t> irqs = WaitForIrq(kCoreIrqs, timeout_cycles);
+  StatusOr<uint32_t> irqs = WaitForIrq(kCoreIrqs, timeout_cycles, progress, progress_cycles);
   if (!irqs.ok()) {
     if (irqs.status().code() != StatusCode::kDeadlineExceeded) return irqs.status();
     Status reset = Reset();

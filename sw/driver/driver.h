@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -76,7 +77,10 @@ class Driver {
 
   // Lets the device run until the core halts (OK), stops with an error (a typed Status naming the error
   // and its pc), or `timeout_cycles` device cycles pass (DeadlineExceeded; the device is reset).
-  Status WaitForCompletion(uint64_t timeout_cycles);
+  // `progress`, if set, is called with the cycles waited so far every `progress_cycles` device cycles.
+  using Progress = std::function<void(uint64_t cycles)>;
+  Status WaitForCompletion(uint64_t timeout_cycles, const Progress& progress = nullptr,
+                           uint64_t progress_cycles = uint64_t{1} << 20);
 
   // Host DMA: copies `bytes` bytes to HBM starting at line `hbm_line`, through host memory. A partial last
   // line is padded with zeros. Chunked when larger than host memory.
@@ -100,7 +104,8 @@ class Driver {
   uint64_t Read64(uint32_t lo_offset);
   // Waits until one of `wanted` IRQ_STATUS bits is set; returns them (and clears them), or
   // DeadlineExceeded after `timeout_cycles`. Unrelated pending bits are cleared so the line can drop.
-  StatusOr<uint32_t> WaitForIrq(uint32_t wanted, uint64_t timeout_cycles);
+  StatusOr<uint32_t> WaitForIrq(uint32_t wanted, uint64_t timeout_cycles, const Progress& progress = nullptr,
+                                uint64_t progress_cycles = 0);
   // One host DMA of `lines` lines between host address 0 and HBM line `hbm_line`.
   Status RunHostDma(uint32_t hbm_line, uint32_t lines, bool to_host);
   // Lines of the host memory staging area.

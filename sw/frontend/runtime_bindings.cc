@@ -16,6 +16,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <pthread.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -125,6 +129,49 @@ py::dict CountersToDict(const DeviceCounters& counters) {
 
 }  // namespace
 
+// Ctrl-C while the device runs a program: Python runs its SIGINT handler only when the call returns,
+// which for a long simulation looks like an ignored Ctrl-C. While a program runs, a C handler answers at
+// once on stderr and remembers the request; when the call returns, the request is handed to Python
+// (PyErr_SetInterrupt), whose handler decides (the trainer finishes the step, then stops). A second Ctrl-C
+// during the same program exits at once with status 130, as the libtpu runtime does. Main thread only:
+// elsewhere signals stay as they are.
+class InterruptWhileRunning {
+ public:
+  InterruptWhileRunning() {
+    if (!IsMainThread()) return;
+    requested_ = 0;
+    struct sigaction action {};
+    action.sa_handler = &OnInterrupt;
+    sigemptyset(&action.sa_mask);
+    installed_ = sigaction(SIGINT, &action, &previous_) == 0;
+  }
+  ~InterruptWhileRunning() {
+    if (!installed_) return;
+    sigaction(SIGINT, &previous_, nullptr);
+    if (requested_) PyErr_SetInterrupt();
+  }
+  InterruptWhileRunning(const InterruptWhileRunning&) = delete;
+  InterruptWhileRunning& operator=(const InterruptWhileRunning&) = delete;
+
+ private:
+  static bool IsMainThread() { return getpid() == static_cast<pid_t>(gettid()); }
+  static void OnInterrupt(int) {
+    if (requested_) {
+      static const char kNow[] = "\nInterrupted again: exiting now\n";
+      (void)!write(STDERR_FILENO, kNow, sizeof(kNow) - 1);
+      _exit(130);
+    }
+    requested_ = 1;
+    static const char kAck[] = "\nInterrupt received: the device finishes the program it is running "
+                               "(Ctrl-C again exits now)\n";
+    (void)!write(STDERR_FILENO, kAck, sizeof(kAck) - 1);
+  }
+
+  static inline volatile std::sig_atomic_t requested_ = 0;
+  struct sigaction previous_ {};
+  bool installed_ = false;
+};
+
 PYBIND11_MODULE(_tpusim, m) {
   m.doc() = "tpusim runtime: clients, devices, HBM buffers, compiled executables";
 
@@ -219,6 +266,7 @@ PYBIND11_MODULE(_tpusim, m) {
           "execute",
           [](LoadedExecutable& e, const std::vector<const Buffer*>& arguments) {
             StatusOr<ExecuteResult> result = [&] {
+              InterruptWhileRunning acknowledge;
               py::gil_scoped_release release;
               return e.Execute(arguments);
             }();

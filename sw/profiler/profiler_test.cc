@@ -245,5 +245,45 @@ TEST(ProfilerBackendTest, ABackendWithoutATraceRefusesToProfile) {
   EXPECT_EQ(result->profile, nullptr);
 }
 
+#ifdef TPUSIM_HAVE_RTL
+// The verilated chip's trace port gives the same profile record: its sums equal the chip's counters, and
+// per operation the instructions issued and the MXU and VPU work equal the model's (the cycles differ by
+// what the model does not model: HBM timing).
+TEST(ProfilerBackendTest, RtlTraceAgreesWithTheModelOnWhatBothCount) {
+  auto model = Client::Create("model", cfg::kName);
+  auto rtl = Client::Create("rtl", cfg::kName);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_TRUE(rtl.ok()) << rtl.status();
+  const ProfiledRun on_model = RunProfiled(**model, kDenseLayer);
+  const ProfiledRun on_rtl = RunProfiled(**rtl, kDenseLayer);
+  ASSERT_NE(on_model.profile, nullptr);
+  ASSERT_NE(on_rtl.profile, nullptr);
+  auto model_ops = BuildOpProfile(on_model.program, *on_model.profile, Peaks());
+  auto rtl_ops = BuildOpProfile(on_rtl.program, *on_rtl.profile, Peaks());
+  ASSERT_TRUE(model_ops.ok()) << model_ops.status();
+  ASSERT_TRUE(rtl_ops.ok()) << rtl_ops.status();
+  EXPECT_EQ(rtl_ops->total.cycles, on_rtl.counters.cycles);
+  EXPECT_EQ(rtl_ops->total.stall_cycles, on_rtl.counters.stall_cycles);
+  EXPECT_EQ(rtl_ops->total.instructions, on_rtl.counters.instructions);
+  EXPECT_EQ(rtl_ops->total.work[kProfileDma], on_rtl.counters.dma_lines);
+  EXPECT_EQ(rtl_ops->total.work[kProfileMxu], on_rtl.counters.mxu_busy_cycles);
+  EXPECT_EQ(rtl_ops->total.work[kProfileVpu], on_rtl.counters.vpu_busy_cycles);
+  uint64_t stalled_on = 0;
+  for (uint64_t cycles : rtl_ops->total.stall_on) stalled_on += cycles;
+  EXPECT_LE(stalled_on, rtl_ops->total.stall_cycles);
+  ASSERT_EQ(rtl_ops->ops.size(), model_ops->ops.size());
+  for (size_t i = 0; i < rtl_ops->ops.size(); ++i) {
+    const OpRecord& r = rtl_ops->ops[i];
+    const OpRecord& m = model_ops->ops[i];
+    EXPECT_EQ(r.name, m.name);
+    EXPECT_EQ(r.instructions, m.instructions) << r.name;
+    EXPECT_EQ(r.work[kProfileMxu], m.work[kProfileMxu]) << r.name;
+    EXPECT_EQ(r.work[kProfileVpu], m.work[kProfileVpu]) << r.name;
+    EXPECT_EQ(r.work[kProfileDma], m.work[kProfileDma]) << r.name;
+  }
+  EXPECT_FALSE(on_rtl.profile->intervals.empty());
+}
+#endif
+
 }  // namespace
 }  // namespace tpu::profiler

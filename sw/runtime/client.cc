@@ -186,7 +186,7 @@ StatusOr<ExecuteResult> LoadedExecutable::Execute(const std::vector<const Buffer
     if (done.ok()) {
       TPU_LOG(INFO) << "Execute " << program.module_name << " on " << device_->name() << ": " << code.size()
                     << " instruction words";
-      done = driver.WaitForCompletion(timeout_cycles_);
+      done = driver.WaitForCompletion(timeout_cycles_, options.progress, options.progress_cycles);
       result.counters = driver.ReadCounters();
     }
     if (profile != nullptr) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -124,6 +125,10 @@ struct ExecuteOptions {
   // Record the chip's issue trace of this run (ExecuteResult::profile; sw/profiler reads it).
   // Unimplemented when the backend cannot trace.
   bool profile = false;
+  // Called while the program runs with the device cycles so far, every `progress_cycles` cycles (for a
+  // progress line on a terminal; it runs on the calling thread between slices of simulation).
+  std::function<void(uint64_t cycles)> progress;
+  uint64_t progress_cycles = uint64_t{1} << 20;
 };
 
 struct ExecuteResult {
