@@ -107,7 +107,7 @@ int Fail(const std::string& message) {
 // True (after saying so) if Ctrl+C was pressed: the caller stops before its next step.
 bool StopRequested() {
   if (!interrupted) return false;
-  std::cerr << "tpusim: interrupted; the device finished its work, stopping\n";
+  std::cerr << "tpusim: interrupted; the running step finished, stopping\n";
   return true;
 }
 
@@ -578,6 +578,7 @@ int Run(const Flags& flags, bool profile) {
 
   bool all_ok = true;
   for (size_t i = 0; i < reference->size(); ++i) {
+    if (StopRequested()) return kExitInterrupted;
     StatusOr<hlo::Literal> device = result->outputs[i]->ToLiteral();
     if (!device.ok()) return Fail("tpusim: reading output " + std::to_string(i) + ": " + device.status().ToString());
     if (!outputs_dir.empty()) {
