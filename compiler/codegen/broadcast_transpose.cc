@@ -3,26 +3,34 @@
 
 namespace tpu::compiler::codegen_internal {
 
+// The row repeated over a chunk of output rows in VMEM (RepeatRow), stored chunk after chunk: a DMA per
+// output row would pay the memory latency once per row.
 Status CodeGenerator::EmitRowBroadcastInto(const HloInstruction& out, const Src2& row) {
   const DeviceLayout layout = MakeDeviceLayout(out.shape(), L());
   const uint32_t tiles = static_cast<uint32_t>(layout.column_tiles(L()));
+  const uint32_t rows = static_cast<uint32_t>(layout.rows);
+  if (rows == 0 || tiles == 0) return OkStatus();
   if (options_.vmem_lines < tiles) return VmemOverflow(out, tiles);
+  const uint32_t chunk_lines = std::min(rows, options_.vmem_lines / tiles) * tiles;
   TPU_ASSIGN_OR_RETURN(ScopedReg row_hbm, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg row_vmem, NewReg());
-  TPU_ASSIGN_OR_RETURN(ScopedReg row_count, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
-  if (row.constant_row >= 0) {
-    asm_.LoadAddress(row_hbm, RegionKind::kConstant, static_cast<uint32_t>(row.constant_row), 0);
-  } else {
-    LoadAddress(row_hbm, row.value, 0);
+  {
+    TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
+    if (row.constant_row >= 0) {
+      asm_.LoadAddress(row_hbm, RegionKind::kConstant, static_cast<uint32_t>(row.constant_row), 0);
+    } else {
+      LoadAddress(row_hbm, row.value, 0);
+    }
+    asm_.Li(row_vmem, 0);
+    asm_.Li(count, tiles);
+    asm_.DmaLoad(row_hbm, row_vmem, count, 1);
+    asm_.Sync(kSyncDma);
   }
+  TPU_RETURN_IF_ERROR(RepeatRow(tiles, chunk_lines));
   LoadAddress(out_hbm, &out, 0);
-  asm_.Li(row_vmem, 0);
-  asm_.Li(row_count, tiles);
-  // DMA_LD then DMA_ST of the same lines: one unit, in order.
-  asm_.DmaLoad(row_hbm, row_vmem, row_count, 1);
-  return ForChunks(static_cast<uint32_t>(layout.rows), 1, {{out_hbm, tiles}}, [&](Reg, uint32_t) {
-    asm_.DmaStore(out_hbm, row_vmem, row_count, 1);
+  return ForChunks(layout.lines, chunk_lines, {{out_hbm, 1}}, [&](Reg count, uint32_t) {
+    asm_.DmaStore(out_hbm, row_vmem, count, 1);
     return OkStatus();
   });
 }

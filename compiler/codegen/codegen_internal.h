@@ -159,11 +159,17 @@ inline std::vector<int64_t> RowSteps(const hlo::Shape& shape, uint32_t lanes) {
 }
 
 // Whether `operand` of elementwise `op` reaches the VPU as a row or an immediate instead of a tensor (a
-// folded broadcast): a broadcast of a scalar f32 constant, or of a row [N] along the minor dimension.
+// folded broadcast): a broadcast of a scalar f32 constant, of a row [N] along the minor dimension, or of a
+// scalar the program reads or computes (splat into a row on the device, Src2::kSplat).
 inline bool FoldableBroadcast(const HloInstruction& op, const HloInstruction& operand) {
   if (operand.opcode() != HloOpcode::kBroadcast) return false;
   const HloInstruction& source = *operand.operand(0);
   if (IsScalarF32Constant(source)) return true;
+  const hlo::PrimitiveType type = source.shape().element_type;
+  if (source.shape().rank() == 0 && op.shape().rank() >= 1 &&
+      (type == hlo::PrimitiveType::F32 || type == hlo::PrimitiveType::S32 || type == hlo::PrimitiveType::U32)) {
+    return true;
+  }
   // A row [N] broadcast along the minor dimension of the output.
   const int rank = op.shape().rank();
   return source.shape().rank() == 1 && rank >= 1 && operand.dimensions().size() == 1 &&
@@ -182,8 +188,10 @@ inline bool KeepsDeviceLayout(const HloInstruction& reshape, uint32_t lanes) {
 
 // How the second operand of an elementwise op reaches the VPU.
 struct Src2 {
-  enum Kind { kTensor, kImmediate, kRow } kind = kTensor;
-  const HloInstruction* value = nullptr;  // kTensor: the tensor; kRow: the rank-1 row (or null: constant row)
+  enum Kind { kTensor, kImmediate, kRow, kSplat } kind = kTensor;
+  // kTensor: the tensor; kRow: the rank-1 row (or null: constant row); kSplat: the rank-0 value whose
+  // copies in every logical lane form the row
+  const HloInstruction* value = nullptr;
   uint32_t imm = 0;                       // kImmediate
   int32_t constant_row = -1;              // kRow from a scalar constant: index of the constant region
 };
@@ -395,6 +403,12 @@ class CodeGenerator {
   int32_t ConstantRegion(const HloInstruction& constant);
   // Runs `body(count)` over `total` items in chunks of `chunk`, advancing each pointer register by
   // step * chunk after every chunk. Full chunks run in a loop when there are two or more.
+  // Builds, at row_vmem, the `tiles` row lines of `instruction`'s layout that hold rank-0 `scalar` in
+  // every logical lane (Src2::kSplat, elementwise.cc).
+  Status EmitSplatRow(const HloInstruction& instruction, const HloInstruction& scalar, Reg row_vmem, uint32_t tiles);
+  // VMEM [0, tiles) holds a row of a layout with `tiles` lines per row: fills [0, lines) (a whole number
+  // of rows) with copies of it, and waits for the VPU (elementwise.cc).
+  Status RepeatRow(uint32_t tiles, uint32_t lines);
   Status ForChunks(uint32_t total, uint32_t chunk, const std::vector<std::pair<Reg, uint32_t>>& pointers,
                    const std::function<Status(Reg count, uint32_t count_value)>& body);
   // Runs `emit_block(rows)` over `rows` rows in blocks of LANES: the full blocks in a loop when there are two

@@ -680,6 +680,49 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// A broadcast of a scalar the program reads (a learning rate, say) is not materialized: its users splat it
+// into a row on the device. Several column tiles, chunks of rows, negative scalars (x * -v must not turn
+// the padding into -0), a compare and a reduce over the padded rows check the padding stays +0.
+TEST(CodegenTest, ScalarParameterBroadcastsFoldIntoTheirUsers) {
+  const char* text = R"(HloModule scalar_operand
+ENTRY %main (x: f32[40,30], v: f32[], w: f32[6]) -> (f32[40,30], f32[40,30], f32[40,30], pred[40,30], f32[40], f32[6]) {
+  %x = f32[40,30]{1,0} parameter(0)
+  %v = f32[] parameter(1)
+  %w = f32[6]{0} parameter(2)
+  %bv = f32[40,30]{1,0} broadcast(f32[] %v), dimensions={}
+  %sum = f32[40,30]{1,0} add(f32[40,30]{1,0} %x, f32[40,30]{1,0} %bv)
+  %product = f32[40,30]{1,0} multiply(f32[40,30]{1,0} %bv, f32[40,30]{1,0} %x)
+  %difference = f32[40,30]{1,0} subtract(f32[40,30]{1,0} %x, f32[40,30]{1,0} %bv)
+  %greater = pred[40,30]{1,0} compare(f32[40,30]{1,0} %x, f32[40,30]{1,0} %bv), direction=GT
+  %zero = f32[] constant(0)
+  %rows = f32[40]{0} reduce(f32[40,30]{1,0} %sum, f32[] %zero), dimensions={1}, to_apply=%add_f32
+  %bv6 = f32[6]{0} broadcast(f32[] %v), dimensions={}
+  %small = f32[6]{0} maximum(f32[6]{0} %w, f32[6]{0} %bv6)
+  ROOT %t = (f32[40,30]{1,0}, f32[40,30]{1,0}, f32[40,30]{1,0}, pred[40,30]{1,0}, f32[40]{0}, f32[6]{0}) tuple(%sum, %product, %difference, %greater, %rows, %small)
+}
+%add_f32 (p: f32[], q: f32[]) -> f32[] {
+  %p = f32[] parameter(0)
+  %q = f32[] parameter(1)
+  ROOT %r = f32[] add(%p, %q)
+}
+)";
+  const model::ChipConfig config = model::ChipConfig::Build();
+  CompileOptions chunks;
+  chunks.vmem_lines = 64 + 2 * config.lanes;  // the splat's scratch, and rows in several chunks on tiny
+  for (uint32_t seed : {1u, 2u, 3u, 4u}) CompileRunAndCompare(text, chunks, seed);
+  auto module = hlo::ParseHloModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  CompileOptions options;
+  options.lanes = config.lanes;
+  options.vmem_lines = config.vmem_lines;
+  options.imem_words = config.imem_words;
+  StatusOr<Program> program = Compile(**module, options);
+  ASSERT_TRUE(program.ok()) << program.status();
+  for (const CodeRange& range : program->code_ranges) {
+    EXPECT_EQ(range.what.find("broadcast"), std::string::npos) << range.what << " is materialized";
+  }
+}
+
 TEST(CodegenTest, ScalarBroadcastInChunks) {
   CompileOptions options;
   options.vmem_lines = 40;  // 16 rows per chunk

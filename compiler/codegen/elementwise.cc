@@ -63,7 +63,10 @@ Status CodeGenerator::EmitVpu(const HloInstruction& instruction, const VpuOp& vp
   // Row broadcast: the row's line t is added to line t of every row.
   const uint32_t tiles = static_cast<uint32_t>(layout.column_tiles(L()));
   TPU_ASSIGN_OR_RETURN(ScopedReg row_vmem, NewReg());
-  {
+  asm_.Li(row_vmem, 0);
+  if (b.kind == Src2::kSplat) {
+    TPU_RETURN_IF_ERROR(EmitSplatRow(instruction, *b.value, row_vmem, tiles));
+  } else {
     TPU_ASSIGN_OR_RETURN(ScopedReg row_hbm, NewReg());
     TPU_ASSIGN_OR_RETURN(ScopedReg row_count, NewReg());
     if (b.constant_row >= 0) {
@@ -71,7 +74,6 @@ Status CodeGenerator::EmitVpu(const HloInstruction& instruction, const VpuOp& vp
     } else {
       LoadAddress(row_hbm, b.value, 0);
     }
-    asm_.Li(row_vmem, 0);
     asm_.Li(row_count, tiles);
     asm_.DmaLoad(row_hbm, row_vmem, row_count, 1);  // waited for by the first SYNC below
   }
@@ -88,33 +90,100 @@ Status CodeGenerator::EmitVpu(const HloInstruction& instruction, const VpuOp& vp
       return OkStatus();
     });
   }
-  // Several lines per row: gather column tile t of a chunk of rows into contiguous lines (strided DMA),
-  // apply line t of the row to all of them, scatter them back.
-  if (budget <= tiles) return VmemOverflow(instruction, tiles + 1);
-  asm_.Li(a_vmem, tiles);
+  // Several lines per row: the row repeated over a chunk of rows in VMEM (built once), then chunks of
+  // whole rows as tensor-tensor operations: one contiguous DMA each way per chunk. Building the repeated
+  // row costs a VPU pass over one chunk, so chunks stay near kRepeatedRowLines however large the VMEM.
+  constexpr uint32_t kRepeatedRowLines = 1024;
   const uint32_t rows = static_cast<uint32_t>(layout.rows);
-  return ForChunks(rows, budget - tiles, {{a_hbm, tiles}, {out_hbm, tiles}}, [&](Reg count, uint32_t) {
-    TPU_ASSIGN_OR_RETURN(ScopedReg a_tile, NewReg());
-    TPU_ASSIGN_OR_RETURN(ScopedReg out_tile, NewReg());
-    TPU_ASSIGN_OR_RETURN(ScopedReg row_line, NewReg());
-    TPU_ASSIGN_OR_RETURN(ScopedReg row_end, NewReg());
-    asm_.Addi(a_tile, a_hbm, 0);
-    asm_.Addi(out_tile, out_hbm, 0);
-    asm_.Li(row_line, 0);
-    asm_.Li(row_end, tiles);
-    Assembler::Label loop = asm_.NewLabel();
-    asm_.Bind(loop);
-    asm_.DmaLoad(a_tile, a_vmem, count, tiles);
+  uint32_t chunk_rows = std::min({rows, budget / (2 * tiles), std::max(kRepeatedRowLines / tiles, 1u)});
+  if (chunk_rows == 0) return VmemOverflow(instruction, 2 * tiles);
+  // A chunk that divides the rows leaves no remainder chunk, whose code would repeat the loop body.
+  for (uint32_t candidate = chunk_rows; candidate > 0 && 2 * candidate >= chunk_rows; --candidate) {
+    if (rows % candidate == 0) {
+      chunk_rows = candidate;
+      break;
+    }
+  }
+  const uint32_t chunk_lines = chunk_rows * tiles;
+  asm_.Sync(kSyncDma);  // the row
+  TPU_RETURN_IF_ERROR(RepeatRow(tiles, chunk_lines));
+  asm_.Li(a_vmem, chunk_lines);
+  return ForChunks(layout.lines, chunk_lines, {{a_hbm, 1}, {out_hbm, 1}}, [&](Reg count, uint32_t) {
+    asm_.DmaLoad(a_hbm, a_vmem, count, 1);
     asm_.Sync(kSyncDma);
-    vop(a_vmem, a_vmem, row_line, count, isa::flag::VADD_SRC2_BCAST, 0);
+    vop(a_vmem, a_vmem, row_vmem, count, 0, 0);
     asm_.Sync(kSyncVpu);
-    asm_.DmaStore(out_tile, a_vmem, count, tiles);
-    asm_.Addi(a_tile, a_tile, 1);
-    asm_.Addi(out_tile, out_tile, 1);
-    asm_.Addi(row_line, row_line, 1);
-    asm_.Bne(row_line, row_end, loop);
+    asm_.DmaStore(out_hbm, a_vmem, count, 1);
     return OkStatus();
   });
+}
+
+// Doubling copies (x | x = x, bit for bit): [0, n) to [n, 2n) while that fits, in a code loop when there
+// are more than two, then the last, partial copy. Each VOR issues once the VPU has written the lines the
+// previous one produced.
+Status CodeGenerator::RepeatRow(uint32_t tiles, uint32_t lines) {
+  TPU_ASSIGN_OR_RETURN(ScopedReg source, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg destination, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
+  uint32_t doublings = 0, have = tiles;
+  for (; 2 * have <= lines; have *= 2) ++doublings;
+  asm_.Li(source, 0);
+  asm_.Li(destination, tiles);
+  asm_.Li(count, tiles);
+  auto double_once = [&] {
+    asm_.Emit(isa::Opcode::VOR, {destination, source, source, count, 0, 0});
+    asm_.Add(destination, destination, count);
+    asm_.Add(count, count, count);
+  };
+  if (doublings > 2) {
+    TPU_ASSIGN_OR_RETURN(ScopedReg left, NewReg());
+    asm_.Li(left, doublings);
+    Assembler::Label loop = asm_.NewLabel();
+    asm_.Bind(loop);
+    double_once();
+    asm_.Addi(left, left, static_cast<uint32_t>(-1));
+    asm_.Bne(left, kZeroReg, loop);
+  } else {
+    for (uint32_t i = 0; i < doublings; ++i) double_once();
+  }
+  if (have < lines) {
+    asm_.Li(count, lines - have);
+    asm_.Emit(isa::Opcode::VOR, {destination, source, source, count, 0, 0});
+  }
+  asm_.Sync(kSyncVpu);
+  return OkStatus();
+}
+
+// The scalar's line holds it in lane 0 and zeros after it: LANES copies of that line (DMA stride 0)
+// transposed by VTRANS make a line with the scalar in every lane, and its AND with the row of ones in the
+// logical lanes of `instruction` (a constant row) gives row lines whose padded lanes stay +0.
+// VMEM: the row [row_vmem, +tiles), the copies and their transpose in the 2*LANES lines after it (free
+// again once this returns: everything here has finished).
+Status CodeGenerator::EmitSplatRow(const HloInstruction& instruction, const HloInstruction& scalar, Reg row_vmem,
+                                   uint32_t tiles) {
+  const uint32_t lanes = L();
+  if (options_.vmem_lines < tiles + 2 * lanes) return VmemOverflow(instruction, tiles + 2 * lanes);
+  TPU_ASSIGN_OR_RETURN(const int32_t mask, ConstantRow(0xffffffffu, MakeDeviceLayout(instruction.shape(), lanes).cols));
+  TPU_ASSIGN_OR_RETURN(ScopedReg hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg copies, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg transposed, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
+  LoadAddress(hbm, &scalar, 0);
+  asm_.Addi(copies, row_vmem, tiles);
+  asm_.Addi(transposed, row_vmem, tiles + lanes);
+  asm_.Li(count, lanes);
+  asm_.DmaLoad(hbm, copies, count, 0);
+  asm_.LoadAddress(hbm, RegionKind::kConstant, static_cast<uint32_t>(mask), 0);
+  asm_.Li(count, tiles);
+  asm_.DmaLoad(hbm, row_vmem, count, 1);
+  asm_.Sync(kSyncDma);
+  asm_.Li(count, 1);
+  asm_.Emit(isa::Opcode::VTRANS, {transposed, copies, {}, count, 0, 0});
+  asm_.Sync(kSyncVpu);
+  asm_.Li(count, tiles);
+  asm_.Emit(isa::Opcode::VAND, {row_vmem, row_vmem, transposed, count, isa::flag::VAND_SRC2_BCAST, 0});
+  asm_.Sync(kSyncVpu);
+  return OkStatus();
 }
 
 namespace {
@@ -422,7 +491,7 @@ StatusOr<Src2> CodeGenerator::SecondOperand(const HloInstruction& instruction, H
     return b;
   }
   if (FoldableBroadcast(instruction, value)) {
-    b.kind = Src2::kRow;
+    b.kind = value.operand(0)->shape().rank() == 0 ? Src2::kSplat : Src2::kRow;
     b.value = value.operand(0);
     return b;
   }
@@ -508,7 +577,7 @@ Status CodeGenerator::EmitCompare(const HloInstruction& instruction) {
       b.kind = Src2::kImmediate;
       b.imm = FloatBits(source.literal().Get<float>(0));
     } else {
-      b.kind = Src2::kRow;
+      b.kind = source.shape().rank() == 0 ? Src2::kSplat : Src2::kRow;
       b.value = &source;
     }
   } else {
