@@ -168,6 +168,122 @@ Status CodeGenerator::ForChunks(uint32_t total, uint32_t chunk,
   return OkStatus();
 }
 
+uint32_t CodeGenerator::PipelineChunk(uint32_t total, const ChunkPipeline& pipeline, bool* pipelined) const {
+  *pipelined = false;
+  const uint32_t granule = std::max(pipeline.granule, 1u);
+  const uint32_t available = options_.vmem_lines > pipeline.first_set ? options_.vmem_lines - pipeline.first_set : 0;
+  const uint32_t cap = std::min(pipeline.max_chunk, std::max(total, 1u));
+  auto fit = [&](uint32_t lines) { return std::min(lines, cap) / granule * granule; };
+  if (total >= min_pipelined_lines_) {
+    // Enough chunks for the stages to overlap, none so short that the memory latency dominates it.
+    constexpr uint32_t kChunks = 4, kMinChunk = 128;
+    const uint32_t chunk = fit(std::min(std::max(kMinChunk, (total + kChunks - 1) / kChunks),
+                                        available / (3 * pipeline.buffers + pipeline.shared_buffers)));
+    if (chunk > 0 && total / chunk >= 2) {
+      *pipelined = true;
+      return chunk;
+    }
+  }
+  return fit(available / (pipeline.buffers + pipeline.shared_buffers));
+}
+
+Status CodeGenerator::PipelineChunks(const HloInstruction& instruction, uint32_t total, const ChunkPipeline& pipeline) {
+  if (total == 0) return OkStatus();
+  bool pipelined = false;
+  const uint32_t chunk = PipelineChunk(total, pipeline, &pipelined);
+  if (chunk == 0) {
+    return VmemOverflow(instruction, pipeline.first_set + (pipeline.buffers + pipeline.shared_buffers) *
+                                                              std::max(pipeline.granule, 1u));
+  }
+  const uint32_t full_chunks = total / chunk, rest = total % chunk;
+  auto advance = [&](const std::vector<std::pair<Reg, uint32_t>>& pointers, Reg lines) {
+    for (const auto& pointer : pointers) asm_.Add(pointer.first, pointer.first, lines);
+  };
+  if (pipeline.prologue) TPU_RETURN_IF_ERROR(pipeline.prologue(chunk));
+  const uint32_t first_set = pipeline.first_set + pipeline.shared_buffers * chunk;
+  std::vector<ScopedReg> buffer_regs;
+  std::vector<Reg> buffer;
+  for (uint32_t i = 0; i < pipeline.buffers; ++i) {
+    TPU_ASSIGN_OR_RETURN(ScopedReg reg, NewReg());
+    buffer.push_back(reg);
+    buffer_regs.push_back(std::move(reg));
+  }
+  if (!pipelined) {
+    // One set at fixed lines.
+    for (uint32_t i = 0; i < pipeline.buffers; ++i) asm_.Li(buffer[i], first_set + i * chunk);
+    std::vector<std::pair<Reg, uint32_t>> pointers = pipeline.load_pointers;
+    pointers.insert(pointers.end(), pipeline.store_pointers.begin(), pipeline.store_pointers.end());
+    return ForChunks(total, chunk, pointers, [&](Reg count, uint32_t) -> Status {
+      TPU_RETURN_IF_ERROR(pipeline.load(buffer, count));
+      asm_.Sync(kSyncDma);
+      TPU_RETURN_IF_ERROR(pipeline.compute(buffer, count));
+      asm_.Sync(kSyncVpu);
+      return pipeline.store(buffer, count);
+    });
+  }
+  // The sets of chunk k-1 (being stored), k (being computed) and k+1 (being loaded), rotated after each
+  // iteration. The first iteration stores and the last loads zero lines, so that one code body serves
+  // every iteration.
+  const uint32_t set_lines = pipeline.buffers * chunk;
+  TPU_ASSIGN_OR_RETURN(ScopedReg previous, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg current, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg next, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg full_count, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg store_count, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg load_count, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg remaining, NewReg());
+  asm_.Li(current, first_set);
+  asm_.Li(next, first_set + set_lines);
+  asm_.Li(previous, first_set + 2 * set_lines);
+  asm_.Li(full_count, chunk);
+  asm_.Li(store_count, 0);
+  asm_.Li(load_count, chunk);
+  asm_.Li(remaining, full_chunks);
+  // The buffers of `set`, then a stage on them.
+  auto stage = [&](const ChunkPipeline::Stage& run, Reg set, Reg count) -> Status {
+    for (uint32_t i = 0; i < pipeline.buffers; ++i) asm_.Addi(buffer[i], set, i * chunk);
+    return run(buffer, count);
+  };
+  TPU_RETURN_IF_ERROR(stage(pipeline.load, current, full_count));
+  advance(pipeline.load_pointers, full_count);
+  // Iteration k: compute chunk k while the DMA unit stores chunk k-1 and loads chunk k+1. The SYNC at its
+  // start waits for chunk k's load, chunk k-1's computation and chunk k-2's store (whose set is loaded
+  // next); the VPU and the DMA unit each run their instructions in order.
+  Assembler::Label loop = asm_.NewLabel();
+  asm_.Bind(loop);
+  asm_.Sync(kSyncDma | kSyncVpu);
+  TPU_RETURN_IF_ERROR(stage(pipeline.compute, current, full_count));
+  TPU_RETURN_IF_ERROR(stage(pipeline.store, previous, store_count));
+  advance(pipeline.store_pointers, store_count);
+  asm_.Addi(store_count, full_count, 0);
+  asm_.Addi(remaining, remaining, static_cast<uint32_t>(-1));
+  Assembler::Label not_last = asm_.NewLabel();
+  asm_.Bne(remaining, kZeroReg, not_last);
+  asm_.Li(load_count, 0);
+  asm_.Bind(not_last);
+  TPU_RETURN_IF_ERROR(stage(pipeline.load, next, load_count));
+  advance(pipeline.load_pointers, load_count);
+  {
+    TPU_ASSIGN_OR_RETURN(ScopedReg freed, NewReg());
+    asm_.Addi(freed, previous, 0);
+    asm_.Addi(previous, current, 0);
+    asm_.Addi(current, next, 0);
+    asm_.Addi(next, freed, 0);
+  }
+  asm_.Bne(remaining, kZeroReg, loop);
+  // The last full chunk, then the shorter rest in the set that the last iteration did not fill.
+  asm_.Sync(kSyncVpu);
+  TPU_RETURN_IF_ERROR(stage(pipeline.store, previous, full_count));
+  advance(pipeline.store_pointers, full_count);
+  if (rest == 0) return OkStatus();
+  asm_.Li(load_count, rest);
+  TPU_RETURN_IF_ERROR(stage(pipeline.load, current, load_count));
+  asm_.Sync(kSyncDma);
+  TPU_RETURN_IF_ERROR(pipeline.compute(buffer, load_count));
+  asm_.Sync(kSyncVpu);
+  return pipeline.store(buffer, load_count);
+}
+
 Status CodeGenerator::EmitCopy(const HloInstruction* from, Location to) {
   return EmitCopyLines(locations_.at(BufferOf(from)), to, MakeDeviceLayout(from->shape(), L()).lines);
 }
@@ -662,8 +778,9 @@ StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& op
     return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
   };
   double prepare_ms = 0, codegen_ms = 0;
-  // The passes the dots ask for (or dot_passes); while the code does not fit the IMEM, dots with a
-  // compact pipeline, then without the software pipeline (less code, dot.cc), then -- for the precision
+  // The passes the dots ask for (or dot_passes); while the code does not fit the IMEM, elementwise loops
+  // without their pipeline, dots with a compact pipeline, then without the software pipeline (less code,
+  // dot.cc), then -- for the precision
   // the HLO asks for, not for a forced count -- more than one pass only for the dots that reach a compare,
   // exp or log, then one pass everywhere (CompileStats::dot_precision says which).
   std::vector<std::pair<SplitDotsOptions, std::string>> attempts = {
@@ -685,11 +802,17 @@ StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& op
     StatusOr<std::unique_ptr<hlo::HloModule>> prepared = PrepareForCodegen(module, prepare_options);
     prepare_ms += milliseconds(start);
     TPU_RETURN_IF_ERROR(prepared.status());
-    for (CodeGenerator::DotSchedule dot_schedule : {CodeGenerator::DotSchedule::kBalanced, CodeGenerator::DotSchedule::kCompact,
-                                                     CodeGenerator::DotSchedule::kSerial}) {
+    // Code schedules from the fastest to the smallest: elementwise loops pipelined (all, the large ones,
+    // none), then dots with less code.
+    using Schedule = CodeGenerator::DotSchedule;
+    constexpr uint32_t kNone = CodeGenerator::kNoPipelinedChunks;
+    for (const auto& [dot_schedule, min_pipelined_lines] :
+         {std::pair{Schedule::kBalanced, 0u}, std::pair{Schedule::kBalanced, 8192u}, std::pair{Schedule::kBalanced, kNone},
+          std::pair{Schedule::kCompact, kNone}, std::pair{Schedule::kSerial, kNone}}) {
       start = Clock::now();
       CodeGenerator generator(**prepared, options);
       generator.set_dot_schedule(dot_schedule);
+      generator.set_min_pipelined_lines(min_pipelined_lines);
       program = generator.Run(stats);
       codegen_ms += milliseconds(start);
       if (stats != nullptr) {

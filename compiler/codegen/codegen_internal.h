@@ -280,6 +280,10 @@ class CodeGenerator {
     dot_schedule_ = schedule;
     pipelined_dots_ = schedule != DotSchedule::kSerial;
   }
+  // Elementwise loops over at least this many lines overlap their DMA with the VPU (PipelineChunks; more
+  // code); kNoPipelinedChunks: none.
+  static constexpr uint32_t kNoPipelinedChunks = UINT32_MAX;
+  void set_min_pipelined_lines(uint32_t lines) { min_pipelined_lines_ = lines; }
 
  private:
   uint32_t L() const { return options_.lanes; }
@@ -409,6 +413,29 @@ class CodeGenerator {
   // VMEM [0, tiles) holds a row of a layout with `tiles` lines per row: fills [0, lines) (a whole number
   // of rows) with copies of it, and waits for the VPU (elementwise.cc).
   Status RepeatRow(uint32_t tiles, uint32_t lines);
+  // A loop over `total` lines in chunks, software-pipelined: while chunk k is computed, the DMA unit
+  // stores chunk k-1 and loads chunk k+1, in three VMEM buffer sets used in rotation. Without
+  // min_pipelined_lines_ lines, or when they make fewer than two chunks, one set and one stage after the other
+  // (in larger chunks). A set holds `buffers` chunk-sized buffers. The callbacks get the first line of
+  // each buffer of the set in registers (buffer[i]) and the chunk's count (it may be 0: the pipeline's
+  // first store and last load); the load and store pointers advance by the lines each load and store
+  // moved (pointers of step 1 only). Ends with every chunk stored or being stored.
+  struct ChunkPipeline {
+    uint32_t first_set = 0;  // VMEM line of the first set; the sets use the VMEM from there
+    uint32_t buffers = 1;
+    // Chunk-sized buffers the sets share, before them (from first_set); `prologue` fills them once the
+    // chunk is known.
+    uint32_t shared_buffers = 0;
+    uint32_t granule = 1;    // chunks are multiples of this many lines (whole rows)
+    uint32_t max_chunk = UINT32_MAX;
+    std::vector<std::pair<Reg, uint32_t>> load_pointers, store_pointers;
+    using Stage = std::function<Status(const std::vector<Reg>& buffer, Reg count)>;
+    Stage load, compute, store;
+    std::function<Status(uint32_t chunk)> prologue;
+  };
+  // The chunk PipelineChunks takes for `total` lines, and whether it pipelines (0: the VMEM is too small).
+  uint32_t PipelineChunk(uint32_t total, const ChunkPipeline& pipeline, bool* pipelined) const;
+  Status PipelineChunks(const HloInstruction& instruction, uint32_t total, const ChunkPipeline& pipeline);
   Status ForChunks(uint32_t total, uint32_t chunk, const std::vector<std::pair<Reg, uint32_t>>& pointers,
                    const std::function<Status(Reg count, uint32_t count_value)>& body);
   // Runs `emit_block(rows)` over `rows` rows in blocks of LANES: the full blocks in a loop when there are two
@@ -448,6 +475,7 @@ class CodeGenerator {
   std::vector<DotPaddingReport> dots_;
   DotSchedule dot_schedule_ = DotSchedule::kBalanced;
   bool pipelined_dots_ = true;
+  uint32_t min_pipelined_lines_ = 0;
   uint32_t aliased_outputs_ = 0;  // outputs written into a parameter's buffer
   uint32_t alias_copies_ = 0;     // of those, copied there at the end
 };

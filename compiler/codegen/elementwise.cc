@@ -29,93 +29,87 @@ Status CodeGenerator::EmitVpu(const HloInstruction& instruction, const VpuOp& vp
   };
   TPU_ASSIGN_OR_RETURN(ScopedReg a_hbm, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
-  TPU_ASSIGN_OR_RETURN(ScopedReg a_vmem, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg b_hbm, NewReg());
   LoadAddress(a_hbm, a, 0);
   LoadAddress(out_hbm, &instruction, 0);
-  const uint32_t budget = options_.vmem_lines;
+  // Every form streams operand a through the sets, computes in place and stores the result.
+  ChunkPipeline pipeline;
+  pipeline.load_pointers = {{a_hbm, 1}};
+  pipeline.store_pointers = {{out_hbm, 1}};
+  pipeline.store = [&](const std::vector<Reg>& buffer, Reg count) {
+    asm_.DmaStore(out_hbm, buffer[0], count, 1);
+    return OkStatus();
+  };
 
   if (b.kind == Src2::kTensor || b.kind == Src2::kImmediate) {
+    // A set holds a chunk of a and (a tensor b) a chunk of b.
     const bool tensor = b.kind == Src2::kTensor;
-    const uint32_t chunk = tensor ? budget / 2 : budget;
-    if (chunk == 0) return VmemOverflow(instruction, 2);
-    TPU_ASSIGN_OR_RETURN(ScopedReg b_hbm, NewReg());
-    TPU_ASSIGN_OR_RETURN(ScopedReg b_vmem, NewReg());
-    if (tensor) LoadAddress(b_hbm, b.value, 0);
-    asm_.Li(a_vmem, 0);
-    asm_.Li(b_vmem, std::min(chunk, layout.lines));
-    std::vector<std::pair<Reg, uint32_t>> pointers = {{a_hbm, 1}, {out_hbm, 1}};
-    if (tensor) pointers.push_back({b_hbm, 1});
-    return ForChunks(layout.lines, chunk, pointers, [&](Reg count, uint32_t) {
-      asm_.DmaLoad(a_hbm, a_vmem, count, 1);
-      if (tensor) asm_.DmaLoad(b_hbm, b_vmem, count, 1);
-      asm_.Sync(kSyncDma);
-      if (tensor) {
-        vop(a_vmem, a_vmem, b_vmem, count, 0, 0);
-      } else {
-        vop(a_vmem, a_vmem, kZeroReg, count, isa::flag::VADD_SRC2_IMM, b.imm);
-      }
-      asm_.Sync(kSyncVpu);
-      asm_.DmaStore(out_hbm, a_vmem, count, 1);
+    if (tensor) {
+      LoadAddress(b_hbm, b.value, 0);
+      pipeline.buffers = 2;
+      pipeline.load_pointers.push_back({b_hbm, 1});
+    }
+    pipeline.load = [&](const std::vector<Reg>& buffer, Reg count) {
+      asm_.DmaLoad(a_hbm, buffer[0], count, 1);
+      if (tensor) asm_.DmaLoad(b_hbm, buffer[1], count, 1);
       return OkStatus();
-    });
+    };
+    pipeline.compute = [&](const std::vector<Reg>& buffer, Reg count) {
+      if (tensor) {
+        vop(buffer[0], buffer[0], buffer[1], count, 0, 0);
+      } else {
+        vop(buffer[0], buffer[0], kZeroReg, count, isa::flag::VADD_SRC2_IMM, b.imm);
+      }
+      return OkStatus();
+    };
+    return PipelineChunks(instruction, layout.lines, pipeline);
   }
 
-  // Row broadcast: the row's line t is added to line t of every row.
+  // Row broadcast: the row's line t is applied to line t of every row. VMEM: the row first.
   const uint32_t tiles = static_cast<uint32_t>(layout.column_tiles(L()));
   TPU_ASSIGN_OR_RETURN(ScopedReg row_vmem, NewReg());
   asm_.Li(row_vmem, 0);
   if (b.kind == Src2::kSplat) {
     TPU_RETURN_IF_ERROR(EmitSplatRow(instruction, *b.value, row_vmem, tiles));
   } else {
-    TPU_ASSIGN_OR_RETURN(ScopedReg row_hbm, NewReg());
     TPU_ASSIGN_OR_RETURN(ScopedReg row_count, NewReg());
     if (b.constant_row >= 0) {
-      asm_.LoadAddress(row_hbm, RegionKind::kConstant, static_cast<uint32_t>(b.constant_row), 0);
+      asm_.LoadAddress(b_hbm, RegionKind::kConstant, static_cast<uint32_t>(b.constant_row), 0);
     } else {
-      LoadAddress(row_hbm, b.value, 0);
+      LoadAddress(b_hbm, b.value, 0);
     }
     asm_.Li(row_count, tiles);
-    asm_.DmaLoad(row_hbm, row_vmem, row_count, 1);  // waited for by the first SYNC below
+    asm_.DmaLoad(b_hbm, row_vmem, row_count, 1);  // waited for by the first SYNC of the loop
   }
-  if (tiles == 1) {
-    // Rows are whole lines: one VPU instruction per chunk with the row broadcast to every line.
-    if (budget <= 1) return VmemOverflow(instruction, 2);
-    asm_.Li(a_vmem, 1);
-    return ForChunks(layout.lines, budget - 1, {{a_hbm, 1}, {out_hbm, 1}}, [&](Reg count, uint32_t) {
-      asm_.DmaLoad(a_hbm, a_vmem, count, 1);
-      asm_.Sync(kSyncDma);
-      vop(a_vmem, a_vmem, row_vmem, count, isa::flag::VADD_SRC2_BCAST, 0);
-      asm_.Sync(kSyncVpu);
-      asm_.DmaStore(out_hbm, a_vmem, count, 1);
-      return OkStatus();
-    });
-  }
-  // Several lines per row: the row repeated over a chunk of rows in VMEM (built once), then chunks of
-  // whole rows as tensor-tensor operations: one contiguous DMA each way per chunk. Building the repeated
-  // row costs a VPU pass over one chunk, so chunks stay near kRepeatedRowLines however large the VMEM.
-  constexpr uint32_t kRepeatedRowLines = 1024;
-  const uint32_t rows = static_cast<uint32_t>(layout.rows);
-  uint32_t chunk_rows = std::min({rows, budget / (2 * tiles), std::max(kRepeatedRowLines / tiles, 1u)});
-  if (chunk_rows == 0) return VmemOverflow(instruction, 2 * tiles);
-  // A chunk that divides the rows leaves no remainder chunk, whose code would repeat the loop body.
-  for (uint32_t candidate = chunk_rows; candidate > 0 && 2 * candidate >= chunk_rows; --candidate) {
-    if (rows % candidate == 0) {
-      chunk_rows = candidate;
-      break;
-    }
-  }
-  const uint32_t chunk_lines = chunk_rows * tiles;
-  asm_.Sync(kSyncDma);  // the row
-  TPU_RETURN_IF_ERROR(RepeatRow(tiles, chunk_lines));
-  asm_.Li(a_vmem, chunk_lines);
-  return ForChunks(layout.lines, chunk_lines, {{a_hbm, 1}, {out_hbm, 1}}, [&](Reg count, uint32_t) {
-    asm_.DmaLoad(a_hbm, a_vmem, count, 1);
-    asm_.Sync(kSyncDma);
-    vop(a_vmem, a_vmem, row_vmem, count, 0, 0);
-    asm_.Sync(kSyncVpu);
-    asm_.DmaStore(out_hbm, a_vmem, count, 1);
+  pipeline.load = [&](const std::vector<Reg>& buffer, Reg count) {
+    asm_.DmaLoad(a_hbm, buffer[0], count, 1);
     return OkStatus();
-  });
+  };
+  if (tiles == 1) {
+    // Rows are whole lines: the row's line is the broadcast operand of every line.
+    pipeline.first_set = 1;
+    pipeline.compute = [&](const std::vector<Reg>& buffer, Reg count) {
+      vop(buffer[0], buffer[0], row_vmem, count, isa::flag::VADD_SRC2_BCAST, 0);
+      return OkStatus();
+    };
+    return PipelineChunks(instruction, layout.lines, pipeline);
+  }
+  // Several lines per row: the row repeated over a chunk of rows in VMEM (built once, a VPU pass over a
+  // chunk: chunks stay near kRepeatedRowLines however large the VMEM), then chunks of whole rows as
+  // tensor-tensor operations against it: contiguous DMA.
+  constexpr uint32_t kRepeatedRowLines = 1024;
+  pipeline.shared_buffers = 1;
+  pipeline.granule = tiles;
+  pipeline.max_chunk = std::max(kRepeatedRowLines / tiles, 1u) * tiles;
+  pipeline.prologue = [&](uint32_t chunk) {
+    asm_.Sync(kSyncDma);  // the row
+    return RepeatRow(tiles, chunk);
+  };
+  pipeline.compute = [&](const std::vector<Reg>& buffer, Reg count) {
+    vop(buffer[0], buffer[0], row_vmem, count, 0, 0);
+    return OkStatus();
+  };
+  return PipelineChunks(instruction, layout.lines, pipeline);
 }
 
 // Doubling copies (x | x = x, bit for bit): [0, n) to [n, 2n) while that fits, in a code loop when there
@@ -435,42 +429,41 @@ Status CodeGenerator::ClearPaddedLanes(const HloInstruction& instruction) {
 
 Status CodeGenerator::EmitVpuSequence(const HloInstruction& instruction, const VpuSequence& sequence) {
   const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
-  const uint32_t chunk = options_.vmem_lines / sequence.buffers;
-  if (chunk == 0) return VmemOverflow(instruction, sequence.buffers);
-  const uint32_t used = std::min(chunk, layout.lines);
-  std::vector<ScopedReg> buffers;
-  for (uint32_t i = 0; i < sequence.buffers; ++i) {
-    TPU_ASSIGN_OR_RETURN(ScopedReg buffer, NewReg());
-    asm_.Li(buffer, i * used);
-    buffers.push_back(std::move(buffer));
-  }
   TPU_ASSIGN_OR_RETURN(ScopedReg x_hbm, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg y_hbm, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
   LoadAddress(x_hbm, instruction.operand(0), 0);
   if (sequence.second_operand) LoadAddress(y_hbm, instruction.operand(1), 0);
   LoadAddress(out_hbm, &instruction, 0);
-  std::vector<std::pair<Reg, uint32_t>> pointers = {{x_hbm, 1}, {out_hbm, 1}};
-  if (sequence.second_operand) pointers.push_back({y_hbm, 1});
-
-  return ForChunks(layout.lines, chunk, pointers, [&](Reg count, uint32_t) -> Status {
-    asm_.DmaLoad(x_hbm, buffers[0], count, 1);
-    if (sequence.second_operand) asm_.DmaLoad(y_hbm, buffers[1], count, 1);
-    asm_.Sync(kSyncDma);
+  // A set holds the sequence's buffers; buffer 0 (and 1) are loaded with the operands.
+  ChunkPipeline pipeline;
+  pipeline.buffers = sequence.buffers;
+  pipeline.load_pointers = {{x_hbm, 1}};
+  if (sequence.second_operand) pipeline.load_pointers.push_back({y_hbm, 1});
+  pipeline.store_pointers = {{out_hbm, 1}};
+  pipeline.load = [&](const std::vector<Reg>& buffer, Reg count) {
+    asm_.DmaLoad(x_hbm, buffer[0], count, 1);
+    if (sequence.second_operand) asm_.DmaLoad(y_hbm, buffer[1], count, 1);
+    return OkStatus();
+  };
+  pipeline.compute = [&](const std::vector<Reg>& buffer, Reg count) {
     for (const VpuStep& step : sequence.steps) {
       uint8_t flags = step.flags;
       Reg src2 = kZeroReg;
       if (step.src2 == VpuStep::kImmediate) {
         flags |= isa::flag::VADD_SRC2_IMM;  // the same bit on every binary vector instruction
       } else if (step.src2 != VpuStep::kUnary) {
-        src2 = buffers[step.src2];
+        src2 = buffer[step.src2];
       }
-      asm_.Emit(step.opcode, {buffers[step.dst], buffers[step.src1], src2, count, flags, step.imm});
+      asm_.Emit(step.opcode, {buffer[step.dst], buffer[step.src1], src2, count, flags, step.imm});
     }
-    asm_.Sync(kSyncVpu);
-    asm_.DmaStore(out_hbm, buffers[sequence.result], count, 1);
     return OkStatus();
-  });
+  };
+  pipeline.store = [&](const std::vector<Reg>& buffer, Reg count) {
+    asm_.DmaStore(out_hbm, buffer[sequence.result], count, 1);
+    return OkStatus();
+  };
+  return PipelineChunks(instruction, layout.lines, pipeline);
 }
 
 StatusOr<Src2> CodeGenerator::SecondOperand(const HloInstruction& instruction, HloOpcode op,
