@@ -80,6 +80,7 @@ TEST(PlatformTest, ResetThenIdAndConfigRegisters) {
   EXPECT_EQ(transport->MmioRead(csr::CFG_HBM_LINES), cfg::kHbmLines);
   EXPECT_EQ(transport->MmioRead(csr::CFG_NUM_CORES), cfg::kNumCores);
   EXPECT_EQ(transport->MmioRead(csr::CFG_SREGS), cfg::kSregs);
+  EXPECT_EQ(transport->MmioRead(csr::CFG_HBM_CHANNELS), cfg::kHbmChannels);
   EXPECT_EQ(transport->MmioRead(csr::STATUS), 0u);
   EXPECT_EQ(transport->MmioRead(csr::IRQ_ENABLE), 0xfu);
   EXPECT_EQ(transport->mmio_errors(), 0u);

@@ -137,6 +137,7 @@ module tpu_csr
       tpu_pkg::CSR_CFG_HBM_LINES:  csr_rdata = 32'(tpu_pkg::HBM_LINES);
       tpu_pkg::CSR_CFG_NUM_CORES:  csr_rdata = 32'(tpu_pkg::NUM_CORES);
       tpu_pkg::CSR_CFG_SREGS:      csr_rdata = 32'(tpu_pkg::SREGS);
+      tpu_pkg::CSR_CFG_HBM_CHANNELS: csr_rdata = 32'(tpu_pkg::HBM_CHANNELS);
       tpu_pkg::CSR_START_PC:       csr_rdata = start_pc_q;
       tpu_pkg::CSR_STATUS: begin
         csr_rdata[tpu_pkg::STATUS_BUSY_LSB]      = core_busy_i;

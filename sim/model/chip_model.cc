@@ -134,6 +134,7 @@ uint32_t ChipModel::MmioRead(uint32_t offset) {
     case csr::CFG_HBM_LINES: return static_cast<uint32_t>(config_.hbm_lines);
     case csr::CFG_NUM_CORES: return config_.num_cores;
     case csr::CFG_SREGS: return config_.sregs;
+    case csr::CFG_HBM_CHANNELS: return config_.hbm_channels;
     case csr::START_PC: return start_pc_;
     case csr::STATUS:
       return (core_running_ ? csr::STATUS_BUSY : 0) | (halted_ ? csr::STATUS_HALTED : 0) |

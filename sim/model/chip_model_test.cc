@@ -45,6 +45,7 @@ TEST_F(ChipModelTest, ResetValuesAndIdentity) {
   EXPECT_EQ(Csr(csr::CFG_HBM_LINES), config.hbm_lines);
   EXPECT_EQ(Csr(csr::CFG_NUM_CORES), config.num_cores);
   EXPECT_EQ(Csr(csr::CFG_SREGS), config.sregs);
+  EXPECT_EQ(Csr(csr::CFG_HBM_CHANNELS), config.hbm_channels);
   EXPECT_EQ(Csr(csr::STATUS), 0u);
   EXPECT_EQ(Csr(csr::IRQ_STATUS), 0u);
   EXPECT_EQ(Csr(csr::IRQ_ENABLE), 0xFu);

@@ -38,7 +38,6 @@
 #include "compiler/interpreter/interpreter.h"
 #include "compiler/passes/one_pass_dot_rounding.h"
 #include "compiler/passes/rebatch.h"
-#include "sim/model/chip_config.h"
 #include "sim/tpusim/output_compare.h"
 #include "sw/profiler/html_report.h"
 #include "sw/profiler/op_profile.h"
@@ -384,13 +383,10 @@ Status WriteFile(const std::string& path, const std::string& contents) {
 }
 
 // `profile`'s part after the run: the op profile and findings on stdout, the trace and the report files.
-int ReportProfile(const Flags& flags, const hlo::HloModule& module, const runtime::LoadedExecutable& executable,
-                  const ExecutionProfile& execution, const std::vector<profiler::HostEvent>& host) {
-  StatusOr<model::ChipConfig> config = model::ChipConfig::Named(FlagOr(flags, "config", cfg::kName));
-  if (!config.ok()) return Fail("tpusim: " + config.status().ToString());
-  profiler::ChipPeaks peaks;
-  peaks.lanes = config->lanes;
-  peaks.hbm_bytes_per_cycle = 32.0 * config->hbm_channels;  // pin peak per channel (docs/hbm.md)
+int ReportProfile(const Flags& flags, const hlo::HloModule& module, const DeviceInfo& device,
+                  const runtime::LoadedExecutable& executable, const ExecutionProfile& execution,
+                  const std::vector<profiler::HostEvent>& host) {
+  const profiler::ChipPeaks peaks = profiler::PeaksOf(device);
   StatusOr<profiler::OpProfile> ops = profiler::BuildOpProfile(executable.program(), execution, peaks);
   if (!ops.ok()) return Fail("tpusim: profile: " + ops.status().ToString());
   uint64_t top = 20;
@@ -558,7 +554,7 @@ int Run(const Flags& flags, bool profile) {
     std::cout << utilization;
   }
   if (profile) {
-    if (const int status = ReportProfile(flags, module, **executable, *result->profile, host_events); status != kExitOk) {
+    if (const int status = ReportProfile(flags, module, client.device_info(), **executable, *result->profile, host_events); status != kExitOk) {
       return status;
     }
   }

@@ -12,7 +12,7 @@ target_link_libraries(tpusim_compare PUBLIC tpusim_hlo)
 
 if(TARGET tpusim_interpreter)
   add_executable(tpusim ${tpusim_cli_dir}/main.cc)
-  target_link_libraries(tpusim PRIVATE tpusim_runtime tpusim_profiler tpusim_model tpusim_interpreter tpusim_compare)
+  target_link_libraries(tpusim PRIVATE tpusim_runtime tpusim_profiler tpusim_interpreter tpusim_compare)
   set_target_properties(tpusim PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/sim)
 else()
   message(STATUS "sim/tpusim: tpusim_interpreter not available yet, skipping the tpusim CLI")

@@ -45,7 +45,8 @@ std::string ToString(const DeviceInfo& info) {
   return "version=" + Hex(info.version, 8) + " lanes=" + std::to_string(info.lanes) +
          " vmem_lines=" + std::to_string(info.vmem_lines) + " imem_words=" + std::to_string(info.imem_words) +
          " hbm_lines=" + std::to_string(info.hbm_lines) + " num_cores=" + std::to_string(info.num_cores) +
-         " sregs=" + std::to_string(info.sregs) + " line_bytes=" + std::to_string(info.line_bytes);
+         " sregs=" + std::to_string(info.sregs) + " hbm_channels=" + std::to_string(info.hbm_channels) +
+         " line_bytes=" + std::to_string(info.line_bytes);
 }
 
 Status Driver::Reset() {
@@ -84,6 +85,7 @@ StatusOr<DeviceInfo> Driver::Discover() {
   info.hbm_lines = transport_.MmioRead(csr::CFG_HBM_LINES);
   info.num_cores = transport_.MmioRead(csr::CFG_NUM_CORES);
   info.sregs = transport_.MmioRead(csr::CFG_SREGS);
+  info.hbm_channels = transport_.MmioRead(csr::CFG_HBM_CHANNELS);
   if (info.lanes == 0 || info.lanes > (1u << 20) || info.vmem_lines == 0 || info.imem_words == 0 ||
       info.hbm_lines == 0 || info.num_cores == 0) {
     return FailedPrecondition("tpusim device reports an impossible configuration: " + ToString(info));

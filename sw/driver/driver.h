@@ -28,6 +28,7 @@ struct DeviceInfo {
   uint32_t hbm_lines = 0;
   uint32_t num_cores = 0;
   uint32_t sregs = 0;
+  uint32_t hbm_channels = 0;  // 32 bytes per cycle each at the pin peak
   uint32_t line_bytes = 0;   // lanes * 4
   uint64_t hbm_bytes() const { return uint64_t(hbm_lines) * line_bytes; }
 };

@@ -5,6 +5,7 @@
 //   x = client.buffer_from_numpy(np.ones((4, 8), np.float32))
 //   exe = client.compile(hlo_text)
 //   outputs, counters = exe.execute([x])
+//   outputs, counters, profile = exe.execute([x], profile=True)   # where the cycles went (sw/profiler)
 //   outputs[0].to_numpy()
 //   _tpusim.interpret(hlo_text, [np.ones((4, 8), np.float32)])   # the HLO interpreter (the golden)
 //
@@ -19,8 +20,10 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,6 +37,9 @@
 #include "compiler/hlo/verifier.h"
 #include "compiler/interpreter/interpreter.h"
 #include "sw/base/status.h"
+#include "sw/profiler/html_report.h"
+#include "sw/profiler/op_profile.h"
+#include "sw/profiler/trace_writer.h"
 #include "sw/runtime/client.h"
 
 namespace py = pybind11;
@@ -114,6 +120,20 @@ py::array NumpyFromLiteral(const hlo::Literal& literal) {
   py::array array(DtypeOf(literal.shape().element_type), dims);
   if (literal.size_bytes() > 0) std::memcpy(array.mutable_data(), literal.untyped_data(), literal.size_bytes());
   return array;
+}
+
+// A profiled run, for Python: the program, its issue trace and the per-operation sums.
+struct ProfiledRun {
+  compiler::Program program;
+  std::shared_ptr<const ExecutionProfile> execution;
+  std::string device_name;
+  profiler::OpProfile ops;
+};
+
+void WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out) ThrowIfError(InvalidArgument("cannot write " + path + ": " + std::strerror(errno)));
 }
 
 py::dict CountersToDict(const DeviceCounters& counters) {
@@ -264,20 +284,89 @@ PYBIND11_MODULE(_tpusim, m) {
                              "MACs of the dots as the HLO writes them")
       .def(
           "execute",
-          [](LoadedExecutable& e, const std::vector<const Buffer*>& arguments) {
+          [](LoadedExecutable& e, const std::vector<const Buffer*>& arguments, bool profile) -> py::tuple {
+            ExecuteOptions options;
+            options.profile = profile;
             StatusOr<ExecuteResult> result = [&] {
               InterruptWhileRunning acknowledge;
               py::gil_scoped_release release;
-              return e.Execute(arguments);
+              return e.Execute(arguments, options);
             }();
             ExecuteResult value = ValueOrThrow(std::move(result));
             py::list outputs;
             for (auto& output : value.outputs) outputs.append(py::cast(std::move(output)));
-            return py::make_tuple(outputs, CountersToDict(value.counters));
+            if (!profile) return py::make_tuple(outputs, CountersToDict(value.counters));
+            auto run = std::make_unique<ProfiledRun>();
+            run->program = e.program();
+            run->execution = value.profile;
+            run->device_name = e.device().name();
+            run->ops = ValueOrThrow(profiler::BuildOpProfile(run->program, *run->execution,
+                                                             profiler::PeaksOf(e.device_info())));
+            return py::make_tuple(outputs, CountersToDict(value.counters), std::move(run));
           },
-          py::arg("arguments"),
-          "Runs the program once; returns (outputs, counters). Outputs aliased to a parameter take over "
-          "that argument's HBM (the argument becomes donated).");
+          py::arg("arguments"), py::arg("profile") = false,
+          "Runs the program once; returns (outputs, counters), and with profile=True (outputs, counters, "
+          "Profile): the chip's issue trace of the run per HLO operation. Outputs aliased to a parameter "
+          "take over that argument's HBM (the argument becomes donated).");
+
+  py::class_<ProfiledRun>(m, "Profile",
+                          "A profiled run: cycles, stalls and unit work per HLO operation (sw/profiler).")
+      .def_property_readonly("cycles", [](const ProfiledRun& p) { return p.ops.cycles; })
+      .def_property_readonly(
+          "ops",
+          [](const ProfiledRun& p) {
+            py::list ops;
+            for (const profiler::OpRecord& op : p.ops.ops) {
+              py::dict d;
+              d["name"] = op.name;
+              d["category"] = op.category;
+              d["start_cycle"] = op.start_cycle;
+              d["cycles"] = op.cycles;
+              d["stall_cycles"] = op.stall_cycles;
+              d["instructions"] = op.instructions;
+              d["dma_lines"] = op.work[kProfileDma];
+              d["mxu_rows"] = op.work[kProfileMxu];
+              d["vpu_lines"] = op.work[kProfileVpu];
+              ops.append(d);
+            }
+            return ops;
+          },
+          "One dict per HLO operation in program order: name, category, start_cycle, cycles, stall_cycles, "
+          "instructions, dma_lines, mxu_rows, vpu_lines.")
+      .def("op_table", [](const ProfiledRun& p, size_t top) { return profiler::FormatOpProfile(p.ops, top); },
+           py::arg("top") = 20, "The op profile as tpusim profile prints it (the `top` slowest, 0: all).")
+      .def(
+          "findings",
+          [](const ProfiledRun& p, const std::string& hlo_text) {
+            std::unique_ptr<hlo::HloModule> module = ValueOrThrow(hlo::ParseHloModule(hlo_text));
+            py::list findings;
+            for (const profiler::Finding& f : profiler::PerformanceFindings(*module, p.ops)) {
+              findings.append(py::make_tuple(f.check, f.text));
+            }
+            return findings;
+          },
+          py::arg("hlo_text"), "The performance guide's checks on the module as written: (check, text) pairs.")
+      .def(
+          "write_trace",
+          [](const ProfiledRun& p, const std::string& path) {
+            profiler::TraceOptions options;
+            options.device_name = p.device_name;
+            WriteTextFile(path, profiler::ChromeTraceJson(p.ops, *p.execution, {}, options));
+          },
+          py::arg("path"), "Writes the Chrome trace event JSON (Perfetto, chrome://tracing).")
+      .def(
+          "write_report",
+          [](const ProfiledRun& p, const std::string& path, const std::string& hlo_text, const std::string& title,
+             const std::string& subtitle) {
+            std::unique_ptr<hlo::HloModule> module = ValueOrThrow(hlo::ParseHloModule(hlo_text));
+            profiler::HtmlReportOptions options;
+            options.title = title;
+            options.subtitle = subtitle;
+            WriteTextFile(path, profiler::HtmlReport(p.ops, *p.execution, profiler::PerformanceFindings(*module, p.ops),
+                                                     options));
+          },
+          py::arg("path"), py::arg("hlo_text"), py::arg("title") = "", py::arg("subtitle") = "",
+          "Writes the HTML report (utilization timeline, findings on hlo_text, op table).");
 
   py::class_<Client>(m, "Client")
       .def(py::init([](const std::string& backend, const std::string& config, uint64_t execute_timeout_cycles,

@@ -16,6 +16,7 @@
 #include "compiler/codegen/program.h"
 #include "compiler/hlo/hlo_ir.h"
 #include "sw/base/status.h"
+#include "sw/driver/driver.h"
 #include "sw/driver/execution_profile.h"
 
 namespace tpu::profiler {
@@ -36,6 +37,10 @@ struct ChipPeaks {
   uint32_t lanes = 0;                 // MXU rows per cycle are 1: LANES x LANES MACs
   double hbm_bytes_per_cycle = 0;     // pin peak of all channels
 };
+// The peaks of the device the driver discovered: 32 bytes per cycle per HBM channel (docs/hbm.md).
+inline ChipPeaks PeaksOf(const DeviceInfo& device) {
+  return ChipPeaks{device.lanes, 32.0 * device.hbm_channels};
+}
 
 struct OpProfile {
   std::string module;

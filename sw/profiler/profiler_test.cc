@@ -44,11 +44,12 @@ ENTRY %main (x: f32[32,784], w: f32[784,120], b: f32[120]) -> (f32[32,120], f32[
 }
 )";
 
+// The peaks of this build's configuration, as the driver discovers them.
 ChipPeaks Peaks() {
-  ChipPeaks peaks;
-  peaks.lanes = cfg::kLanes;
-  peaks.hbm_bytes_per_cycle = 32.0 * cfg::kHbmChannels;
-  return peaks;
+  DeviceInfo device;
+  device.lanes = cfg::kLanes;
+  device.hbm_channels = cfg::kHbmChannels;
+  return PeaksOf(device);
 }
 
 struct ProfiledRun {
@@ -107,6 +108,7 @@ class ProfilerTest : public ::testing::Test {
 };
 
 TEST_F(ProfilerTest, OperationsAddUpToTheDeviceCounters) {
+  EXPECT_EQ(PeaksOf(client_->device_info()).hbm_bytes_per_cycle, Peaks().hbm_bytes_per_cycle);
   EXPECT_EQ(ops_.cycles, run_.counters.cycles);
   EXPECT_EQ(ops_.total.cycles, run_.counters.cycles);
   EXPECT_EQ(ops_.total.stall_cycles, run_.counters.stall_cycles);

@@ -98,6 +98,8 @@ StatusOr<hlo::Literal> Buffer::ToLiteral() const {
 // ---------------------------------------------------------------------------------------------------------
 // LoadedExecutable
 
+const DeviceInfo& LoadedExecutable::device_info() const { return state_->info; }
+
 StatusOr<ExecuteResult> LoadedExecutable::Execute(const std::vector<const Buffer*>& arguments,
                                                   const ExecuteOptions& options) {
   const compiler::Program& program = program_;

@@ -150,6 +150,7 @@ class LoadedExecutable {
   const compiler::Program& program() const { return program_; }
   const std::string& name() const { return program_.module_name; }
   const Device& device() const { return *device_; }
+  const DeviceInfo& device_info() const;  // of the chip the executable runs on
 
   // Runs the program once on `arguments` (one buffer per entry parameter, of the parameter's shape).
   // InvalidArgument naming both shapes when an argument does not match. An output the program aliases to

@@ -82,6 +82,7 @@ TEST(TpuChip, IdAndConfigRegisters) {
   EXPECT_EQ(chip.MmioRead(csr::CFG_HBM_LINES), cfg::kHbmLines);
   EXPECT_EQ(chip.MmioRead(csr::CFG_NUM_CORES), cfg::kNumCores);
   EXPECT_EQ(chip.MmioRead(csr::CFG_SREGS), cfg::kSregs);
+  EXPECT_EQ(chip.MmioRead(csr::CFG_HBM_CHANNELS), cfg::kHbmChannels);
   EXPECT_EQ(chip.MmioRead(csr::STATUS), 0u);
   EXPECT_EQ(chip.MmioRead(csr::IRQ_STATUS), 0u);
   EXPECT_EQ(chip.MmioRead(csr::IRQ_ENABLE), 0xFu);

@@ -156,3 +156,23 @@ def test_step_report_prints_the_step_and_matches_the_cpu(capsys):
     assert int(fields["hbm_bytes"]) > 3 * 4 * (784 * 256 + 256 * 128 + 128 * 10)
     assert 0 < float(fields["mxu_util_pct"]) <= 100
     assert float(fields["rel_loss_diff"]) < 1e-3
+
+
+def test_fit_profiles_the_step_asked_for(tmp_path):
+    """profile_step runs that step with the issue trace on: the op profile adds up to the step's cycles,
+    the findings name the padding of the 10-class layer, the trace is JSON and the report is written."""
+    import json
+    (x, y), _ = data.load_fashion_mnist()
+    out = io.StringIO()
+    model = tpusim.Model(models.MLP(), optax.adam(1e-3), config=CONFIG, out=out)
+    model.fit(x[:48], y[:48], epochs=1, batch_size=16, verbose=0, profile_step=1, profile_dir=str(tmp_path))
+    profile = model.profile
+    assert profile is not None
+    assert sum(op["cycles"] for op in profile.ops) == profile.cycles > 0
+    assert any(op["category"] == "dot" and op["mxu_rows"] > 0 for op in profile.ops)
+    text = out.getvalue()
+    assert "Profile of step 1" in text and "[padding]" in text, text
+    trace = json.loads((tmp_path / "step1.trace.json").read_text())
+    names = {e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert {"HLO operations", "DMA", "MXU", "VPU"} <= names
+    assert "<svg" in (tmp_path / "step1.html").read_text()

@@ -129,6 +129,11 @@ class Function:
         self._compiled: dict[Any, _Compiled] = {}
         # Device counters of the last call (cycles, mxu_busy_cycles, instructions, dma_lines, ...).
         self.last_counters: dict[str, int] = {}
+        # Set profile_next_call to profile the next call: its _tpusim.Profile (cycles per HLO operation,
+        # trace, report) and the HLO text it ran are then last_profile and last_hlo_text.
+        self.profile_next_call = False
+        self.last_profile: _tpusim.Profile | None = None
+        self.last_hlo_text = ""
 
     def lower(self, *args) -> tuple[str, Any]:
         """The HLO text JAX lowers the function to for these arguments, and the output tree."""
@@ -165,7 +170,12 @@ class Function:
         leaves, in_tree = jax.tree_util.tree_flatten(args)
         compiled = self._compiled_for(leaves, in_tree)
         buffers = [self._to_buffer(leaf) for leaf in leaves]
-        outputs, counters = compiled.executable.execute(buffers)
+        self.last_hlo_text = compiled.hlo_text
+        if self.profile_next_call:
+            self.profile_next_call = False
+            outputs, counters, self.last_profile = compiled.executable.execute(buffers, profile=True)
+        else:
+            outputs, counters = compiled.executable.execute(buffers)
         self.last_counters = counters
         return jax.tree_util.tree_unflatten(compiled.out_tree, [Array(b, self.client) for b in outputs])
 

@@ -50,6 +50,10 @@ def parse_args(argv):
     parser.add_argument("--train-examples", type=int, default=None, help="use only the first N training images")
     parser.add_argument("--data-dir", default=data.FASHION_MNIST_DIR)
     parser.add_argument("--no-validation", action="store_true", help="skip the per-epoch test-set evaluation")
+    parser.add_argument("--profile-step", type=int, default=None,
+                        help="run this global step (from 0) with the issue trace on and print where its cycles go")
+    parser.add_argument("--profile-dir", default=None,
+                        help="write the profiled step's Chrome trace and HTML report here")
     return parser.parse_args(argv)
 
 
@@ -90,7 +94,8 @@ def main(argv=None) -> int:
     start, start_cpu = time.perf_counter(), time.process_time()
     history = model.fit(x_train, y_train, epochs=args.epochs, batch_size=args.batch_size,
                         validation_data=None if args.no_validation else (x_test, y_test),
-                        checkpoint_path=args.checkpoint, stop_after_steps=args.stop_after_steps)
+                        checkpoint_path=args.checkpoint, stop_after_steps=args.stop_after_steps,
+                        profile_step=args.profile_step, profile_dir=args.profile_dir)
     host_seconds, host_cpu_seconds = time.perf_counter() - start, time.process_time() - start_cpu
     if model.interrupted:
         where = f"; checkpoint {args.checkpoint}" if args.checkpoint else ""

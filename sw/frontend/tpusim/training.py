@@ -166,6 +166,8 @@ class Model:
         self.step_losses: list[float] = []  # every training step's loss, in order (this process)
         self.out = out or sys.stdout
         self.interrupted = False  # the last fit stopped on Ctrl-C
+        self.profile = None  # the _tpusim.Profile of fit's profile_step
+        self._profile_request: tuple[int | None, str | None] = (None, None)
 
     # --- state -----------------------------------------------------------------------------------
 
@@ -197,12 +199,16 @@ class Model:
     # --- training --------------------------------------------------------------------------------
 
     def fit(self, x, y, *, epochs: int = 1, batch_size: int = 32, validation_data=None, checkpoint_path=None,
-            stop_after_steps: int | None = None, verbose: int = 1) -> dict[str, list[float]]:
+            stop_after_steps: int | None = None, verbose: int = 1, profile_step: int | None = None,
+            profile_dir: str | None = None) -> dict[str, list[float]]:
         """Trains until ``epochs`` epochs are done (or ``stop_after_steps`` steps, counted from the start
         of training, including steps before a resume). With ``checkpoint_path``, training resumes from it
         when it exists and saves to it after every epoch and when it stops early. Ctrl-C stops after the
-        running step, saves the checkpoint and sets ``interrupted`` (StepInterrupt). Returns the history
-        of the epochs run here: loss, sparse_categorical_accuracy (and val_... with validation data)."""
+        running step, saves the checkpoint and sets ``interrupted`` (StepInterrupt). With ``profile_step``
+        (a global step number, counted from 0), that step runs with the chip's issue trace on: its op
+        profile and findings are printed and kept in ``profile``, and with ``profile_dir`` its trace
+        (step<N>.trace.json, Perfetto) and report (step<N>.html) are written there. Returns the history of
+        the epochs run here: loss, sparse_categorical_accuracy (and val_... with validation data)."""
         x = np.asarray(x, np.float32)
         y = np.asarray(y, np.int32)
         steps = data.batch_count(len(x), batch_size)
@@ -215,10 +221,31 @@ class Model:
                 self.init(x[:batch_size])
         history: dict[str, list[float]] = {}
         self.interrupted = False
+        self._profile_request = (profile_step, profile_dir)
+        if profile_dir:
+            os.makedirs(profile_dir, exist_ok=True)  # before training, not after a long run
         with StepInterrupt(self.out).installed() as interrupt:
             self._epochs(x, y, steps, epochs, batch_size, validation_data, checkpoint_path, stop_after_steps,
                          verbose, history, interrupt)
         return history
+
+    def _report_profile(self, step: int) -> None:
+        """The profiled step's op profile and findings, and its trace and report files."""
+        profile, hlo_text = self.train_step.last_profile, self.train_step.last_hlo_text
+        self.profile = profile
+        print(f"\nProfile of step {step} ({profile.cycles} cycles):", file=self.out)
+        print(profile.op_table(10), end="", file=self.out)
+        for check, text in profile.findings(hlo_text):
+            print(f"  [{check}] {text}", file=self.out)
+        _, profile_dir = self._profile_request
+        if profile_dir:
+            trace = os.path.join(profile_dir, f"step{step}.trace.json")
+            report = os.path.join(profile_dir, f"step{step}.html")
+            profile.write_trace(trace)
+            profile.write_report(report, hlo_text, f"training step {step}",
+                                 f"{self.client.backend} backend, {profile.cycles} cycles")
+            print(f"trace: {trace}\nreport: {report}", file=self.out)
+        self.out.flush()
 
     def _epochs(self, x, y, steps, epochs, batch_size, validation_data, checkpoint_path, stop_after_steps, verbose,
                 history, interrupt) -> None:
@@ -232,8 +259,12 @@ class Model:
             last_draw = 0.0
             while p.step_in_epoch < steps:
                 batch = order[p.step_in_epoch * batch_size:(p.step_in_epoch + 1) * batch_size]
+                profiled = self._profile_request[0] == p.global_step
+                self.train_step.profile_next_call = profiled
                 self.params, self.opt_state, loss, correct = self.train_step(
                     self.params, self.opt_state, x[batch], y[batch])
+                if profiled:
+                    self._report_profile(p.global_step)
                 loss = float(loss)
                 self.step_losses.append(loss)
                 p.epoch_loss_sum += loss
