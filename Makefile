@@ -48,8 +48,8 @@ FRONTEND := PYTHONPATH=$(BUILD_DIR)/python JAX_PLATFORMS=cpu $(VENV)/bin/python
 # verilated chip and writes a waveform and a GTKWave save file.
 sim: build venv
 	mkdir -p $(SIM_DIR)
-	$(FRONTEND) -m tpusim.sim_step --config=$(CONFIG) --trace=$(SIM_DIR)/sim.fst
-	cp sim/chip.gtkw $(SIM_DIR)/sim.gtkw
+	$(FRONTEND) -m tpusim.sim_step --config=$(CONFIG) --trace=$(SIM_DIR)/sim.fst --gtkw=$(SIM_DIR)/sim.gtkw \
+	  --gtkw-template=sim/chip.gtkw --opcode-filter=$(BUILD_DIR)/gen/tpu_opcodes.gtkw_filter
 	@echo "waveform: $(SIM_DIR)/sim.fst  (make wave opens it)"
 
 wave:

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "Vhbm_subsystem.h"
+#include "verilated_fst_sc.h"
 #include "sysc/hbm_config.h"
 #include "tpu_config.h"
 
@@ -183,5 +184,7 @@ bool HbmMemory::DebugRead(uint64_t byte_address, void* data, size_t bytes) const
 bool HbmMemory::DebugWrite(uint64_t byte_address, const void* data, size_t bytes) {
   return dram_.WriteBytes(byte_address, static_cast<const uint8_t*>(data), bytes);
 }
+
+void HbmMemory::Trace(VerilatedFstSc* trace) { rtl_->trace(trace, 99); }
 
 }  // namespace tpu::sysc

@@ -27,6 +27,7 @@
 #include "sysc/line.h"
 
 class Vhbm_subsystem;
+class VerilatedFstSc;
 
 namespace tpu::sysc {
 
@@ -55,6 +56,9 @@ class HbmMemory : public sc_core::sc_module {
   bool DebugWrite(uint64_t byte_address, const void* data, size_t bytes);
   // Forgets all contents (every line reads as zero).
   void Clear() { dram_.Clear(); }
+  // Registers the verilated subsystem's signals (controllers, per-channel command bus, bank state) with
+  // a waveform before it opens: they appear under platform.hbm.rtl.
+  void Trace(VerilatedFstSc* trace);
 
   HbmDram& dram() { return dram_; }
   // Timing violations the device models saw (zero when the controllers behaved), with messages; the

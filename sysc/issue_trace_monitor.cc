@@ -4,7 +4,8 @@
 
 namespace tpu::sysc {
 
-IssueTraceMonitor::IssueTraceMonitor(sc_core::sc_module_name name, size_t imem_words)
+IssueTraceMonitor::IssueTraceMonitor(sc_core::sc_module_name name, size_t imem_words,
+                                     sc_core::sc_time clock_period)
     : sc_core::sc_module(name),
       clk_i("clk_i"),
       run_i("run_i"),
@@ -13,7 +14,8 @@ IssueTraceMonitor::IssueTraceMonitor(sc_core::sc_module_name name, size_t imem_w
       wait_i("wait_i"),
       unit_i("unit_i"),
       work_i("work_i"),
-      imem_words_(imem_words) {
+      imem_words_(imem_words),
+      clock_period_(clock_period) {
   SC_METHOD(Sample);
   sensitive << clk_i.pos();
   dont_initialize();
@@ -41,6 +43,8 @@ void IssueTraceMonitor::Sample() {
   if (!running_) {  // a new run
     running_ = true;
     profile_->Clear(imem_words_);
+    // This edge ends the run's first cycle.
+    profile_->start_cycle = static_cast<uint64_t>(sc_core::sc_time_stamp() / clock_period_) - 1;
     cycle_ = pending_ = 0;
     last_wait_ = 0;
     pending_stall_on_.fill(0);

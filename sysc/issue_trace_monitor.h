@@ -23,8 +23,9 @@ namespace tpu::sysc {
 class IssueTraceMonitor : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(IssueTraceMonitor);
-  // `imem_words`: instruction words of the core (the size of ExecutionProfile::pcs).
-  IssueTraceMonitor(sc_core::sc_module_name name, size_t imem_words);
+  // `imem_words`: instruction words of the core (the size of ExecutionProfile::pcs); `clock_period`: of
+  // clk_i (ExecutionProfile::start_cycle counts it from time 0).
+  IssueTraceMonitor(sc_core::sc_module_name name, size_t imem_words, sc_core::sc_time clock_period);
 
   sc_core::sc_in<bool> clk_i;
   sc_core::sc_in<bool> run_i;
@@ -41,6 +42,7 @@ class IssueTraceMonitor : public sc_core::sc_module {
   void Sample();
 
   const size_t imem_words_;
+  const sc_core::sc_time clock_period_;
   ExecutionProfile* profile_ = nullptr;
   bool running_ = false;
   uint64_t cycle_ = 0;        // cycles of the current run so far

@@ -27,7 +27,7 @@ Platform::Platform(sc_core::sc_module_name name, std::unique_ptr<Vtpu_chip> chip
       hbm_("hbm"),
       host_memory_("host_memory", tpu::cfg::kHostMemBytes, options.host_memory_latency),
       bridge_("bridge", &hbm_, ClockPeriod(), options.mmio_timeout_cycles, options.min_host_latency_cycles),
-      trace_monitor_("trace_monitor", tpu::cfg::kImemWords),
+      trace_monitor_("trace_monitor", tpu::cfg::kImemWords, ClockPeriod()),
       mmio_initiator_("mmio_initiator") {
   chip_ = std::move(chip);
 
@@ -246,24 +246,30 @@ void Platform::Run(uint64_t cycles) {
   RunUntil(Cycles() + std::min(cycles, kMaxRunCycles), [] { return false; });
 }
 
-Status Platform::StartTrace(const TraceOptions& options) {
+Status Platform::CheckTraceOptions(const TraceOptions& options) {
   if (options.file.empty()) return InvalidArgument("trace: no file name given");
   if (options.depth < 0) return InvalidArgument("trace: depth must be >= 0 (0 dumps every level)");
   if (options.stop_cycle <= options.start_cycle) {
     return InvalidArgument("trace: the window [" + std::to_string(options.start_cycle) + ", " +
                            std::to_string(options.stop_cycle) + ") is empty");
   }
-  if (trace_open_ || trace_pending_) return FailedPrecondition("trace: " + trace_file_ + " is still open");
   // Check the file can be written now rather than failing silently at the window start.
   if (FILE* probe = std::fopen(options.file.c_str(), "wb")) {
     std::fclose(probe);
   } else {
     return InvalidArgument("trace: cannot write " + options.file + ": " + std::strerror(errno));
   }
+  return OkStatus();
+}
+
+Status Platform::StartTrace(const TraceOptions& options) {
+  if (trace_open_ || trace_pending_) return FailedPrecondition("trace: " + trace_file_ + " is still open");
+  TPU_RETURN_IF_ERROR(CheckTraceOptions(options));
   EnsureStarted();
   if (!trace_) {
     trace_ = std::make_unique<VerilatedFstSc>();
     chip_->trace(trace_.get(), 99);  // register every signal once; dumpvars picks what each file holds
+    hbm_.Trace(trace_.get());
   }
   // Verilator names signals "tpu tpu_chip <scopes...> name"; dumpvars counts levels below the scope it
   // is given, so a signal directly in tpu_chip is at level 2 below "tpu".
@@ -275,6 +281,7 @@ Status Platform::StartTrace(const TraceOptions& options) {
     // last, so enabling them keeps the table whole. They are constants: they cost nothing per cycle.
     trace_->dumpvars(1, "tpu.tpu_pkg");
     trace_->dumpvars(1, "tpu.tpu_fp_pkg");
+    trace_->dumpvars(options.depth + 3, "platform.hbm.rtl");  // the HBM subsystem, as deep as the chip
   }
   trace_file_ = options.file;
   trace_pending_ = true;

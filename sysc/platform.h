@@ -82,8 +82,11 @@ class Platform : public sc_core::sc_module {
   // Rising clock edges since time 0.
   uint64_t Cycles() const;
 
-  // Starts an FST trace; the window is relative to now. Fails if a trace is already open or pending.
+  // Starts an FST trace; the window is relative to now. Fails if a trace is already open or pending, or
+  // CheckTraceOptions fails.
   Status StartTrace(const TraceOptions& options);
+  // A trace's own checks: a file name, depth >= 0, a non-empty window, a file that can be written.
+  static Status CheckTraceOptions(const TraceOptions& options);
   // Flushes and closes the trace file, if one is open or pending.
   void StopTrace();
   bool tracing() const;

@@ -313,12 +313,15 @@ TEST(PlatformTest, TracedRunWritesAWindowedFst) {
   trace.stop_cycle = 140;
   auto transport = MakeTransport(trace);
   ASSERT_NE(transport, nullptr);
-  // The FST holds simulation time since the process started the kernel; the window is relative to the
-  // transport's creation.
-  const uint64_t base_cycle = transport->platform().Cycles() - transport->Cycles();
+  // The FST holds simulation time since the process started the kernel; the window counts the program's
+  // cycles, from its DOORBELL write.
   LoadProgram(*transport, {Li(1, 100), Insn(Opcode::ADDI, 1, 1, 0, 0, 0, 0xffffffffu),
                            Insn(Opcode::BNE, 0, 1, 0, 0, 0, 1), Halt()});
+  EXPECT_EQ(transport->trace_origin_cycle(), 0u) << "armed, not started, before the doorbell";
+  const uint64_t before_doorbell = transport->platform().Cycles();
   ASSERT_TRUE(RunProgram(*transport));
+  const uint64_t base_cycle = transport->trace_origin_cycle();
+  EXPECT_GE(base_cycle, before_doorbell);
   EXPECT_GT(transport->Cycles(), trace.stop_cycle);
   transport.reset();  // flushes and closes the file
   ASSERT_TRUE(std::filesystem::exists(fst));
@@ -342,13 +345,15 @@ TEST(PlatformTest, TracedRunWritesAWindowedFst) {
   std::ifstream save_file(TPU_CHIP_GTKW);
   ASSERT_TRUE(save_file.good()) << "cannot read " << TPU_CHIP_GTKW;
   std::string line;
-  int checked = 0;
+  int checked = 0, hbm_checked = 0;
   while (std::getline(save_file, line)) {
-    if (line.empty() || line[0] == '@' || line[0] == '-' || line[0] == '[' || line[0] == '*') continue;
+    if (line.empty() || line[0] == '@' || line[0] == '-' || line[0] == '[' || line[0] == '*' || line[0] == '^') continue;
     EXPECT_EQ(signals.count(line), 1u) << TPU_CHIP_GTKW << " names " << line << ", which the dump does not hold";
     ++checked;
+    hbm_checked += line.rfind("platform.hbm.", 0) == 0;
   }
   EXPECT_GT(checked, 50);
+  EXPECT_GE(hbm_checked, 20) << "the HBM group: the line port and each channel's command bus and bank state";
   std::filesystem::remove(fst);
   std::filesystem::remove(fst + ".vcd");
 }
@@ -367,7 +372,8 @@ void CheckTraceDepth(int depth) {
   trace.depth = depth;
   auto transport = MakeTransport(trace);
   ASSERT_NE(transport, nullptr);
-  EXPECT_EQ(transport->MmioRead(csr::ID), csr::ID_MAGIC);
+  LoadProgram(*transport, {Halt()});
+  ASSERT_TRUE(RunProgram(*transport));  // the doorbell starts the window
   transport.reset();
   const std::set<std::string> signals = VcdSignals(ConvertToVcd(fst));
   EXPECT_EQ(signals.count(top + "clk_i"), 1u) << "depth " << depth;

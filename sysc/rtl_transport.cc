@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "tpu_csr.h"
+
 namespace tpu {
 namespace {
 
@@ -30,19 +32,22 @@ Status RtlTransport::Prepare(sysc::Platform** platform, const RtlTraceOptions& t
   *platform = ProcessPlatform();
   (*platform)->hbm().Clear();
   (*platform)->host_memory().Clear();
-  if (!trace.file.empty()) TPU_RETURN_IF_ERROR((*platform)->StartTrace(trace));
+  if (!trace.file.empty()) TPU_RETURN_IF_ERROR(sysc::Platform::CheckTraceOptions(trace));
   return OkStatus();
 }
 
 StatusOr<std::unique_ptr<RtlTransport>> RtlTransport::Create(const RtlTraceOptions& trace) {
   sysc::Platform* platform = nullptr;
   TPU_RETURN_IF_ERROR(Prepare(&platform, trace));
-  return std::make_unique<RtlTransport>(PassKey{}, platform);
+  auto transport = std::make_unique<RtlTransport>(PassKey{}, platform);
+  transport->pending_trace_ = trace;
+  return transport;
 }
 
 RtlTransport::RtlTransport(const RtlTraceOptions& trace) : platform_(nullptr) {
   const Status status = Prepare(&platform_, trace);
   if (!status.ok()) throw std::runtime_error(status.ToString());
+  pending_trace_ = trace;
   base_cycle_ = platform_->Cycles();
   g_transport_alive = true;
   const Status reset = platform_->Reset();
@@ -73,6 +78,15 @@ uint32_t RtlTransport::MmioRead(uint32_t offset) {
 }
 
 void RtlTransport::MmioWrite(uint32_t offset, uint32_t value) {
+  if (offset == csr::DOORBELL && !pending_trace_.file.empty()) {
+    trace_origin_cycle_ = platform_->Cycles();
+    const Status started = platform_->StartTrace(pending_trace_);
+    pending_trace_.file.clear();
+    if (!started.ok()) {
+      ++mmio_errors_;
+      last_mmio_error_ = started;
+    }
+  }
   const Status status = platform_->MmioWrite(offset, value);
   if (status.ok()) return;
   ++mmio_errors_;

@@ -11,8 +11,9 @@
 // A read that the bridge rejects (misaligned or out-of-range offset) or the chip does not answer returns
 // 0xFFFFFFFF, as a failed read does on PCIe; a failed write is dropped; both are counted and kept in
 // last_mmio_error(). HostRead/HostWrite use the host memory's debug transport (no device time) and throw
-// std::out_of_range for a range outside [0, HostMemoryBytes()). Destroying the transport flushes and
-// closes its trace file.
+// std::out_of_range for a range outside [0, HostMemoryBytes()). A trace's window counts the cycles of the
+// program: it is armed when the transport is created (the file is checked then) and starts with the first
+// DOORBELL write. Destroying the transport flushes and closes its trace file.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +30,8 @@ using RtlTraceOptions = sysc::TraceOptions;
 
 class RtlTransport : public Transport {
  public:
-  // Fails with FailedPrecondition while another RtlTransport exists, or with the trace's error.
+  // Fails with FailedPrecondition while another RtlTransport exists, or with the trace's error (an empty
+  // window, a file that cannot be written).
   static StatusOr<std::unique_ptr<RtlTransport>> Create(const RtlTraceOptions& trace = {});
   // Same as Create, for callers that prefer exceptions: throws std::runtime_error with the message.
   explicit RtlTransport(const RtlTraceOptions& trace = {});
@@ -49,6 +51,9 @@ class RtlTransport : public Transport {
 
   // Flushes and closes the trace now (the destructor does it too).
   void CloseTrace();
+  // The platform cycle the trace window counts from (the first DOORBELL write; 0 before it): FST time is
+  // platform cycles * 1000 ps.
+  uint64_t trace_origin_cycle() const { return trace_origin_cycle_; }
   uint64_t mmio_errors() const { return mmio_errors_; }
   const Status& last_mmio_error() const { return last_mmio_error_; }
   // The platform underneath, for tests and tools that need its backdoors.
@@ -65,6 +70,8 @@ class RtlTransport : public Transport {
   void CheckHostRange(uint64_t address, size_t bytes, const char* what) const;
 
   sysc::Platform* platform_;
+  RtlTraceOptions pending_trace_;  // armed: file set until the first DOORBELL starts it
+  uint64_t trace_origin_cycle_ = 0;
   uint64_t base_cycle_ = 0;
   uint64_t mmio_errors_ = 0;
   Status last_mmio_error_;

@@ -74,7 +74,9 @@ module hbm_ctrl #(
   output logic                r_valid_o,
   input  logic                r_ready_i,
   output logic [ID_W-1:0]     r_id_o,
+  /* verilator tracing_off */
   output logic [DATA_W-1:0]   r_data_o,
+  /* verilator tracing_on */
   output logic                r_last_o,
   output logic [1:0]          r_resp_o,
   // Write address / data / response.
@@ -86,8 +88,10 @@ module hbm_ctrl #(
   /* verilator lint_on UNUSEDSIGNAL */
   input  logic                w_valid_i,
   output logic                w_ready_o,
+  /* verilator tracing_off */
   input  logic [DATA_W-1:0]   w_data_i,
   input  logic [STRB_W-1:0]   w_strb_i,
+  /* verilator tracing_on */
   input  logic                w_last_i,
   output logic                b_valid_o,
   input  logic                b_ready_i,
@@ -100,11 +104,19 @@ module hbm_ctrl #(
   output logic [1:0]          dfi_col_cmd_o,
   output logic [NB_W-1:0]     dfi_col_bank_o,
   output logic [COL_BITS-1:0] dfi_col_addr_o,
+  /* verilator tracing_off */
   output logic [DATA_W-1:0]   dfi_wrdata_o,
   output logic [STRB_W-1:0]   dfi_wrmask_o,    // 1 = byte written
+  /* verilator tracing_on */
   input  logic                dfi_rddata_valid_i,
+  /* verilator tracing_off */
   input  logic [DATA_W-1:0]   dfi_rddata_i
+  /* verilator tracing_on */
 );
+
+  // Waveforms hold the ports, the queues' valid bits and the bank state (open banks, write mode,
+  // refresh); the rest of the internals would double a dump's size and its host time.
+  /* verilator tracing_off */
   // Command codes (also in tb/hbm and sysc/dram_device.h).
   localparam logic [2:0] RowNop = 3'd0, RowAct = 3'd1, RowPre = 3'd2, RowPrea = 3'd3, RowRef = 3'd4;
   localparam logic [1:0] ColNop = 2'd0, ColRd = 2'd1, ColWr = 2'd2;
@@ -169,12 +181,16 @@ module hbm_ctrl #(
   logic              rd_wait_q, wr_wait_q;
 
   // ---------------- Queues ----------------
+  /* verilator tracing_on */
   logic [RQ_DEPTH-1:0]             rq_valid_q, rq_valid_d;
+  /* verilator tracing_off */
   logic [RQ_DEPTH*ID_W-1:0] rq_id_q, rq_id_d;
   logic [RQ_DEPTH*LINE_W-1:0] rq_line_q, rq_line_d;
   logic [RQ_DEPTH-1:0] rq_last_q, rq_last_d;
   logic [RQ_DEPTH*RQ_DEPTH-1:0] rq_older_q, rq_older_d;  // bit i*RQ_DEPTH+j: entry i older than j
+  /* verilator tracing_on */
   logic [WQ_DEPTH-1:0]             wq_valid_q, wq_valid_d;
+  /* verilator tracing_off */
   logic [WQ_DEPTH*LINE_W-1:0] wq_line_q, wq_line_d;
   logic [DATA_W-1:0]               wq_data_q [WQ_DEPTH];
   logic [STRB_W-1:0]               wq_strb_q [WQ_DEPTH];
@@ -184,7 +200,9 @@ module hbm_ctrl #(
   logic [WQ_W-1:0]                 wq_count;
 
   // ---------------- Bank and timing state ----------------
+  /* verilator tracing_on */
   logic [NBANKS-1:0]   open_q, open_d;
+  /* verilator tracing_off */
   logic [NBANKS*ROW_BITS-1:0] open_row_q, open_row_d;
   logic [NBANKS*32-1:0] act_ok_q, act_ok_d;
   logic [NBANKS*32-1:0] pre_ok_q, pre_ok_d;
@@ -193,8 +211,12 @@ module hbm_ctrl #(
   logic [NBG*32-1:0] wr_ok_q, wr_ok_d;
   logic [4*32-1:0] faw_q, faw_d;               // last four ACT times, [0] oldest
   time_t ref_ok_q, ref_ok_d;
+  /* verilator tracing_on */
   logic               write_mode_q, write_mode_d;
+  /* verilator tracing_off */
+  /* verilator tracing_on */
   logic               ref_pending_q, ref_pending_d;
+  /* verilator tracing_off */
   logic [REFI_W-1:0]  refi_cnt_q;
 
   // ---------------- Read response buffer (in RD order) ----------------
@@ -716,4 +738,5 @@ module hbm_ctrl #(
     end
   end
 `endif
+/* verilator tracing_on */
 endmodule

@@ -60,6 +60,9 @@ module hbm_line_adapter #(
   input  logic [CHANNELS-1:0]         b_valid_i,
   input  logic [CHANNELS*ID_W-1:0]    b_id_i
 );
+
+  // Internals are left out of waveforms (its ports are the subsystem's signals), as in hbm_ctrl.
+  /* verilator tracing_off */
   localparam int TAGS   = 1 << ID_W;
   localparam int LPB    = LINE_W < DATA_W ? DATA_W / LINE_W : 1;  // lines per beat
   localparam int BPL    = LINE_W > DATA_W ? LINE_W / DATA_W : 1;  // beats per line
@@ -236,4 +239,5 @@ module hbm_line_adapter #(
   end
 `endif
 
+/* verilator tracing_on */
 endmodule

@@ -28,10 +28,14 @@ module hbm_subsystem #(
   output logic [CHANNELS*2-1:0]        dfi_col_cmd_o,
   output logic [CHANNELS*NB_W-1:0]     dfi_col_bank_o,
   output logic [CHANNELS*COL_BITS-1:0] dfi_col_addr_o,
+  /* verilator tracing_off */
   output logic [CHANNELS*DATA_W-1:0]   dfi_wrdata_o,
   output logic [CHANNELS*STRB_W-1:0]   dfi_wrmask_o,
+  /* verilator tracing_on */
   input  logic [CHANNELS-1:0]          dfi_rddata_valid_i,
+  /* verilator tracing_off */
   input  logic [CHANNELS*DATA_W-1:0]   dfi_rddata_i
+  /* verilator tracing_on */
 );
   localparam int ID_W  = 6;
   localparam int LEN_W = 4;
@@ -47,8 +51,11 @@ module hbm_subsystem #(
   logic [ADDR_W-1:0]          ar_addr, aw_addr;
   logic [LEN_W-1:0]           ar_len, aw_len;
   logic [CHANNELS*ID_W-1:0]   r_id, b_id;
+  // Payload buses are left out of waveforms: the line port and the DFI data carry the same values.
+  /* verilator tracing_off */
   logic [CHANNELS*DATA_W-1:0] r_data, w_data;
   logic [CHANNELS*STRB_W-1:0] w_strb;
+  /* verilator tracing_on */
 
   hbm_line_adapter #(
     .CHANNELS (CHANNELS),

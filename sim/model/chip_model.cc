@@ -213,7 +213,10 @@ void ChipModel::DoorBell() {
   watchdog_expired_ = false;
   draining_ = false;
   pending_stall_on_.fill(0);
-  if (profile_ != nullptr) profile_->Clear(config_.imem_words);
+  if (profile_ != nullptr) {
+    profile_->Clear(config_.imem_words);
+    profile_->start_cycle = run_start_;
+  }
 }
 
 void ChipModel::SoftReset() {

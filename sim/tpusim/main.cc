@@ -129,7 +129,8 @@ const char kUsage[] =
     "        --dot-passes=N MXU passes per f32 dot: 0 (default) what each dot's operand_precision asks\n"
     "        for (DEFAULT or none 1, HIGH 3, HIGHEST 6, as XLA on a TPU); 1, 3 or 6 for every dot.\n"
     "        --outputs=DIR writes DIR/out<i>.bin, the raw little-endian bytes of each output.\n"
-    "        --trace* write an FST waveform of a cycle window (rtl backend only).\n"
+    "        --trace* write an FST waveform of a cycle window (rtl backend only); --trace-start and\n"
+    "        --trace-stop count the program's cycles from its doorbell (a start past its end is an error).\n"
     "        --perturb-output=X adds X to the first element of output 0 before the comparison (to check\n"
     "        that a wrong result is caught).\n"
     "        --batch=N re-specializes the module for batch N (the leading dimension of the entry\n"
@@ -532,6 +533,17 @@ int Run(const Flags& flags, bool profile) {
   host_step("execute", step);
   if (!result.ok()) return Fail("tpusim: " + result.status().ToString());
   const DeviceCounters& counters = result->counters;
+  if (!profile && flags.values.count("trace")) {
+    // The window counts the program's cycles: one that starts after the program ended holds nothing.
+    uint64_t trace_start = 0;
+    if (!ParseUnsigned(flags, "trace-start", 0, &trace_start)) return kExitError;
+    if (trace_start >= counters.cycles) {
+      std::remove(FlagOr(flags, "trace", "").c_str());
+      return Fail("tpusim: --trace-start=" + std::to_string(trace_start) + " is past the end of the program (" +
+                  std::to_string(counters.cycles) + " cycles): the waveform would hold nothing; start it below " +
+                  std::to_string(counters.cycles));
+    }
+  }
   std::cout << "cycles: " << counters.cycles << "\n";
   std::cout << "mxu_busy_cycles: " << counters.mxu_busy_cycles << "\n";
   std::cout << "instructions: " << counters.instructions << "\n";

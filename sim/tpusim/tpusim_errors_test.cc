@@ -144,3 +144,16 @@ TEST_F(TpusimErrorsTest, ParseAndCompileErrorsReachTheLog) {
 }
 
 }  // namespace
+
+#ifdef TPUSIM_HAVE_RTL
+// The waveform window counts the program's cycles; a start past the program's end is an error (with the
+// program's length), not an empty file.
+TEST_F(TpusimErrorsTest, TraceWindowPastTheEndOfTheProgramIsAnError) {
+  const std::string fst = (dir_ / "late.fst").string();
+  const CommandResult run = Run("run " + std::string(TPU_SOURCE_DIR) + "/sim/dense_layer.hlo --backend=rtl --trace=" +
+                                fst + " --trace-start=100000000");
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(Contains(run.output, "--trace-start=100000000 is past the end of the program")) << run.output;
+  EXPECT_FALSE(fs::exists(fst)) << "no empty waveform is left behind";
+}
+#endif

@@ -49,12 +49,16 @@ struct ExecutionProfile {
   uint64_t max_intervals = 1u << 22;
   bool truncated = false;
   uint64_t cycles = 0;  // of the run (doorbell to halt or error): the sum of pcs[].cycles
+  // The backend's own clock at the run's first cycle: the reference model's cycle count, the SystemC
+  // platform's cycles since the simulation began (its FST waveforms put cycle c at c * 1000 ps).
+  uint64_t start_cycle = 0;
 
   void Clear(size_t words) {
     pcs.assign(words, PcProfile{});
     intervals.clear();
     truncated = false;
     cycles = 0;
+    start_cycle = 0;
   }
   void AddInterval(const UnitInterval& interval) {
     if (intervals.size() < max_intervals) {

@@ -278,6 +278,15 @@ PYBIND11_MODULE(_tpusim, m) {
             return compiler::ProgramHbmLines(e.program()) * compiler::LineBytes(e.program().lanes);
           },
           "HBM the program needs on its device: parameters, outputs of their own, constants, temporaries.")
+      .def_property_readonly(
+          "code_ranges",
+          [](const LoadedExecutable& e) {
+            py::list ranges;
+            for (const compiler::CodeRange& r : e.program().code_ranges) ranges.append(py::make_tuple(r.what, r.begin, r.end));
+            return ranges;
+          },
+          "(what, begin, end) per step of the program: the instruction words [begin, end) an HLO operation "
+          "(\"dot.3 = f32[32,120] dot\") or a final copy compiled to, in program order.")
       .def_property_readonly("mxu_macs", [](const LoadedExecutable& e) { return e.program().mxu_macs; },
                              "MACs of the padded tiles the MXU computes")
       .def_property_readonly("logical_macs", [](const LoadedExecutable& e) { return e.program().logical_macs; },
@@ -312,6 +321,9 @@ PYBIND11_MODULE(_tpusim, m) {
   py::class_<ProfiledRun>(m, "Profile",
                           "A profiled run: cycles, stalls and unit work per HLO operation (sw/profiler).")
       .def_property_readonly("cycles", [](const ProfiledRun& p) { return p.ops.cycles; })
+      .def_property_readonly(
+          "start_cycle", [](const ProfiledRun& p) { return p.execution->start_cycle; },
+          "The backend's clock at the run's first cycle (rtl: platform cycles; FST time = cycle * 1000 ps).")
       .def_property_readonly(
           "ops",
           [](const ProfiledRun& p) {
