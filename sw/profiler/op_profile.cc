@@ -8,24 +8,22 @@
 namespace tpu::profiler {
 namespace {
 
-void Accumulate(const PcProfile& word, OpRecord* op) {
-  op->cycles += word.cycles;
-  op->stall_cycles += word.stall_cycles;
-  op->instructions += word.issues;
+// Adds a word's (or an operation's) counts to `sum`.
+void Add(uint64_t instructions, uint64_t cycles, uint64_t stall_cycles, const std::array<uint64_t, kProfileUnits>& stall_on,
+         const std::array<uint64_t, kProfileUnits>& work, OpRecord* sum) {
+  sum->instructions += instructions;
+  sum->cycles += cycles;
+  sum->stall_cycles += stall_cycles;
   for (int unit = 0; unit < kProfileUnits; ++unit) {
-    op->stall_on[unit] += word.stall_on[unit];
-    op->work[unit] += word.work[unit];
+    sum->stall_on[unit] += stall_on[unit];
+    sum->work[unit] += work[unit];
   }
 }
-
+void Accumulate(const PcProfile& word, OpRecord* op) {
+  Add(word.issues, word.cycles, word.stall_cycles, word.stall_on, word.work, op);
+}
 void AddTo(const OpRecord& op, OpRecord* sum) {
-  sum->cycles += op.cycles;
-  sum->stall_cycles += op.stall_cycles;
-  sum->instructions += op.instructions;
-  for (int unit = 0; unit < kProfileUnits; ++unit) {
-    sum->stall_on[unit] += op.stall_on[unit];
-    sum->work[unit] += op.work[unit];
-  }
+  Add(op.instructions, op.cycles, op.stall_cycles, op.stall_on, op.work, sum);
 }
 
 double Percent(double part, double whole) { return whole <= 0 ? 0.0 : 100.0 * part / whole; }
