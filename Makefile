@@ -8,7 +8,7 @@ APT_PACKAGES := verilator libsystemc-dev gtkwave yosys libboost-dev googletest l
   python3-dev python3-venv dataset-fashion-mnist chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps venv build test sim wave lint synth bench-mxu bench-hbm bench-gemm bench-workloads train bench-parity fuzz clean
+.PHONY: all deps venv build test test-sanitize sim wave lint synth bench-mxu bench-hbm bench-gemm bench-workloads train bench-parity fuzz clean
 
 all: build
 
@@ -40,6 +40,19 @@ build: deps venv $(BUILD_DIR)/CMakeCache.txt
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
+
+# The tree with AddressSanitizer and UndefinedBehaviorSanitizer (-DTPU_SANITIZE=ON, g++) in its own build
+# directory, then the whole CTest suite there with the suppressions of tb/sanitize/ (third-party code
+# only); prints `sanitize tests=N failures=F`. What is instrumented: all of the project's C++ (libraries,
+# tools, tests, the SystemC platform, the Python extension); not: the verilated models and Verilator's
+# runtime (see CMakeLists.txt), libsystemc, gtest, Python and its packages.
+SANITIZE_DIR := build/sanitize-$(CONFIG)
+$(SANITIZE_DIR)/CMakeCache.txt: | deps venv
+	cmake -S . -B $(SANITIZE_DIR) -DTPU_CONFIG=$(CONFIG) -DTPU_SANITIZE=ON
+
+test-sanitize: deps venv $(SANITIZE_DIR)/CMakeCache.txt
+	cmake --build $(SANITIZE_DIR) -j$(JOBS)
+	tb/sanitize/run_tests.sh $(SANITIZE_DIR) $(JOBS)
 
 # The front end's interpreter with the extension module and the tpusim package on its path.
 FRONTEND := PYTHONPATH=$(BUILD_DIR)/python JAX_PLATFORMS=cpu $(VENV)/bin/python

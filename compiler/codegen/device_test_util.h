@@ -35,14 +35,15 @@ inline CompileOptions DeviceOptions(uint32_t vmem_lines = cfg::kVmemLines) {
 }
 
 // The reference model, and the verilated chip when this build has it (its units run concurrently, so a
-// missing SYNC shows there).
+// missing SYNC shows there). Never destroyed, the list no more than the clients in it: a list freed at
+// exit would leave them unreachable, a leak.
 inline const std::vector<runtime::Client*>& Backends() {
-  static const std::vector<runtime::Client*> clients = [] {
-    std::vector<runtime::Client*> made{runtime::Client::Create("model", cfg::kName).value().release()};
-    if (runtime::RtlBackendAvailable()) made.push_back(runtime::Client::Create("rtl", cfg::kName).value().release());
+  static const std::vector<runtime::Client*>* const clients = [] {
+    auto* made = new std::vector<runtime::Client*>{runtime::Client::Create("model", cfg::kName).value().release()};
+    if (runtime::RtlBackendAvailable()) made->push_back(runtime::Client::Create("rtl", cfg::kName).value().release());
     return made;
   }();
-  return clients;
+  return *clients;
 }
 
 // Distinct random words that show any misplaced element, with zeros of both signs, infinities and NaNs
