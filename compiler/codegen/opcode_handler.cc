@@ -101,6 +101,19 @@ const hlo::HloInstruction* BufferSource(const hlo::HloInstruction* instruction, 
   }
 }
 
+const char* ElementTypesText(ElementTypes types) {
+  switch (types) {
+    case ElementTypes::kF32: return "f32";
+    case ElementTypes::kDeviceWord: return "f32, bf16, s32, u32, pred, s64 (its low 32 bits)";
+    case ElementTypes::kF32OrInteger: return "f32, s32, u32, s64 (its low 32 bits)";
+    case ElementTypes::kF32OrSignedInteger: return "f32, s32, s64 (its low 32 bits)";
+    case ElementTypes::kMxu: return "f32 or bf16 result and operands (bf16 exact on the MXU)";
+    case ElementTypes::kCompare: return "pred result of f32, s32, u32, s64 or pred operands";
+    case ElementTypes::kTupleOfValues: return "a tuple of the values above";
+  }
+  return "";
+}
+
 Status CheckSupported(const HloInstruction& instruction) {
   const OpcodeHandler* handler = OpcodeHandlers().Find(instruction.opcode());
   if (handler == nullptr) return UnsupportedOp(instruction);
@@ -111,8 +124,7 @@ Status CheckSupported(const HloInstruction& instruction) {
   if (!TakesElementTypes(handler->types, instruction)) {
     return Unimplemented(instruction.name() + " has element type " + hlo::PrimitiveTypeName(shape.element_type) +
                          "; this code generator lowers " + instruction.opcode_name() + " for " +
-                         (handler->types == ElementTypes::kCompare ? "f32, s32, s64 and pred operands only"
-                                                                   : "f32 values only"));
+                         ElementTypesText(handler->types) + " only (docs/opcodes.md)");
   }
   if (handler->check_value) return handler->check_value(instruction);
   return OkStatus();
@@ -123,22 +135,9 @@ Status CheckSupported(const HloInstruction& instruction) {
 namespace tpu::compiler {
 
 std::vector<SupportedOpcode> SupportedOpcodes() {
-  using codegen_internal::ElementTypes;
-  auto text = [](ElementTypes types) -> std::string {
-    switch (types) {
-      case ElementTypes::kF32: return "f32";
-      case ElementTypes::kDeviceWord: return "f32, bf16, s32, u32, pred, s64 (its low 32 bits)";
-      case ElementTypes::kF32OrInteger: return "f32, s32, u32, s64 (its low 32 bits)";
-      case ElementTypes::kF32OrSignedInteger: return "f32, s32, s64 (its low 32 bits)";
-      case ElementTypes::kMxu: return "f32 or bf16 result and operands (bf16 exact on the MXU)";
-      case ElementTypes::kCompare: return "pred result of f32, s32, u32, s64 or pred operands";
-      case ElementTypes::kTupleOfValues: return "a tuple of the values above";
-    }
-    return "";
-  };
   std::vector<SupportedOpcode> opcodes;
   for (const codegen_internal::OpcodeHandler* handler : codegen_internal::OpcodeHandlers().handlers()) {
-    opcodes.push_back(SupportedOpcode{hlo::HloOpcodeString(handler->opcode), text(handler->types)});
+    opcodes.push_back(SupportedOpcode{hlo::HloOpcodeString(handler->opcode), codegen_internal::ElementTypesText(handler->types)});
   }
   return opcodes;
 }

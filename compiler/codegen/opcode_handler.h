@@ -28,6 +28,8 @@ enum class ElementTypes {
   kCompare,            // a pred result of f32, integer or pred operands
   kTupleOfValues,      // no element type of its own: its values are checked where they are defined
 };
+// The types in words, as docs/opcodes.md and the refusal of another type say them.
+const char* ElementTypesText(ElementTypes types);
 
 struct OpcodeHandler {
   explicit OpcodeHandler(hlo::HloOpcode opcode) : opcode(opcode) {}

@@ -123,15 +123,16 @@ TEST_F(OpcodeHandlerTest, F32OnlyOpsRejectIntegers) {
     const Status status = CheckOp(op, "s32[4,8]", "s32[4,8]", 1);
     EXPECT_EQ(status.code(), StatusCode::kUnimplemented) << op;
     EXPECT_EQ(status.message(), std::string("r has element type s32; this code generator lowers ") + op +
-                                    " for f32 values only");
+                                    " for f32 only (docs/opcodes.md)");
   }
   for (const char* op : {"divide", "power"}) {
     EXPECT_TRUE(CheckOp(op, "f32[4,8]", "f32[4,8]", 2).ok()) << op;
     EXPECT_EQ(CheckOp(op, "s32[4,8]", "s32[4,8]", 2).message(),
-              std::string("r has element type s32; this code generator lowers ") + op + " for f32 values only");
+              std::string("r has element type s32; this code generator lowers ") + op + " for f32 only (docs/opcodes.md)");
   }
   EXPECT_EQ(CheckOp("dot", "s32[4,4]", "s32[4,4]", 2).message(),
-            "r has element type s32; this code generator lowers dot for f32 values only");
+            "r has element type s32; this code generator lowers dot for f32 or bf16 result and operands (bf16 exact "
+            "on the MXU) only (docs/opcodes.md)");
 }
 
 TEST_F(OpcodeHandlerTest, IntegerLanes) {
@@ -141,20 +142,23 @@ TEST_F(OpcodeHandlerTest, IntegerLanes) {
       EXPECT_TRUE(CheckOp(op, shape, shape, 2).ok()) << op << " " << type;
     }
     EXPECT_EQ(CheckOp(op, "bf16[4,8]", "bf16[4,8]", 2).message(),
-              std::string("r has element type bf16; this code generator lowers ") + op + " for f32 values only");
+              std::string("r has element type bf16; this code generator lowers ") + op +
+                  " for f32, s32, u32, s64 (its low 32 bits) only (docs/opcodes.md)");
   }
   EXPECT_TRUE(CheckOp("negate", "s64[4,8]", "s64[4,8]", 1).ok());
   // Signed compares on the INT lanes: no u32.
   for (const char* op : {"abs", "sign"}) {
     EXPECT_TRUE(CheckOp(op, "s32[4,8]", "s32[4,8]", 1).ok()) << op;
     EXPECT_EQ(CheckOp(op, "u32[4,8]", "u32[4,8]", 1).message(),
-              std::string("r has element type u32; this code generator lowers ") + op + " for f32 values only");
+              std::string("r has element type u32; this code generator lowers ") + op +
+                  " for f32, s32, s64 (its low 32 bits) only (docs/opcodes.md)");
   }
   EXPECT_TRUE(CheckOp("clamp", "s32[4,8]", "s32[4,8]", 3).ok());
   // Data movement takes any device word, not f64.
   EXPECT_TRUE(CheckOp("reverse", "pred[4,8]", "pred[4,8]", 1).ok());
   EXPECT_EQ(CheckOp("copy", "f64[4,8]", "f64[4,8]", 1).message(),
-            "r has element type f64; this code generator lowers copy for f32 values only");
+            "r has element type f64; this code generator lowers copy for f32, bf16, s32, u32, pred, s64 (its low 32 "
+            "bits) only (docs/opcodes.md)");
 }
 
 TEST_F(OpcodeHandlerTest, CompareTakesPredResultsOfDeviceOperands) {
@@ -170,7 +174,8 @@ ENTRY %main (a: f32[4,8], b: f32[4,8], c: f64[4,8], d: f64[4,8]) -> pred[4,8] {
 )";
   EXPECT_TRUE(CheckSupported(Parse(text, "lt")).ok());
   EXPECT_EQ(CheckSupported(Parse(text, "wide")).message(),
-            "wide has element type pred; this code generator lowers compare for f32, s32, s64 and pred operands only");
+            "wide has element type pred; this code generator lowers compare for pred result of f32, s32, u32, s64 or "
+            "pred operands only (docs/opcodes.md)");
 }
 
 // Attributes are checked before the value's shape: a variadic reduce is reported as such, not as a tuple.
