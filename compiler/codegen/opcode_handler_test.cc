@@ -161,6 +161,23 @@ TEST_F(OpcodeHandlerTest, IntegerLanes) {
             "bits) only (docs/opcodes.md)");
 }
 
+// Found by the HLO fuzzer (a division by zero in EmitReshape): a bitcast that changes the element count
+// passes the verifier, as in XLA, and is refused here.
+TEST_F(OpcodeHandlerTest, BitcastThatChangesTheElementCountIsRefused) {
+  const std::string text = R"(HloModule row_to_column
+ENTRY %main (x: f32[8]) -> f32[8,1] {
+  %x = f32[8]{0} parameter(0)
+  %same = f32[8,1]{1,0} bitcast(f32[8]{0} %x)
+  ROOT %column = f32[8,0]{1,0} bitcast(f32[8]{0} %x)
+}
+)";
+  EXPECT_TRUE(CheckSupported(Parse(text, "same")).ok());
+  const Status status = CheckSupported(Parse(text, "column"));
+  EXPECT_EQ(status.code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(status.message(), "bitcast column from f32[8] to f32[8,0] changes the element count: only bitcasts that "
+                              "are reshapes are supported");
+}
+
 TEST_F(OpcodeHandlerTest, CompareTakesPredResultsOfDeviceOperands) {
   const std::string text = R"(HloModule m
 ENTRY %main (a: f32[4,8], b: f32[4,8], c: f64[4,8], d: f64[4,8]) -> pred[4,8] {

@@ -621,6 +621,17 @@ void CodeGenerator::AddRelayoutHandlers(OpcodeHandlerTable& table) {
   for (HloOpcode opcode : {HloOpcode::kReshape, HloOpcode::kBitcast}) {
     OpcodeHandler reshape(opcode);
     reshape.types = ElementTypes::kDeviceWord;
+    // A bitcast may change the element count (the verifier allows it, as XLA does for layouts); this code
+    // generator moves elements, so it takes only the bitcasts that are reshapes.
+    reshape.check = [](const HloInstruction& instruction) -> Status {
+      const hlo::Shape& from = instruction.operand(0)->shape();
+      if (from.ElementCount() != instruction.shape().ElementCount()) {
+        return Unimplemented(std::string(instruction.opcode_name()) + " " + instruction.name() + " from " +
+                             from.ToString() + " to " + instruction.shape().ToString() +
+                             " changes the element count: only bitcasts that are reshapes are supported");
+      }
+      return OkStatus();
+    };
     reshape.same_buffer_as = [](const HloInstruction& instruction, uint32_t lanes) -> const HloInstruction* {
       return KeepsDeviceLayout(instruction, lanes) ? instruction.operand(0) : nullptr;
     };
