@@ -39,6 +39,7 @@
 #include "compiler/passes/one_pass_dot_rounding.h"
 #include "compiler/passes/rebatch.h"
 #include "sim/tpusim/output_compare.h"
+#include "sw/base/file.h"
 #include "sw/profiler/html_report.h"
 #include "sw/profiler/op_profile.h"
 #include "sw/profiler/trace_writer.h"
@@ -376,13 +377,6 @@ Status PrepareOutputFile(const std::string& flag, const std::string& path) {
   return OkStatus();
 }
 
-Status WriteFile(const std::string& path, const std::string& contents) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << contents;
-  if (!out) return InvalidArgument("cannot write " + path + ": " + std::strerror(errno));
-  return OkStatus();
-}
-
 // `profile`'s part after the run: the op profile and findings on stdout, the trace and the report files.
 int ReportProfile(const Flags& flags, const hlo::HloModule& module, const DeviceInfo& device,
                   const runtime::LoadedExecutable& executable, const ExecutionProfile& execution,
@@ -397,7 +391,7 @@ int ReportProfile(const Flags& flags, const hlo::HloModule& module, const Device
   if (const std::string path = FlagOr(flags, "trace", ""); !path.empty()) {
     profiler::TraceOptions options;
     options.device_name = executable.device().name();
-    if (Status written = WriteFile(path, profiler::ChromeTraceJson(*ops, execution, host, options)); !written.ok()) {
+    if (Status written = WriteTextFile(path, profiler::ChromeTraceJson(*ops, execution, host, options)); !written.ok()) {
       return Fail("tpusim: " + written.ToString());
     }
     std::cout << "trace: " << path << "\n";
@@ -408,7 +402,7 @@ int ReportProfile(const Flags& flags, const hlo::HloModule& module, const Device
     options.subtitle = FlagOr(flags, "backend", "model") + " backend, configuration " +
                        FlagOr(flags, "config", cfg::kName) + ", seed " + FlagOr(flags, "seed", "0") + ", " +
                        std::to_string(ops->cycles) + " cycles at 1 GHz";
-    if (Status written = WriteFile(path, profiler::HtmlReport(*ops, execution, findings, options)); !written.ok()) {
+    if (Status written = WriteTextFile(path, profiler::HtmlReport(*ops, execution, findings, options)); !written.ok()) {
       return Fail("tpusim: " + written.ToString());
     }
     std::cout << "report: " << path << "\n";

@@ -20,10 +20,8 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -36,6 +34,7 @@
 #include "compiler/hlo/shape.h"
 #include "compiler/hlo/verifier.h"
 #include "compiler/interpreter/interpreter.h"
+#include "sw/base/file.h"
 #include "sw/base/status.h"
 #include "sw/profiler/html_report.h"
 #include "sw/profiler/op_profile.h"
@@ -129,12 +128,6 @@ struct ProfiledRun {
   std::string device_name;
   profiler::OpProfile ops;
 };
-
-void WriteTextFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) ThrowIfError(InvalidArgument("cannot write " + path + ": " + std::strerror(errno)));
-}
 
 py::dict CountersToDict(const DeviceCounters& counters) {
   py::dict out;
@@ -363,7 +356,7 @@ PYBIND11_MODULE(_tpusim, m) {
           [](const ProfiledRun& p, const std::string& path) {
             profiler::TraceOptions options;
             options.device_name = p.device_name;
-            WriteTextFile(path, profiler::ChromeTraceJson(p.ops, *p.execution, {}, options));
+            ThrowIfError(WriteTextFile(path, profiler::ChromeTraceJson(p.ops, *p.execution, {}, options)));
           },
           py::arg("path"), "Writes the Chrome trace event JSON (Perfetto, chrome://tracing).")
       .def(
@@ -374,8 +367,8 @@ PYBIND11_MODULE(_tpusim, m) {
             profiler::HtmlReportOptions options;
             options.title = title;
             options.subtitle = subtitle;
-            WriteTextFile(path, profiler::HtmlReport(p.ops, *p.execution, profiler::PerformanceFindings(*module, p.ops),
-                                                     options));
+            ThrowIfError(WriteTextFile(
+                path, profiler::HtmlReport(p.ops, *p.execution, profiler::PerformanceFindings(*module, p.ops), options)));
           },
           py::arg("path"), py::arg("hlo_text"), py::arg("title") = "", py::arg("subtitle") = "",
           "Writes the HTML report (utilization timeline, findings on hlo_text, op table).");
