@@ -12,21 +12,11 @@ Status CodeGenerator::EmitRowBroadcastInto(const HloInstruction& out, const Src2
   if (rows == 0 || tiles == 0) return OkStatus();
   if (options_.vmem_lines < tiles) return VmemOverflow(out, tiles);
   const uint32_t chunk_lines = std::min(rows, options_.vmem_lines / tiles) * tiles;
-  TPU_ASSIGN_OR_RETURN(ScopedReg row_hbm, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg row_vmem, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
-  {
-    TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
-    if (row.constant_row >= 0) {
-      asm_.LoadAddress(row_hbm, RegionKind::kConstant, static_cast<uint32_t>(row.constant_row), 0);
-    } else {
-      LoadAddress(row_hbm, row.value, 0);
-    }
-    asm_.Li(row_vmem, 0);
-    asm_.Li(count, tiles);
-    asm_.DmaLoad(row_hbm, row_vmem, count, 1);
-    asm_.Sync(kSyncDma);
-  }
+  asm_.Li(row_vmem, 0);
+  TPU_RETURN_IF_ERROR(LoadRow(out, row, row_vmem, tiles));
+  asm_.Sync(kSyncDma);
   TPU_RETURN_IF_ERROR(RepeatRow(tiles, chunk_lines));
   LoadAddress(out_hbm, &out, 0);
   return ForChunks(layout.lines, chunk_lines, {{out_hbm, 1}}, [&](Reg count, uint32_t) {

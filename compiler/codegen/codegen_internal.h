@@ -410,6 +410,9 @@ class CodeGenerator {
   // Builds, at row_vmem, the `tiles` row lines of `instruction`'s layout that hold rank-0 `scalar` in
   // every logical lane (Src2::kSplat, elementwise.cc).
   Status EmitSplatRow(const HloInstruction& instruction, const HloInstruction& scalar, Reg row_vmem, uint32_t tiles);
+  // Puts the `tiles` lines of a row operand (kRow: from HBM, its DMA not waited for; kSplat: built by
+  // EmitSplatRow) at row_vmem (elementwise.cc).
+  Status LoadRow(const HloInstruction& instruction, const Src2& row, Reg row_vmem, uint32_t tiles);
   // VMEM [0, tiles) holds a row of a layout with `tiles` lines per row: fills [0, lines) (a whole number
   // of rows) with copies of it, and waits for the VPU (elementwise.cc).
   Status RepeatRow(uint32_t tiles, uint32_t lines);

@@ -29,7 +29,6 @@ Status CodeGenerator::EmitVpu(const HloInstruction& instruction, const VpuOp& vp
   };
   TPU_ASSIGN_OR_RETURN(ScopedReg a_hbm, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
-  TPU_ASSIGN_OR_RETURN(ScopedReg b_hbm, NewReg());
   LoadAddress(a_hbm, a, 0);
   LoadAddress(out_hbm, &instruction, 0);
   // Every form streams operand a through the sets, computes in place and stores the result.
@@ -44,6 +43,7 @@ Status CodeGenerator::EmitVpu(const HloInstruction& instruction, const VpuOp& vp
   if (b.kind == Src2::kTensor || b.kind == Src2::kImmediate) {
     // A set holds a chunk of a and (a tensor b) a chunk of b.
     const bool tensor = b.kind == Src2::kTensor;
+    TPU_ASSIGN_OR_RETURN(ScopedReg b_hbm, NewReg());
     if (tensor) {
       LoadAddress(b_hbm, b.value, 0);
       pipeline.buffers = 2;
@@ -69,18 +69,7 @@ Status CodeGenerator::EmitVpu(const HloInstruction& instruction, const VpuOp& vp
   const uint32_t tiles = static_cast<uint32_t>(layout.column_tiles(L()));
   TPU_ASSIGN_OR_RETURN(ScopedReg row_vmem, NewReg());
   asm_.Li(row_vmem, 0);
-  if (b.kind == Src2::kSplat) {
-    TPU_RETURN_IF_ERROR(EmitSplatRow(instruction, *b.value, row_vmem, tiles));
-  } else {
-    TPU_ASSIGN_OR_RETURN(ScopedReg row_count, NewReg());
-    if (b.constant_row >= 0) {
-      asm_.LoadAddress(b_hbm, RegionKind::kConstant, static_cast<uint32_t>(b.constant_row), 0);
-    } else {
-      LoadAddress(b_hbm, b.value, 0);
-    }
-    asm_.Li(row_count, tiles);
-    asm_.DmaLoad(b_hbm, row_vmem, row_count, 1);  // waited for by the first SYNC of the loop
-  }
+  TPU_RETURN_IF_ERROR(LoadRow(instruction, b, row_vmem, tiles));  // waited for by the first SYNC of the loop
   pipeline.load = [&](const std::vector<Reg>& buffer, Reg count) {
     asm_.DmaLoad(a_hbm, buffer[0], count, 1);
     return OkStatus();
@@ -145,6 +134,20 @@ Status CodeGenerator::RepeatRow(uint32_t tiles, uint32_t lines) {
     asm_.Emit(isa::Opcode::VOR, {destination, source, source, count, 0, 0});
   }
   asm_.Sync(kSyncVpu);
+  return OkStatus();
+}
+
+Status CodeGenerator::LoadRow(const HloInstruction& instruction, const Src2& row, Reg row_vmem, uint32_t tiles) {
+  if (row.kind == Src2::kSplat) return EmitSplatRow(instruction, *row.value, row_vmem, tiles);
+  TPU_ASSIGN_OR_RETURN(ScopedReg row_hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
+  if (row.constant_row >= 0) {
+    asm_.LoadAddress(row_hbm, RegionKind::kConstant, static_cast<uint32_t>(row.constant_row), 0);
+  } else {
+    LoadAddress(row_hbm, row.value, 0);
+  }
+  asm_.Li(count, tiles);
+  asm_.DmaLoad(row_hbm, row_vmem, count, 1);
   return OkStatus();
 }
 
