@@ -50,6 +50,8 @@ class Assembler {
   uint32_t Beq(Reg rs1, Reg rs2, Label target);
   uint32_t Blt(Reg rs1, Reg rs2, Label target);
   uint32_t Jmp(Label target);
+  // s[rd] = lane 0 of VMEM[s[rs1] + line].
+  uint32_t Sld(Reg rd, Reg rs1, uint32_t line);
   // units: isa::flag::SYNC_* bits; 0 waits for every unit.
   uint32_t Sync(uint8_t units);
   // VMEM[vmem + i] = HBM[hbm + i*stride] for i < count.

@@ -1202,6 +1202,29 @@ TEST(SyncCheckerTest, FindsAMissingSync) {
   EXPECT_TRUE(CheckUnitSynchronization(code, {}).ok());
 }
 
+TEST(SyncCheckerTest, ScalarLoadWaitsForTheUnitAndLoopsOnData) {
+  // VSPLAT line 3, SLD of line 3 without a SYNC: a race. With SYNC VPU: a loop on the loaded value
+  // (taken while it reads 1: the checker follows two iterations) that ends at HALT.
+  std::vector<uint64_t> code;
+  auto emit = [&](isa::Opcode op, uint8_t rd, uint8_t rs1, uint8_t rs2, uint8_t rs3, uint8_t flags, uint32_t imm) {
+    code.push_back(isa::Encode({static_cast<uint8_t>(op), rd, rs1, rs2, rs3, flags, imm}));
+  };
+  emit(isa::Opcode::LI, 1, 0, 0, 0, 0, 1);
+  emit(isa::Opcode::LI, 2, 0, 0, 0, 0, 3);
+  emit(isa::Opcode::VSPLAT, 2, 0, 0, 1, 0, 1);
+  emit(isa::Opcode::SLD, 4, 0, 0, 0, 0, 3);      // pc 3: loop top
+  emit(isa::Opcode::BEQ, 0, 4, 0, 0, 0, 6);
+  emit(isa::Opcode::JMP, 0, 0, 0, 0, 0, 3);
+  emit(isa::Opcode::HALT, 0, 0, 0, 0, 0, 0);
+  Status status = CheckUnitSynchronization(code, {});
+  EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("(SLD) reads VMEM [3, 4)"), std::string::npos) << status;
+  code.insert(code.begin() + 3, isa::Encode({static_cast<uint8_t>(isa::Opcode::SYNC), 0, 0, 0, 0, isa::flag::SYNC_VPU, 0}));
+  code[5] = isa::Encode({static_cast<uint8_t>(isa::Opcode::BEQ), 0, 4, 0, 0, 0, 7});
+  code[6] = isa::Encode({static_cast<uint8_t>(isa::Opcode::JMP), 0, 0, 0, 0, 0, 4});
+  EXPECT_TRUE(CheckUnitSynchronization(code, {}).ok()) << CheckUnitSynchronization(code, {});
+}
+
 // --- GEMMs on the MXU pipeline (dot.cc) ---
 
 // dot(a[m,k], b) with b [k,n] or, transposed, [n,k]; operands of `in` type, result of `out` type.

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <deque>
+#include <map>
 #include <optional>
 
 #include "tpu_isa.h"
@@ -69,6 +70,8 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
   std::array<std::deque<Footprint>, 3> in_flight;  // DMA and VPU: the instructions that may still run
   const std::array<size_t, 3> in_flight_limit = {std::max<size_t>(1, options.dma_queue), 0, 1};
   MxuState mxu;
+  std::map<uint32_t, uint32_t> scalar_loads;  // SLD executions per pc
+  constexpr uint32_t kScalarLoadTrueReads = 2;
   uint32_t pc = 0;
   for (uint64_t step = 0; step < options.max_steps; ++step) {
     if (pc >= code.size()) return FailedPrecondition("pc " + std::to_string(pc) + " runs past the program");
@@ -96,6 +99,32 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
       case Opcode::BEQ: if (s[in.rs1] == s[in.rs2]) next = in.imm; break;
       case Opcode::BLT: if (static_cast<int32_t>(s[in.rs1]) < static_cast<int32_t>(s[in.rs2])) next = in.imm; break;
       case Opcode::JMP: next = in.imm; break;
+      case Opcode::SLD: {
+        // The sequencer reads the line at issue: no unit may still write it.
+        const Range line{uint64_t{s[in.rs1]} + in.imm, uint64_t{s[in.rs1]} + in.imm + 1};
+        for (int u = 0; u < 3; ++u) {
+          std::vector<const Footprint*> busy_list;
+          if (u == kMxu) {
+            busy_list = mxu.InFlight();
+          } else {
+            for (const Footprint& busy : in_flight[u]) busy_list.push_back(&busy);
+          }
+          for (const Footprint* busy : busy_list) {
+            for (const Range& write : busy->writes) {
+              if (line.Overlaps(write)) {
+                return FailedPrecondition("read-after-write race: pc " + std::to_string(pc) + " (SLD) reads VMEM " +
+                                          RangeText(line) + " while pc " + std::to_string(busy->pc) + " (" +
+                                          kUnitNames[u] + ") may still write " + RangeText(write) +
+                                          "; a SYNC is missing");
+              }
+            }
+          }
+        }
+        // The value is data: loops and branches on it are followed by reading 1 the first
+        // kScalarLoadTrueReads times each SLD executes, then 0 (a loop condition: two iterations, then out).
+        set(++scalar_loads[pc] <= kScalarLoadTrueReads ? 1u : 0u);
+        break;
+      }
       case Opcode::SYNC:
         for (int u = 0; u < 3; ++u) {
           if (in.flags == 0 || (in.flags & (1u << u))) {

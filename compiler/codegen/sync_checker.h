@@ -1,5 +1,6 @@
 // Checks that a program synchronizes its units: it follows the program's control flow (scalar
-// instructions only: memory contents never steer it) and, at each unit instruction, compares the VMEM
+// instructions; an SLD, whose value is data, reads 1 the first two times it executes and 0 afterwards,
+// so a loop on a device-computed condition is followed through two iterations and out) and, at each unit instruction, compares the VMEM
 // lines it touches with those of the instructions other units may still be executing (the last one
 // issued to each unit, until a SYNC naming that unit). A read or write of lines another unit may still
 // write, or a write of lines another unit may still read, is a race: the reference model (which runs
@@ -14,7 +15,8 @@
 // the old destination lines ACC reads) are written at most 2*LANES+1 cycles after its last LHS read, so
 // they are complete once the multiplies issued after it have read at least `mxu_result_latency` LHS
 // rows and another MXU_MM issued. Code can therefore hand a finished accumulator to the DMA or VPU
-// without a SYNC on the MXU while the array streams the next tiles.
+// without a SYNC on the MXU while the array streams the next tiles. An SLD reads a line that no unit may
+// still write.
 #pragma once
 
 #include <cstdint>

@@ -52,7 +52,7 @@ module tpu_core
   input  logic [tpu_pkg::LINE_W-1:0] hbm_rsp_rdata_i
 );
 
-  localparam int unsigned NumRd = 6;
+  localparam int unsigned NumRd = 7;
   localparam int unsigned NumWr = 3;
 
   // Sequencer <-> units.
@@ -69,13 +69,17 @@ module tpu_core
   // VMEM ports.
   logic [NumRd-1:0]             vm_rd_en;
   logic [NumRd*VmemAw-1:0]          vm_rd_addr;
+  // The sequencer's port (6) reads lane 0 only: SLD loads one word.
+  /* verilator lint_off UNUSEDSIGNAL */
   logic [NumRd*tpu_pkg::LINE_W-1:0] vm_rd_data;
+  /* verilator lint_on UNUSEDSIGNAL */
   logic [NumWr-1:0]             vm_wr_en;
   logic [NumWr*VmemAw-1:0]          vm_wr_addr;
   logic [NumWr*tpu_pkg::LINE_W-1:0] vm_wr_data;
 
   tpu_sequencer #(
-    .ImemAw (ImemAw)
+    .ImemAw (ImemAw),
+    .VmemAw (VmemAw)
   ) u_sequencer (
     .clk_i            (clk_i),
     .rst_ni           (rst_ni),
@@ -92,6 +96,9 @@ module tpu_core
     .fail_o           (fail_o),
     .imem_addr_o      (fetch_addr),
     .imem_rdata_i     (fetch_rdata),
+    .vmem_rd_en_o     (vm_rd_en[6]),
+    .vmem_rd_addr_o   (vm_rd_addr[6*VmemAw +: VmemAw]),
+    .vmem_rd_data_i   (vm_rd_data[6*tpu_pkg::LINE_W +: 32]),
     .dma_cmd_valid_o  (dma_cmd_valid),
     .mxu_cmd_valid_o  (mxu_cmd_valid),
     .vpu_cmd_valid_o  (vpu_cmd_valid),

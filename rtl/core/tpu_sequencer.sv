@@ -2,7 +2,8 @@
 // itself and hands DMA/MXU/VPU instructions to their unit with the operand values read at issue.
 //
 // Fetch: the IMEM read address is the next pc (pc_d), so the word for pc_q is available every cycle and
-// taken branches cost no bubble. A VPU instruction issues when its unit is not busy; the DMA unit and
+// taken branches cost no bubble. SLD takes two cycles: the first reads VMEM (a stall on no unit), the
+// second writes the register and issues. A VPU instruction issues when its unit is not busy; the DMA unit and
 // the MXU say themselves when they take an instruction (both overlap instructions and keep their order). Units raise
 // busy the cycle after cmd_valid, so a following SYNC always sees it.
 //
@@ -12,7 +13,8 @@
 // are flushed and the core stops at once.
 module tpu_sequencer
 #(
-  parameter int unsigned ImemAw = $clog2(tpu_pkg::IMEM_WORDS)
+  parameter int unsigned ImemAw = $clog2(tpu_pkg::IMEM_WORDS),
+  parameter int unsigned VmemAw = $clog2(tpu_pkg::VMEM_LINES)
 ) (
   input  logic              clk_i,
   input  logic              rst_ni,
@@ -35,6 +37,11 @@ module tpu_sequencer
   // Instruction memory fetch port (1-cycle read latency).
   output logic [ImemAw-1:0] imem_addr_o,
   input  logic [63:0]       imem_rdata_i,
+
+  // VMEM read port of SLD (1-cycle read latency): lane 0 of the line.
+  output logic              vmem_rd_en_o,
+  output logic [VmemAw-1:0] vmem_rd_addr_o,
+  input  logic [31:0]       vmem_rd_data_i,
 
   // Command bus shared by the units, one valid per unit.
   output logic              dma_cmd_valid_o,
@@ -159,6 +166,9 @@ module tpu_sequencer
   logic        take_branch;
   logic        halt_now;
   logic        wd_expired;
+  logic        sld_pending_q, sld_read;  // SLD: the line was read last cycle / is read this cycle
+  logic [32:0] sld_addr;
+  assign sld_addr = {1'b0, rs1_val} + {1'b0, imm};
 
   always_comb begin
     issue           = 1'b0;
@@ -173,6 +183,7 @@ module tpu_sequencer
     dma_cmd_valid_o = 1'b0;
     mxu_cmd_valid_o = 1'b0;
     vpu_cmd_valid_o = 1'b0;
+    sld_read        = 1'b0;
 
     if (state_q == StRun) begin
       if (pc_q >= 32'(tpu_pkg::IMEM_WORDS)) begin
@@ -215,6 +226,15 @@ module tpu_sequencer
           end
           tpu_pkg::OP_JMP: begin
             issue = 1'b1; take_branch = 1'b1;
+          end
+          tpu_pkg::OP_SLD: begin
+            if (sld_addr >= 33'(tpu_pkg::VMEM_LINES)) begin
+              raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_VMEM_ADDR;
+            end else if (sld_pending_q) begin
+              issue = 1'b1; reg_we = 1'b1; reg_wdata = vmem_rd_data_i;
+            end else begin
+              stall = 1'b1; sld_read = 1'b1;
+            end
           end
           tpu_pkg::OP_SYNC: begin
             if ((sync_mask & {vpu_busy_i, mxu_busy_i, dma_busy_i}) == 3'b000) issue = 1'b1;
@@ -379,6 +399,9 @@ module tpu_sequencer
 
   assign imem_addr_o = pc_d[ImemAw-1:0];
 
+  assign vmem_rd_en_o   = sld_read;
+  assign vmem_rd_addr_o = sld_addr[VmemAw-1:0];
+
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
       state_q      <= StIdle;
@@ -388,6 +411,7 @@ module tpu_sequencer
       error_code_q <= tpu_pkg::ERR_NONE;
       error_pc_q   <= 32'd0;
       wd_count_q   <= 32'd0;
+      sld_pending_q <= 1'b0;
     end else begin
       state_q      <= state_d;
       pc_q         <= pc_d;
@@ -396,6 +420,8 @@ module tpu_sequencer
       error_code_q <= error_code_d;
       error_pc_q   <= error_pc_d;
       wd_count_q   <= wd_count_d;
+      // Cleared by the issue, an error, the watchdog or an abort (all leave StRun or issue).
+      sld_pending_q <= sld_read && state_d == StRun;
     end
   end
 
@@ -444,6 +470,7 @@ module tpu_sequencer
         tpu_pkg::OP_HALT:                        trace_wait_o = {vpu_busy_i, mxu_busy_i, dma_busy_i};
         tpu_pkg::OP_DMA_LD, tpu_pkg::OP_DMA_ST:  trace_wait_o = 3'b001;
         tpu_pkg::OP_MXU_LW, tpu_pkg::OP_MXU_MM:  trace_wait_o = 3'b010;
+        tpu_pkg::OP_SLD:                         trace_wait_o = 3'b000;  // its VMEM read
         default:                                 trace_wait_o = 3'b100;  // the vector instructions
       endcase
     end

@@ -212,6 +212,7 @@ void ChipModel::DoorBell() {
   last_issue_ = core_time_ - 1;
   watchdog_expired_ = false;
   draining_ = false;
+  sld_read_ = false;
   pending_stall_on_.fill(0);
   if (profile_ != nullptr) {
     profile_->Clear(config_.imem_words);
@@ -224,6 +225,7 @@ void ChipModel::SoftReset() {
   core_running_ = false;
   watchdog_expired_ = false;
   draining_ = false;
+  sld_read_ = false;
   halted_ = false;
   error_ = false;
   error_code_ = 0;
@@ -407,14 +409,14 @@ bool ChipModel::WaitUntil(uint64_t ready, UnitIndex unit) {
     const uint64_t expires = last_issue_ + watchdog_limit_;
     if (expires < ready) {
       stall_cycles_ += static_cast<uint32_t>(expires + 1 - core_time_);
-      pending_stall_on_[unit] += expires + 1 - core_time_;
+      if (unit != kNumUnits) pending_stall_on_[unit] += expires + 1 - core_time_;
       core_time_ = expires + 1;
       watchdog_expired_ = true;
       return false;
     }
   }
   stall_cycles_ += static_cast<uint32_t>(ready - core_time_);
-  pending_stall_on_[unit] += ready - core_time_;
+  if (unit != kNumUnits) pending_stall_on_[unit] += ready - core_time_;
   core_time_ = ready;
   return false;
 }
@@ -480,6 +482,23 @@ void ChipModel::Issue(uint64_t word) {
       if (static_cast<int32_t>(reg(in.rs1)) < static_cast<int32_t>(reg(in.rs2))) next_pc = in.imm;
       break;
     case Opcode::JMP: next_pc = in.imm; break;
+    case Opcode::SLD: {
+      // As the RTL: the first cycle reads the line (a stall on no unit), the second writes the register.
+      const uint64_t line = uint64_t{reg(in.rs1)} + in.imm;
+      if (line >= config_.vmem_lines) {
+        sld_read_ = false;
+        RaiseCoreError(ErrorValue(Error::BAD_VMEM_ADDR));
+        return;
+      }
+      if (!sld_read_) {
+        sld_read_ = true;
+        WaitUntil(core_time_ + 1, kNumUnits);
+        return;
+      }
+      sld_read_ = false;
+      set_reg(in.rd, VmemLine(line)[0]);
+      break;
+    }
     case Opcode::SYNC: {
       const uint8_t units = (in.flags & 7u) == 0 ? 7u : (in.flags & 7u);
       uint64_t ready = 0;

@@ -140,7 +140,8 @@ class ChipModel {
   void RaiseCoreError(uint32_t code);
   void FinishCoreError();
   void StopCore();
-  // Stalls the sequencer until `ready`; returns false if the watchdog fired instead.
+  // Stalls the sequencer until `ready`, waiting for `unit` (kNumUnits: none, SLD's VMEM read); returns
+  // false if the watchdog fired instead.
   bool WaitUntil(uint64_t ready, UnitIndex unit);
   // Profiling: charges the cycles since the last issue to the instruction at pc_ (it issues now).
   void ProfileIssue();
@@ -198,6 +199,7 @@ class ChipModel {
   uint64_t last_issue_ = 0;        // cycle of the last issue (the watchdog counts from it)
   bool watchdog_expired_ = false;  // the stall at pc_ outlasts WATCHDOG_LIMIT; the core stops at core_time_
   bool draining_ = false;          // an error was raised; the core stops with ERROR at core_time_
+  bool sld_read_ = false;          // the SLD at pc_ read its VMEM line in the previous cycle
   std::array<uint64_t, kNumUnits> unit_busy_until_{};
   // DMA queue: when the request side takes the next instruction, when each unfinished instruction is
   // done (oldest first) and when the last load is done. Each is bounded by unit_busy_until_[kDma].

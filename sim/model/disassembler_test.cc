@@ -45,6 +45,7 @@ TEST(DisassemblerTest, OperandsAndFlagsByName) {
   EXPECT_EQ(Disassemble(Assemble(Opcode::SUB, 4, 5, 6)), "SUB s4, s5, s6");
   EXPECT_EQ(Disassemble(Assemble(Opcode::BNE, 0, 1, 2, 0, 0, 3)), "BNE s1, s2, 3");
   EXPECT_EQ(Disassemble(Assemble(Opcode::JMP, 0, 0, 0, 0, 0, 12)), "JMP 12");
+  EXPECT_EQ(Disassemble(Assemble(Opcode::SLD, 4, 2, 0, 0, 0, 5)), "SLD s4, s2, 5");
   EXPECT_EQ(Disassemble(Assemble(Opcode::SYNC)), "SYNC ALL");
   EXPECT_EQ(Disassemble(Assemble(Opcode::SYNC, 0, 0, 0, 0, tpu::isa::flag::SYNC_DMA | tpu::isa::flag::SYNC_VPU)),
             "SYNC DMA VPU");

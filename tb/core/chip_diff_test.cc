@@ -53,6 +53,7 @@ class ProgramGenerator {
         default: EmitVector(p); break;
       }
       if (rng_() % 4 == 0) EmitScalarNoise(p);
+      if (rng_() % 8 == 0) EmitScalarLoad(p);
     }
     if (end_with_error) {
       EmitError(p);
@@ -321,8 +322,42 @@ class ProgramGenerator {
     }
   }
 
+  // SLD of a line the units computed into s10..s15 (after a SYNC on the units that may still write it),
+  // then a branch on the value over scalar work: the control flow follows the data on both sides.
+  void EmitScalarLoad(Program& p) {
+    const uint32_t line = Below(kVmemWindow);
+    uint8_t sync_flags = 0;
+    for (int unit = 0; unit < 3; ++unit) {
+      for (const Range& w : writes_[unit]) {
+        if (w.Overlaps({line, line + 1})) sync_flags |= static_cast<uint8_t>(1u << unit);
+      }
+    }
+    if (sync_flags != 0) {
+      p.Sync(sync_flags);
+      for (int unit = 0; unit < 3; ++unit) {
+        if (sync_flags & (1u << unit)) {
+          reads_[unit].clear();
+          writes_[unit].clear();
+        }
+      }
+    }
+    const uint32_t offset = Below(line + 1);
+    const uint8_t base = Operand(p, line - offset);
+    const uint8_t value = static_cast<uint8_t>(10 + Below(6));
+    Record(Opcode::SLD);
+    p.Emit(Opcode::SLD, value, base, 0, 0, 0, offset);
+    const uint32_t branch = p.Emit(Below(2) ? Opcode::BEQ : Opcode::BLT, 0, value, 0);
+    p.Addi(14, 14, 7);
+    p.PatchImm(branch, p.size());
+  }
+
   void EmitError(Program& p) {
-    switch (Below(4)) {
+    switch (Below(5)) {
+      case 4: {
+        const uint8_t rv = Operand(p, static_cast<uint32_t>(cfg::kVmemLines) - 1);
+        p.Emit(Opcode::SLD, 10, rv, 0, 0, 0, 1 + Below(2));
+        break;
+      }
       case 0: p.Raw(uint64_t{0x7F} << 56); break;
       case 1: {
         const uint8_t rv = Operand(p, kVmemWindow);
@@ -519,6 +554,55 @@ TEST(ChipDiff, QueuedDmaTimingFollowsTheModel) {
     }
     EXPECT_EQ(chip.MmioRead(csr::STATUS) & csr::STATUS_ERROR, 0u);
   }
+}
+
+// SLD: a loop that runs while the word the sequencer loads is non-zero (lines 0..5 hold 1, line 6 holds 0;
+// the other lanes are noise), a word the VPU wrote (after a SYNC), and a line past VMEM. Values, the
+// cycle counts (two cycles per SLD, the first a stall) and the error agree with the model exactly.
+TEST(ChipDiff, ScalarLoadSteersLoopsOnDeviceData) {
+  Program p;
+  p.Li(1, 0);
+  const uint32_t top = p.Emit(Opcode::SLD, 2, 1, 0, 0, 0, 0);
+  const uint32_t exit = p.Beq(2, 0, 0);
+  p.Addi(1, 1, 1);
+  p.Addi(3, 3, 5);
+  p.Jmp(top);
+  p.PatchImm(exit, p.size());
+  p.Li(5, 20);
+  p.Li(6, 1);
+  p.Vsplat(5, 6, 42);
+  p.Sync(isa::flag::SYNC_VPU);
+  p.Emit(Opcode::SLD, 4, 5, 0, 0, 0, 0);
+  p.Li(7, static_cast<uint32_t>(cfg::kVmemLines) - 2);
+  const uint32_t bad = p.Emit(Opcode::SLD, 8, 7, 0, 0, 0, 2);
+  p.Halt();
+
+  ChipHarness chip;
+  model::ChipModel reference(model::ChipConfig::Build());
+  std::mt19937 rng(5);
+  for (uint32_t line = 0; line < 8; ++line) {
+    std::vector<uint32_t> data = RandomLine(rng);
+    data[0] = line < 6 ? 1u : 0u;
+    chip.WriteVmem(line, data);
+    ASSERT_TRUE(reference.WriteVmem(line, data.data(), 1).ok());
+  }
+  for (uint32_t i = 0; i < p.size(); ++i) {
+    reference.MmioWrite(csr::IMEM_WINDOW + 8 * i, static_cast<uint32_t>(p.words()[i]));
+    reference.MmioWrite(csr::IMEM_WINDOW + 8 * i + 4, static_cast<uint32_t>(p.words()[i] >> 32));
+  }
+  reference.MmioWrite(csr::DOORBELL, 1);
+  reference.Run(100000);
+  ASSERT_TRUE(chip.RunProgram(p, 100000));
+  EXPECT_EQ(chip.ReadSreg(1), 6u);
+  EXPECT_EQ(chip.ReadSreg(3), 30u);
+  EXPECT_EQ(chip.ReadSreg(4), 42u);
+  EXPECT_EQ(chip.ReadSreg(8), 0u);
+  EXPECT_EQ(chip.MmioRead(csr::ERROR_CODE), static_cast<uint32_t>(isa::Error::BAD_VMEM_ADDR));
+  EXPECT_EQ(chip.MmioRead(csr::ERROR_PC), bad);
+  for (uint32_t reg : {csr::STATUS, csr::ERROR_CODE, csr::ERROR_PC, csr::INSTRET, csr::CYCLES_LO, csr::STALL_CYCLES}) {
+    EXPECT_EQ(chip.MmioRead(reg), reference.MmioRead(reg)) << "CSR 0x" << std::hex << reg;
+  }
+  for (unsigned r = 0; r < cfg::kSregs; ++r) EXPECT_EQ(chip.ReadSreg(r), reference.sreg(r)) << "s" << r;
 }
 
 TEST(ChipDiff, RandomProgramsMatchTheReferenceModel) {
