@@ -29,7 +29,7 @@ void CodeGenerator::AddBufferHandlers(OpcodeHandlerTable& table) {
   // The runtime's buffers.
   OpcodeHandler parameter(HloOpcode::kParameter);
   parameter.check = [](const HloInstruction& instruction) -> Status {
-    if (instruction.shape().IsTuple()) {
+    if (instruction.shape().IsTuple() && (instruction.parent() == nullptr || instruction.parent()->IsEntryComputation())) {
       return Unimplemented("tuple-shaped parameter " + instruction.name() + " is not supported; pass its elements");
     }
     return OkStatus();
@@ -58,7 +58,9 @@ void CodeGenerator::AddBufferHandlers(OpcodeHandlerTable& table) {
   OpcodeHandler get_tuple_element(HloOpcode::kGetTupleElement);
   get_tuple_element.types = ElementTypes::kDeviceWord;
   get_tuple_element.check_value = [](const HloInstruction& instruction) -> Status {
-    if (instruction.operand(0)->opcode() != HloOpcode::kTuple) {
+    // Of a loop, or of the parameter of its condition or body: a state buffer (control_flow.cc).
+    const HloOpcode tuple = instruction.operand(0)->opcode();
+    if (tuple != HloOpcode::kTuple && tuple != HloOpcode::kWhile && tuple != HloOpcode::kParameter) {
       return Unimplemented("get-tuple-element " + instruction.name() + " of a non-tuple instruction");
     }
     return OkStatus();
@@ -533,7 +535,9 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   program_.module_name = module_.name();
   program_.lanes = L();
 
-  const std::vector<HloInstruction*> order = entry->MakeInstructionPostOrder();
+  // Program order: the entry's instructions, each while loop's condition and body in line (control_flow.cc).
+  std::vector<HloInstruction*> order;
+  TPU_RETURN_IF_ERROR(AppendProgramOrder(*entry, 0, &order));
   for (const HloInstruction* instruction : order) TPU_RETURN_IF_ERROR(CheckSupported(*instruction));
 
   // Parameters.
@@ -560,6 +564,12 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
     }
   }
   for (const HloInstruction* output : outputs) needed.insert(BufferOf(output));
+  // Loops copy their initial values and results into the state buffers and test their predicate.
+  for (const Loop& loop : loops_) {
+    for (const HloInstruction* initial : loop.instruction->operand(0)->operands()) needed.insert(BufferOf(initial));
+    for (size_t i = 0; i < loop.instruction->shape().tuple_shapes.size(); ++i) needed.insert(BufferOf(LoopResult(loop, i)));
+    needed.insert(BufferOf(LoopPredicate(loop)));
+  }
   TPU_RETURN_IF_ERROR(CheckSizesBeforeLayout(*entry, order, needed, L(), options_.hbm_lines));
 
   // Positions in program order and the last position that reads each buffer (end_position: read by a
@@ -582,6 +592,23 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
         const HloInstruction* source_buffer = BufferOf(source);
         last_use[source_buffer] = std::max(last_use[source_buffer], position[instruction]);
       }
+    }
+  }
+
+  for (const Loop& loop : loops_) {
+    auto read_at = [&](const HloInstruction* value, int64_t at) {
+      const HloInstruction* buffer = BufferOf(value);
+      last_use[buffer] = std::max(last_use[buffer], at);
+    };
+    for (const HloInstruction* initial : loop.instruction->operand(0)->operands()) read_at(initial, loop.begin);
+    for (size_t i = 0; i < loop.instruction->shape().tuple_shapes.size(); ++i) read_at(LoopResult(loop, i), loop.end);
+    read_at(LoopPredicate(loop), loop.test);
+  }
+  // The state buffers are placed with the temporaries below; until then a placeholder keeps an output
+  // that is a loop's result from being computed into its output region (it is copied there at the end).
+  for (const Loop& loop : loops_) {
+    for (size_t i = 0; i < loop.instruction->shape().tuple_shapes.size(); ++i) {
+      for (const HloInstruction* element : StateElements(loop, i)) locations_[element] = Location{};
     }
   }
 
@@ -634,6 +661,7 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   }
   alias_copies_ = static_cast<uint32_t>(alias_copies.size());
   for (const auto& [value, location] : alias_copies) last_use[BufferOf(value)] = end_position;
+  for (const auto& [value, location] : output_copies) last_use[BufferOf(value)] = end_position;
 
   // Constants that are read from memory get a region.
   for (const HloInstruction* instruction : order) {
@@ -672,7 +700,54 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
     request.last_use = std::max(last_use[instruction], request.defined_at);
     requests.push_back(request);
   }
+  // Loop state: one buffer per element from the initial copies to the last read of any of its
+  // get-tuple-elements (the loop's end at least); results that are another element's old value are
+  // staged through a temp at the back edge.
+  int64_t next_id = end_position + static_cast<int64_t>(staged.size());
+  std::vector<std::vector<int64_t>> state_ids(loops_.size());
+  for (size_t l = 0; l < loops_.size(); ++l) {
+    Loop& loop = loops_[l];
+    const size_t elements = loop.instruction->shape().tuple_shapes.size();
+    std::set<const HloInstruction*> state_buffers;
+    for (size_t i = 0; i < elements; ++i) {
+      for (const HloInstruction* element : StateElements(loop, i)) state_buffers.insert(element);
+    }
+    loop.staged.assign(elements, -1);
+    for (size_t i = 0; i < elements; ++i) {
+      BufferRequest request;
+      request.id = next_id++;
+      request.lines = MakeDeviceLayout(loop.instruction->shape().tuple_shapes[i], L()).lines;
+      request.defined_at = loop.begin;
+      request.last_use = loop.end;
+      for (const HloInstruction* element : StateElements(loop, i)) {
+        if (auto it = last_use.find(element); it != last_use.end()) request.last_use = std::max(request.last_use, it->second);
+      }
+      requests.push_back(request);
+      state_ids[l].push_back(request.id);
+      const HloInstruction* result = BufferOf(LoopResult(loop, i));
+      const std::vector<const HloInstruction*> own = StateElements(loop, i);
+      if (state_buffers.count(result) > 0 && std::find(own.begin(), own.end(), result) == own.end()) {
+        BufferRequest stage;
+        stage.id = next_id++;
+        stage.lines = request.lines;
+        stage.defined_at = stage.last_use = loop.end;
+        requests.push_back(stage);
+        loop.staged[i] = stage.id;
+      }
+    }
+  }
   BufferAssignment assignment = AssignBuffers(requests);
+  for (size_t l = 0; l < loops_.size(); ++l) {
+    Loop& loop = loops_[l];
+    loop.state.clear();
+    loop.staged_offsets.assign(loop.staged.size(), 0);
+    for (size_t i = 0; i < state_ids[l].size(); ++i) {
+      const Location state{RegionKind::kTemp, 0, assignment.offsets.at(state_ids[l][i])};
+      loop.state.push_back(state);
+      for (const HloInstruction* element : StateElements(loop, i)) locations_[element] = state;
+      if (loop.staged[i] >= 0) loop.staged_offsets[i] = assignment.offsets.at(loop.staged[i]);
+    }
+  }
   for (const BufferRequest& request : requests) {
     if (request.id < end_position) {
       locations_[order[request.id]] = Location{RegionKind::kTemp, 0, assignment.offsets.at(request.id)};
@@ -696,14 +771,37 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
     code_ranges.push_back(CodeRange{std::move(what), begin, asm_.size()});
     return OkStatus();
   };
-  for (const HloInstruction* instruction : order) {
-    if (needed.count(instruction) == 0) continue;
-    // No code for parameters, constants and values that are another instruction's buffer.
-    const OpcodeHandler& handler = *OpcodeHandlers().Find(instruction->opcode());
-    if (!handler.emit || BufferOf(instruction) != instruction) continue;
-    const std::string name = instruction->name().empty() ? "(unnamed)" : instruction->name();
-    TPU_RETURN_IF_ERROR(emit(name + " = " + instruction->shape().ToString() + " " + instruction->opcode_name(),
-                             [&] { return handler.emit(*this, *instruction); }));
+  for (size_t p = 0; p < order.size(); ++p) {
+    const HloInstruction* instruction = order[p];
+    const int64_t position = static_cast<int64_t>(p);
+    // A loop's initial copies and top come before its condition (outer loops first).
+    for (auto loop = loops_.rbegin(); loop != loops_.rend(); ++loop) {
+      if (loop->begin != position) continue;
+      TPU_RETURN_IF_ERROR(emit("while " + loop->instruction->name() + ": initial state",
+                               [&] { return EmitLoopEntry(*loop); }));
+      asm_.Bind(loop->top);
+    }
+    if (instruction->opcode() == HloOpcode::kWhile) {
+      for (const Loop& loop : loops_) {
+        if (loop.end != position) continue;
+        TPU_RETURN_IF_ERROR(emit("while " + instruction->name() + ": next iteration", [&] { return EmitLoopBack(loop); }));
+        asm_.Bind(loop.exit);
+      }
+      continue;
+    }
+    if (needed.count(instruction) > 0) {
+      // No code for parameters, constants and values that are another instruction's buffer.
+      const OpcodeHandler& handler = *OpcodeHandlers().Find(instruction->opcode());
+      if (handler.emit && BufferOf(instruction) == instruction) {
+        const std::string name = instruction->name().empty() ? "(unnamed)" : instruction->name();
+        TPU_RETURN_IF_ERROR(emit(name + " = " + instruction->shape().ToString() + " " + instruction->opcode_name(),
+                                 [&] { return handler.emit(*this, *instruction); }));
+      }
+    }
+    for (const Loop& loop : loops_) {
+      if (loop.test != position) continue;
+      TPU_RETURN_IF_ERROR(emit("while " + loop.instruction->name() + ": condition", [&] { return EmitLoopTest(loop); }));
+    }
   }
   // Copies at the end: into output regions first (they may read parameters' old contents), then the
   // staged parameters into temps, then into the parameter buffers.

@@ -272,6 +272,7 @@ class CodeGenerator {
   static void AddReverseHandlers(OpcodeHandlerTable& table);             // reverse.cc
   static void AddDepthwiseHandlers(OpcodeHandlerTable& table);           // depthwise.cc
   static void AddPoolHandlers(OpcodeHandlerTable& table);                // pool.cc
+  static void AddControlFlowHandlers(OpcodeHandlerTable& table);         // control_flow.cc
 
   // How dots are scheduled (dot.cc): the balanced software pipeline (fastest, most code), a compact
   // one (fewer distinct steps) or one tile at a time (least code; no relayout pipelines either).
@@ -293,6 +294,32 @@ class CodeGenerator {
   // handlers' same_buffer_as).
   const HloInstruction* BufferOf(const HloInstruction* instruction) const;
   void FlattenOutputs(const HloInstruction* value, std::vector<const HloInstruction*>* outputs) const;
+
+  // --- while loops (control_flow.cc) ---
+  // A while lowered in line: positions in the program order (ProgramOrder) of its condition's first
+  // instruction (the initial copies and the loop top come before it), of the condition's root (the test
+  // follows it) and of the while itself (the back edge); the HBM buffer of each state element, and the
+  // temp offset of the results staged at the back edge (staged[i] >= 0: the request id).
+  struct Loop {
+    const HloInstruction* instruction = nullptr;
+    int64_t begin = 0, test = 0, end = 0;
+    std::vector<Location> state;
+    std::vector<int64_t> staged;
+    std::vector<uint32_t> staged_offsets;
+    Assembler::Label top, exit;
+  };
+  static constexpr int kMaxLoopNesting = 64;
+  // The instructions of `computation` in post order with, in place of each while, its condition's and
+  // its body's (recursively), then the while; records the loops in loops_.
+  Status AppendProgramOrder(const hlo::HloComputation& computation, int depth, std::vector<HloInstruction*>* order);
+  // The get-tuple-elements of element `element` of the loop, of its condition's parameter and of its
+  // body's parameter: all are the element's state buffer.
+  std::vector<const HloInstruction*> StateElements(const Loop& loop, size_t element) const;
+  const HloInstruction* LoopResult(const Loop& loop, size_t element) const;  // the body's result for it
+  const HloInstruction* LoopPredicate(const Loop& loop) const;               // the condition's root
+  Status EmitLoopEntry(const Loop& loop);
+  Status EmitLoopTest(const Loop& loop);
+  Status EmitLoopBack(const Loop& loop);
 
   // --- buffers and input_output_alias (codegen.cc) ---
   // Per flattened output, the parameter its value is written into (-1: none); empty without aliases.
@@ -481,6 +508,7 @@ class CodeGenerator {
   uint32_t min_pipelined_lines_ = 0;
   uint32_t aliased_outputs_ = 0;  // outputs written into a parameter's buffer
   uint32_t alias_copies_ = 0;     // of those, copied there at the end
+  std::vector<Loop> loops_;       // in the order their back edges are emitted (inner loops first)
 };
 
 

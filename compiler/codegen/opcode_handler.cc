@@ -42,7 +42,8 @@ void AddOpcodeHandlers(OpcodeHandlerTable& table) {
   CodeGenerator::AddRelayoutHandlers(table);            // relayout.cc
   CodeGenerator::AddReverseHandlers(table);             // reverse.cc
   CodeGenerator::AddDepthwiseHandlers(table);           // depthwise.cc
-  CodeGenerator::AddPoolHandlers(table);                // pool.cc
+  CodeGenerator::AddPoolHandlers(table);
+  CodeGenerator::AddControlFlowHandlers(table);                // pool.cc
 }
 
 const OpcodeHandlerTable& OpcodeHandlers() {
@@ -120,7 +121,13 @@ Status CheckSupported(const HloInstruction& instruction) {
   if (handler->check) TPU_RETURN_IF_ERROR(handler->check(instruction));
   if (handler->types == ElementTypes::kTupleOfValues) return OkStatus();
   const hlo::Shape& shape = instruction.shape();
-  if (shape.IsTuple()) return Unimplemented(instruction.name() + " produces a tuple outside the root");
+  if (shape.IsTuple()) {
+    // The parameter of a loop's condition or body is its state (checked with the while: control_flow.cc).
+    const bool loop_state = instruction.opcode() == HloOpcode::kParameter && instruction.parent() != nullptr &&
+                            !instruction.parent()->IsEntryComputation();
+    if (loop_state) return OkStatus();
+    return Unimplemented(instruction.name() + " produces a tuple outside the root");
+  }
   if (!TakesElementTypes(handler->types, instruction)) {
     return Unimplemented(instruction.name() + " has element type " + hlo::PrimitiveTypeName(shape.element_type) +
                          "; this code generator lowers " + instruction.opcode_name() + " for " +

@@ -300,9 +300,11 @@ std::vector<HloComputation*> HloInstruction::called_computations() const {
   return result;
 }
 
-HloComputation* HloInstruction::to_apply() const {
+HloComputation* HloInstruction::to_apply() const { return called_computation("to_apply"); }
+
+HloComputation* HloInstruction::called_computation(std::string_view attribute) const {
   for (const CalledComputation& called : called_)
-    if (called.attribute == "to_apply") return called.computation;
+    if (called.attribute == attribute) return called.computation;
   return nullptr;
 }
 

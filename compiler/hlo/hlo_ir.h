@@ -220,6 +220,8 @@ class HloInstruction {
   std::vector<HloComputation*> called_computations() const;
   // The computation named by to_apply= (nullptr if none).
   HloComputation* to_apply() const;
+  // The computation named by `attribute` (condition, body, ...; nullptr if none).
+  HloComputation* called_computation(std::string_view attribute) const;
   void set_to_apply(HloComputation* computation) { SetCalledComputation("to_apply", computation); }
   // Sets (replaces, or appends) the computation of `attribute`.
   void SetCalledComputation(const std::string& attribute, HloComputation* computation);

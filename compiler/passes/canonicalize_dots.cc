@@ -53,13 +53,13 @@ StatusOr<bool> CanonicalizeDot(HloComputation* computation, HloInstruction* dot)
 }  // namespace
 
 StatusOr<bool> CanonicalizeDots::Run(hlo::HloModule* module) {
-  HloComputation* entry = module->entry_computation();
-  if (entry == nullptr) return false;
   bool changed = false;
-  for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {
-    if (instruction->opcode() != HloOpcode::kDot) continue;
-    TPU_ASSIGN_OR_RETURN(bool dot_changed, CanonicalizeDot(entry, instruction));
-    changed |= dot_changed;
+  for (HloComputation* computation : ProgramComputations(module)) {
+    for (HloInstruction* instruction : computation->MakeInstructionPostOrder()) {
+      if (instruction->opcode() != HloOpcode::kDot) continue;
+      TPU_ASSIGN_OR_RETURN(bool dot_changed, CanonicalizeDot(computation, instruction));
+      changed |= dot_changed;
+    }
   }
   return changed;
 }

@@ -18,27 +18,6 @@ bool IsScalarConstantBroadcast(const HloInstruction& instruction) {
          instruction.operand(0)->has_literal() && instruction.operand(0)->shape().rank() == 0;
 }
 
-// Computations whose instructions run as a program (rather than per element inside another op).
-std::vector<HloComputation*> ProgramComputations(hlo::HloModule* module) {
-  std::vector<HloComputation*> result;
-  std::unordered_set<const HloComputation*> seen;
-  std::vector<HloComputation*> stack;
-  if (module->entry_computation() != nullptr) stack.push_back(module->entry_computation());
-  while (!stack.empty()) {
-    HloComputation* computation = stack.back();
-    stack.pop_back();
-    if (!seen.insert(computation).second) continue;
-    result.push_back(computation);
-    for (HloInstruction* instruction : computation->instructions()) {
-      HloOpcode opcode = instruction->opcode();
-      if (opcode != HloOpcode::kCall && opcode != HloOpcode::kWhile && opcode != HloOpcode::kConditional) continue;
-      for (HloComputation* called : instruction->called_computations())
-        if (called != nullptr) stack.push_back(called);
-    }
-  }
-  return result;
-}
-
 // Builds the fusion for `members` (`root` is the one whose value leaves) and removes the members, and
 // the scalar-constant broadcasts that were copied in and have no other user; adds every instruction it
 // removes to `removed`.

@@ -34,7 +34,7 @@ HloInstruction* FlattenThroughColumns(HloComputation* computation, HloInstructio
 }  // namespace
 
 StatusOr<bool> FlattenRowsThroughColumns::Run(hlo::HloModule* module) {
-  return ReplaceEachInEntry(module, [](HloComputation* entry, HloInstruction* instruction) -> HloInstruction* {
+  return ReplaceEachInProgram(module, [](HloComputation* entry, HloInstruction* instruction) -> HloInstruction* {
     if (instruction->opcode() != HloOpcode::kReshape || instruction->operand(0)->opcode() == HloOpcode::kConstant) {
       return nullptr;
     }

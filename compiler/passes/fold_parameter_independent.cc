@@ -52,17 +52,17 @@ bool DependsOnlyOnConstants(const HloInstruction& instruction) {
 }  // namespace
 
 StatusOr<bool> FoldParameterIndependent::Run(hlo::HloModule* module) {
-  HloComputation* entry = module->entry_computation();
-  if (entry == nullptr) return false;
   bool changed = false;
-  // Post order: a value folded earlier makes its users foldable in the same walk.
-  for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {
-    if (KeepAsIs(*instruction) || !DependsOnlyOnConstants(*instruction)) continue;
-    StatusOr<hlo::Literal> value = EvaluateOnConstants(*instruction);
-    if (!value.ok()) continue;
-    HloInstruction* constant = entry->AddInstruction(HloInstruction::CreateConstant(std::move(value).value()));
-    TPU_RETURN_IF_ERROR(entry->ReplaceInstruction(instruction, constant));
-    changed = true;
+  for (HloComputation* computation : ProgramComputations(module)) {
+    // Post order: a value folded earlier makes its users foldable in the same walk.
+    for (HloInstruction* instruction : computation->MakeInstructionPostOrder()) {
+      if (KeepAsIs(*instruction) || !DependsOnlyOnConstants(*instruction)) continue;
+      StatusOr<hlo::Literal> value = EvaluateOnConstants(*instruction);
+      if (!value.ok()) continue;
+      HloInstruction* constant = computation->AddInstruction(HloInstruction::CreateConstant(std::move(value).value()));
+      TPU_RETURN_IF_ERROR(computation->ReplaceInstruction(instruction, constant));
+      changed = true;
+    }
   }
   return changed;
 }

@@ -11,14 +11,14 @@ using hlo::HloInstruction;
 using hlo::HloOpcode;
 
 StatusOr<bool> InlineCallsAndFusions::Run(hlo::HloModule* module) {
-  HloComputation* entry = module->entry_computation();
-  if (entry == nullptr) return false;
   // Each round inlines one level of nesting: a callee may call again.
   for (int round = 0;; ++round) {
-    std::vector<HloInstruction*> calls;
-    for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {
-      if (instruction->opcode() == HloOpcode::kCall || instruction->opcode() == HloOpcode::kFusion) {
-        calls.push_back(instruction);
+    std::vector<std::pair<HloComputation*, HloInstruction*>> calls;
+    for (HloComputation* computation : ProgramComputations(module)) {
+      for (HloInstruction* instruction : computation->MakeInstructionPostOrder()) {
+        if (instruction->opcode() == HloOpcode::kCall || instruction->opcode() == HloOpcode::kFusion) {
+          calls.push_back({computation, instruction});
+        }
       }
     }
     if (calls.empty()) return round > 0;
@@ -26,14 +26,14 @@ StatusOr<bool> InlineCallsAndFusions::Run(hlo::HloModule* module) {
       return InvalidArgument("module " + module->name() + ": calls nested deeper than " +
                              std::to_string(kMaxInlineNesting) + " levels");
     }
-    for (HloInstruction* call : calls) {
+    for (auto [caller, call] : calls) {
       // call: to_apply=; fusion: calls= (its only called computation).
       const HloComputation* callee = call->to_apply();
       if (callee == nullptr && call->opcode() == HloOpcode::kFusion && call->called_computations().size() == 1) {
         callee = call->called_computations()[0];
       }
       if (callee == nullptr) return InvalidArgument("call " + call->name() + " has no computation to inline");
-      TPU_RETURN_IF_ERROR(InlineComputation(entry, call, *callee, /*fresh_names=*/true));
+      TPU_RETURN_IF_ERROR(InlineComputation(caller, call, *callee, /*fresh_names=*/true));
     }
   }
 }

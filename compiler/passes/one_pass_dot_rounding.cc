@@ -11,17 +11,17 @@ using hlo::HloOpcode;
 using hlo::PrimitiveType;
 
 StatusOr<bool> OnePassDotRounding::Run(hlo::HloModule* module) {
-  hlo::HloComputation* entry = module->entry_computation();
-  if (entry == nullptr) return false;
   bool changed = false;
-  for (HloInstruction* instruction : entry->MakeInstructionPostOrder()) {
-    if (instruction->opcode() != HloOpcode::kDot && instruction->opcode() != HloOpcode::kConvolution) continue;
-    if (MxuPasses(*instruction, dot_passes_) > 1) continue;  // split-dots splits it: f32 operands
-    for (int64_t i = 0; i < instruction->operand_count(); ++i) {
-      HloInstruction* operand = instruction->operand(i);
-      if (operand->shape().element_type != PrimitiveType::F32) continue;  // bf16 is exact on the MXU
-      TPU_RETURN_IF_ERROR(instruction->ReplaceOperandWith(i, AddBf16Rounding(entry, operand)));
-      changed = true;
+  for (hlo::HloComputation* computation : ProgramComputations(module)) {
+    for (HloInstruction* instruction : computation->MakeInstructionPostOrder()) {
+      if (instruction->opcode() != HloOpcode::kDot && instruction->opcode() != HloOpcode::kConvolution) continue;
+      if (MxuPasses(*instruction, dot_passes_) > 1) continue;  // split-dots splits it: f32 operands
+      for (int64_t i = 0; i < instruction->operand_count(); ++i) {
+        HloInstruction* operand = instruction->operand(i);
+        if (operand->shape().element_type != PrimitiveType::F32) continue;  // bf16 is exact on the MXU
+        TPU_RETURN_IF_ERROR(instruction->ReplaceOperandWith(i, AddBf16Rounding(computation, operand)));
+        changed = true;
+      }
     }
   }
   return changed;

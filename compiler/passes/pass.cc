@@ -65,16 +65,36 @@ Status RemoveIfDead(hlo::HloComputation* computation, hlo::HloInstruction* instr
   return OkStatus();
 }
 
-StatusOr<bool> ReplaceEachInEntry(hlo::HloModule* module,
-                                  const std::function<hlo::HloInstruction*(hlo::HloComputation*, hlo::HloInstruction*)>& rewrite) {
-  hlo::HloComputation* entry = module->entry_computation();
-  if (entry == nullptr) return false;
+std::vector<hlo::HloComputation*> ProgramComputations(hlo::HloModule* module) {
+  std::vector<hlo::HloComputation*> result;
+  if (module->entry_computation() == nullptr) return result;
+  result.push_back(module->entry_computation());
+  for (size_t i = 0; i < result.size(); ++i) {
+    for (const hlo::HloInstruction* instruction : result[i]->MakeInstructionPostOrder()) {
+      const hlo::HloOpcode opcode = instruction->opcode();
+      if (opcode != hlo::HloOpcode::kCall && opcode != hlo::HloOpcode::kWhile && opcode != hlo::HloOpcode::kConditional) {
+        continue;
+      }
+      for (hlo::HloComputation* called : instruction->called_computations()) {
+        if (called != nullptr && std::find(result.begin(), result.end(), called) == result.end()) {
+          result.push_back(called);
+        }
+      }
+    }
+  }
+  return result;
+}
+
+StatusOr<bool> ReplaceEachInProgram(hlo::HloModule* module,
+                                    const std::function<hlo::HloInstruction*(hlo::HloComputation*, hlo::HloInstruction*)>& rewrite) {
   bool changed = false;
-  for (hlo::HloInstruction* instruction : entry->MakeInstructionPostOrder()) {
-    hlo::HloInstruction* replacement = rewrite(entry, instruction);
-    if (replacement == nullptr) continue;
-    TPU_RETURN_IF_ERROR(entry->ReplaceInstruction(instruction, replacement));
-    changed = true;
+  for (hlo::HloComputation* computation : ProgramComputations(module)) {
+    for (hlo::HloInstruction* instruction : computation->MakeInstructionPostOrder()) {
+      hlo::HloInstruction* replacement = rewrite(computation, instruction);
+      if (replacement == nullptr) continue;
+      TPU_RETURN_IF_ERROR(computation->ReplaceInstruction(instruction, replacement));
+      changed = true;
+    }
   }
   return changed;
 }

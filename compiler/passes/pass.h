@@ -65,10 +65,15 @@ class PassPipeline {
 // operands that leaves unused, transitively. For passes that replace instructions and clean up after themselves.
 Status RemoveIfDead(hlo::HloComputation* computation, hlo::HloInstruction* instruction);
 
-// Calls `rewrite` on every instruction of the module's entry computation, in post order; an instruction
-// it returns replaces the one it was given (nullptr: left as it is). Returns whether any was replaced.
-// The loop of the passes that rewrite one instruction at a time.
-StatusOr<bool> ReplaceEachInEntry(hlo::HloModule* module,
+// The computations that run as device code: the entry, then the computations of its calls, the
+// conditions and bodies of its while loops and the branches of its conditionals, transitively (each once). Not the computations that only define
+// an operation (to_apply of a reduce, select/scatter, sort comparators).
+std::vector<hlo::HloComputation*> ProgramComputations(hlo::HloModule* module);
+
+// Calls `rewrite` on every instruction of the module's program computations (ProgramComputations), in
+// post order; an instruction it returns replaces the one it was given (nullptr: left as it is). Returns
+// whether any was replaced. The loop of the passes that rewrite one instruction at a time.
+StatusOr<bool> ReplaceEachInProgram(hlo::HloModule* module,
                                   const std::function<hlo::HloInstruction*(hlo::HloComputation*, hlo::HloInstruction*)>& rewrite);
 
 // `base`, or `base.N` with the smallest N that no computation of the module is named yet.

@@ -59,7 +59,7 @@ HloInstruction* ReduceThroughTranspose(HloComputation* computation, HloInstructi
 }  // namespace
 
 StatusOr<bool> ReduceMinorThroughTranspose::Run(hlo::HloModule* module) {
-  return ReplaceEachInEntry(module, [](HloComputation* entry, HloInstruction* instruction) -> HloInstruction* {
+  return ReplaceEachInProgram(module, [](HloComputation* entry, HloInstruction* instruction) -> HloInstruction* {
     return instruction->opcode() == HloOpcode::kReduce ? ReduceThroughTranspose(entry, instruction) : nullptr;
   });
 }

@@ -41,14 +41,14 @@ bool IsReluFusion(const HloInstruction& instruction) {
 }
 
 StatusOr<bool> ReluFusion::Run(hlo::HloModule* module) {
-  hlo::HloComputation* entry = module->entry_computation();
-  if (entry == nullptr) return false;
-  // Collect first: the rewrite adds instructions to the list being walked.
-  std::vector<HloInstruction*> matches;
-  for (HloInstruction* instruction : entry->instructions()) {
-    if (MatchRelu(*instruction) != nullptr) matches.push_back(instruction);
+  // Collect first: the rewrite adds instructions to the lists being walked.
+  std::vector<std::pair<hlo::HloComputation*, HloInstruction*>> matches;
+  for (hlo::HloComputation* computation : ProgramComputations(module)) {
+    for (HloInstruction* instruction : computation->instructions()) {
+      if (MatchRelu(*instruction) != nullptr) matches.push_back({computation, instruction});
+    }
   }
-  for (HloInstruction* maximum : matches) {
+  for (auto [entry, maximum] : matches) {
     HloInstruction* x = const_cast<HloInstruction*>(MatchRelu(*maximum));
     const HloInstruction* zero_broadcast = maximum->operand(0) == x ? maximum->operand(1) : maximum->operand(0);
     const hlo::Shape& shape = maximum->shape();

@@ -44,7 +44,7 @@ HloInstruction* ReshapeWithTranspose(HloComputation* computation, HloInstruction
 }  // namespace
 
 StatusOr<bool> ReshapeThroughTranspose::Run(hlo::HloModule* module) {
-  return ReplaceEachInEntry(module, [](HloComputation* entry, HloInstruction* instruction) -> HloInstruction* {
+  return ReplaceEachInProgram(module, [](HloComputation* entry, HloInstruction* instruction) -> HloInstruction* {
     const bool reshape = instruction->opcode() == HloOpcode::kReshape || instruction->opcode() == HloOpcode::kBitcast;
     if (!reshape || instruction->operand(0)->opcode() == HloOpcode::kConstant) return nullptr;
     return ReshapeWithTranspose(entry, instruction);

@@ -131,20 +131,20 @@ StatusOr<bool> SplitDots::Run(hlo::HloModule* module) {
   if (options_.passes != 0 && options_.passes != 1 && options_.passes != 3 && options_.passes != 6) {
     return InvalidArgument("split-dots: passes must be 0, 1, 3 or 6, not " + std::to_string(options_.passes));
   }
-  HloComputation* entry = module->entry_computation();
-  if (entry == nullptr) return false;
-  const std::vector<HloInstruction*> order = entry->MakeInstructionPostOrder();
-  std::set<const HloInstruction*> sensitive;
-  if (options_.only_sensitive_dots) sensitive = FeedSensitiveOps(order);
-  SplitOperands parts;
   bool changed = false;
-  for (HloInstruction* instruction : order) {
-    if (instruction->opcode() != HloOpcode::kDot || instruction->operand_count() != 2) continue;
-    const int passes = MxuPasses(*instruction, options_.passes);
-    if (passes == 1 || (options_.only_sensitive_dots && sensitive.count(instruction) == 0)) continue;
-    HloInstruction* replacement = SplitDot(entry, instruction, passes, &parts);
-    TPU_RETURN_IF_ERROR(entry->ReplaceInstruction(instruction, replacement));
-    changed = true;
+  for (HloComputation* computation : ProgramComputations(module)) {
+    const std::vector<HloInstruction*> order = computation->MakeInstructionPostOrder();
+    std::set<const HloInstruction*> sensitive;
+    if (options_.only_sensitive_dots) sensitive = FeedSensitiveOps(order);
+    SplitOperands parts;
+    for (HloInstruction* instruction : order) {
+      if (instruction->opcode() != HloOpcode::kDot || instruction->operand_count() != 2) continue;
+      const int passes = MxuPasses(*instruction, options_.passes);
+      if (passes == 1 || (options_.only_sensitive_dots && sensitive.count(instruction) == 0)) continue;
+      HloInstruction* replacement = SplitDot(computation, instruction, passes, &parts);
+      TPU_RETURN_IF_ERROR(computation->ReplaceInstruction(instruction, replacement));
+      changed = true;
+    }
   }
   return changed;
 }

@@ -630,6 +630,76 @@ DiffCase ChainCase(Rng& rng, int index) {
   return Finish(b, "chain", {values.back(), values[values.size() / 2]}, rng, false);
 }
 
+// while loops (control_flow.cc): `kind` "counted" (a fori loop: s32 counter against a constant trip count
+// 0..5), "swap" (the body exchanges two state elements: staged back-edge copies), "data_dependent" (the
+// condition reduces the state: the trip count depends on the values) and "nested" (a counted loop in
+// the body of another). Shapes of any size; every state element is checked after the loop.
+Generator WhileCase(const std::string& kind) {
+  return [kind](Rng& rng, int index) {
+    const int64_t rows = 1 + static_cast<int64_t>(rng() % 9), cols = 1 + static_cast<int64_t>(rng() % 21);
+    const std::string array = "f32[" + std::to_string(rows) + "," + std::to_string(cols) + "]";
+    const std::string state = "(s32[], " + array + ", " + array + ")";
+    const std::string trips = std::to_string(index % 6);
+    auto counted_condition = [&](const std::string& name, const std::string& limit) {
+      return "%" + name + " (p: " + state + ") -> pred[] {\n  %p = " + state + " parameter(0)\n"
+             "  %i = s32[] get-tuple-element(%p), index=0\n  %n = s32[] constant(" + limit + ")\n"
+             "  ROOT %lt = pred[] compare(%i, %n), direction=LT\n}\n\n";
+    };
+    const std::string unpack = "  %p = " + state + " parameter(0)\n  %i = s32[] get-tuple-element(%p), index=0\n"
+                               "  %x = " + array + " get-tuple-element(%p), index=1\n"
+                               "  %y = " + array + " get-tuple-element(%p), index=2\n"
+                               "  %one = s32[] constant(1)\n  %next = s32[] add(%i, %one)\n";
+    std::string text = "HloModule while_" + kind + "\n\n%add (a: f32[], b: f32[]) -> f32[] {\n"
+                       "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(%a, %b)\n}\n\n";
+    std::string condition = "cond", body = "body";
+    if (kind == "counted" || kind == "swap") {
+      text += counted_condition("cond", trips);
+      const std::string results = kind == "swap" ? "(%next, %y, %sum)" : "(%next, %sum, %y)";
+      text += "%body (p: " + state + ") -> " + state + " {\n" + unpack + "  %half = f32[] constant(0.5)\n"
+              "  %halves = " + array + " broadcast(%half), dimensions={}\n"
+              "  %scaled = " + array + " multiply(%x, %halves)\n  %sum = " + array + " add(%scaled, %y)\n"
+              "  ROOT %t = " + state + " tuple" + results + "\n}\n\n";
+    } else if (kind == "data_dependent") {
+      // max(|x|) doubles (plus one) every iteration until it reaches 100: 6 to 8 iterations for [-1, 1) values.
+      text += "%max (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n"
+              "  ROOT %m = f32[] maximum(%a, %b)\n}\n\n"
+              "%cond (p: " + state + ") -> pred[] {\n  %p = " + state + " parameter(0)\n"
+              "  %x = " + array + " get-tuple-element(%p), index=1\n  %low = f32[] constant(-inf)\n"
+              "  %m = f32[] reduce(%x, %low), dimensions={0,1}, to_apply=%max\n  %limit = f32[] constant(100)\n"
+              "  ROOT %lt = pred[] compare(%m, %limit), direction=LT\n}\n\n";
+      text += "%body (p: " + state + ") -> " + state + " {\n" + unpack + "  %a = " + array + " abs(%x)\n"
+              "  %twice = " + array + " add(%a, %a)\n  %c = f32[] constant(1)\n  %cs = " + array +
+              " broadcast(%c), dimensions={}\n  %grown = " + array + " add(%twice, %cs)\n"
+              "  %sum = " + array + " add(%y, %grown)\n  ROOT %t = " + state + " tuple(%next, %grown, %sum)\n}\n\n";
+    } else {  // nested: the body runs a counted inner loop of 1 + index % 3 trips, then adds y
+      text += counted_condition("inner_cond", std::to_string(1 + index % 3));
+      text += "%inner_body (p: " + state + ") -> " + state + " {\n" + unpack + "  %sum = " + array +
+              " add(%x, %y)\n  ROOT %t = " + state + " tuple(%next, %sum, %y)\n}\n\n";
+      text += counted_condition("cond", trips);
+      text += "%body (p: " + state + ") -> " + state + " {\n" + unpack + "  %zero = s32[] constant(0)\n"
+              "  %inner_init = " + state + " tuple(%zero, %x, %y)\n  %inner = " + state +
+              " while(%inner_init), condition=%inner_cond, body=%inner_body\n"
+              "  %inner_x = " + array + " get-tuple-element(%inner), index=1\n"
+              "  %r = f32[] constant(0.25)\n  %rs = " + array + " broadcast(%r), dimensions={}\n"
+              "  %scaled = " + array + " multiply(%inner_x, %rs)\n"
+              "  ROOT %t = " + state + " tuple(%next, %scaled, %y)\n}\n\n";
+    }
+    text += "ENTRY %main (x: " + array + ", y: " + array + ") -> " + state + " {\n  %x = " + array +
+            " parameter(0)\n  %y = " + array + " parameter(1)\n  %zero = s32[] constant(0)\n"
+            "  %init = " + state + " tuple(%zero, %x, %y)\n  %w = " + state + " while(%init), condition=%" +
+            condition + ", body=%" + body + "\n  %i = s32[] get-tuple-element(%w), index=0\n"
+            "  %rx = " + array + " get-tuple-element(%w), index=1\n  %ry = " + array +
+            " get-tuple-element(%w), index=2\n  ROOT %out = " + state + " tuple(%i, %rx, %ry)\n}\n";
+    DiffCase c;
+    c.hlo = text;
+    const Shape shape = Shape::Make(PrimitiveType::F32, {rows, cols});
+    c.arguments.push_back(RandomLiteral(shape, Domain::kUnit, rng));
+    c.arguments.push_back(RandomLiteral(shape, Domain::kUnit, rng));
+    c.exact = true;
+    return c;
+  };
+}
+
 struct OpcodeSpec {
   std::string name;
   Generator generate;
@@ -698,6 +768,7 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("concatenate", ConcatenateCase);
   add("convolution", ConvolutionCase);
   add("elementwise_chain", ChainCase);
+  for (const char* kind : {"counted", "swap", "data_dependent", "nested"}) add(std::string("while_") + kind, WhileCase(kind));
   return specs;
 }
 

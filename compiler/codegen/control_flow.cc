@@ -1,0 +1,181 @@
+// while loops on the sequencer.
+//
+// The condition and the body are lowered in line, between the instructions of the computation that
+// holds the loop (ProgramOrder): their values get HBM temporaries by the same liveness as every other
+// value, the loop state lives in one HBM buffer per element for the whole loop (LoopState), and the code
+// is
+//     copy the initial values into the state buffers
+//   top:
+//     the condition's instructions
+//     DMA its pred into VMEM, SLD it into a register, branch to exit when it is 0
+//     the body's instructions
+//     copy the body's results into the state buffers (through temps when one reads another's old value)
+//     JMP top
+//   exit:
+// The body's get-tuple-elements of its parameter, the condition's and the loop's own are the state
+// buffers themselves: the state stays in place across iterations and after the loop.
+#include "compiler/codegen/codegen_internal.h"
+
+namespace tpu::compiler::codegen_internal {
+
+namespace {
+
+const hlo::HloComputation* Condition(const HloInstruction& loop) { return loop.called_computation("condition"); }
+const hlo::HloComputation* Body(const HloInstruction& loop) { return loop.called_computation("body"); }
+
+// Every user of a tuple-shaped loop value (the loop, or the parameter of its condition or body) is a
+// get-tuple-element: the elements are then buffers of their own.
+Status CheckOnlyElementUsers(const HloInstruction& loop, const HloInstruction& value, const std::string& what) {
+  for (const HloInstruction* user : value.users()) {
+    if (user->opcode() != HloOpcode::kGetTupleElement) {
+      return Unimplemented("while " + loop.name() + ": " + what + " is used by " + user->opcode_name() + " " +
+                           user->name() + "; only get-tuple-element of the loop state is supported");
+    }
+  }
+  return OkStatus();
+}
+
+Status CheckWhile(const HloInstruction& loop) {
+  const hlo::HloComputation* condition = Condition(loop);
+  const hlo::HloComputation* body = Body(loop);
+  if (condition == nullptr || body == nullptr) {
+    return InvalidArgument("while " + loop.name() + " needs condition= and body=");
+  }
+  const hlo::Shape& state = loop.shape();
+  if (!state.IsTuple()) return Unimplemented("while " + loop.name() + " with a loop state that is not a tuple");
+  for (const hlo::Shape& element : state.tuple_shapes) {
+    if (element.IsTuple()) return Unimplemented("while " + loop.name() + " with a nested tuple in its loop state");
+  }
+  if (loop.operand(0)->opcode() != HloOpcode::kTuple) {
+    return Unimplemented("while " + loop.name() + ": the initial state must be a tuple instruction, not " +
+                         loop.operand(0)->opcode_name());
+  }
+  const HloInstruction* body_root = body->root_instruction();
+  if (body_root == nullptr || body_root->opcode() != HloOpcode::kTuple ||
+      body_root->operand_count() != static_cast<int64_t>(state.tuple_shapes.size())) {
+    return Unimplemented("while " + loop.name() + ": the body's root must be a tuple of the loop state's elements");
+  }
+  const HloInstruction* predicate = condition->root_instruction();
+  if (predicate == nullptr || predicate->shape().IsTuple() || predicate->shape().rank() != 0 ||
+      predicate->shape().element_type != hlo::PrimitiveType::PRED) {
+    return InvalidArgument("while " + loop.name() + ": the condition must return pred[]");
+  }
+  for (const hlo::HloComputation* computation : {condition, body}) {
+    if (computation->num_parameters() != 1) {
+      return InvalidArgument("while " + loop.name() + ": " + computation->name() + " must take one parameter");
+    }
+    TPU_RETURN_IF_ERROR(CheckOnlyElementUsers(loop, *computation->parameter_instruction(0),
+                                              "the parameter of " + computation->name()));
+  }
+  return CheckOnlyElementUsers(loop, loop, "its result");
+}
+
+}  // namespace
+
+void CodeGenerator::AddControlFlowHandlers(OpcodeHandlerTable& table) {
+  // The driver lowers the loop (ProgramOrder, EmitLoop*): it has no code of its own at its position
+  // but the back edge, and it reads its initial tuple's elements through copies.
+  OpcodeHandler loop(HloOpcode::kWhile);
+  loop.check = CheckWhile;
+  loop.types = ElementTypes::kTupleOfValues;
+  loop.reads_operand = [](const HloInstruction&, const HloInstruction&, uint32_t) { return false; };
+  table.Add(std::move(loop));
+}
+
+Status CodeGenerator::AppendProgramOrder(const hlo::HloComputation& computation, int depth,
+                                         std::vector<HloInstruction*>* order) {
+  if (depth > kMaxLoopNesting) {
+    return InvalidArgument("while loops nested more than " + std::to_string(kMaxLoopNesting) + " deep");
+  }
+  for (HloInstruction* instruction : computation.MakeInstructionPostOrder()) {
+    if (instruction->opcode() != HloOpcode::kWhile) {
+      order->push_back(instruction);
+      continue;
+    }
+    TPU_RETURN_IF_ERROR(CheckWhile(*instruction));
+    Loop loop;
+    loop.instruction = instruction;
+    loop.begin = static_cast<int64_t>(order->size());
+    TPU_RETURN_IF_ERROR(AppendProgramOrder(*Condition(*instruction), depth + 1, order));
+    loop.test = static_cast<int64_t>(order->size()) - 1;  // the condition's root comes last
+    TPU_RETURN_IF_ERROR(AppendProgramOrder(*Body(*instruction), depth + 1, order));
+    loop.end = static_cast<int64_t>(order->size());
+    order->push_back(instruction);
+    loop.top = asm_.NewLabel();
+    loop.exit = asm_.NewLabel();
+    loops_.push_back(std::move(loop));
+  }
+  return OkStatus();
+}
+
+std::vector<const HloInstruction*> CodeGenerator::StateElements(const Loop& loop, size_t element) const {
+  std::vector<const HloInstruction*> elements;
+  auto add_users = [&](const HloInstruction& tuple) {
+    for (const HloInstruction* user : tuple.users()) {
+      if (user->opcode() == HloOpcode::kGetTupleElement && user->tuple_index() == static_cast<int64_t>(element)) {
+        elements.push_back(user);
+      }
+    }
+  };
+  add_users(*loop.instruction);
+  add_users(*Condition(*loop.instruction)->parameter_instruction(0));
+  add_users(*Body(*loop.instruction)->parameter_instruction(0));
+  return elements;
+}
+
+const HloInstruction* CodeGenerator::LoopResult(const Loop& loop, size_t element) const {
+  return Body(*loop.instruction)->root_instruction()->operand(static_cast<int64_t>(element));
+}
+
+const HloInstruction* CodeGenerator::LoopPredicate(const Loop& loop) const {
+  return Condition(*loop.instruction)->root_instruction();
+}
+
+Status CodeGenerator::EmitLoopEntry(const Loop& loop) {
+  const HloInstruction& initial = *loop.instruction->operand(0);
+  for (size_t i = 0; i < loop.state.size(); ++i) {
+    TPU_RETURN_IF_ERROR(EmitCopy(initial.operand(static_cast<int64_t>(i)), loop.state[i]));
+  }
+  return OkStatus();
+}
+
+Status CodeGenerator::EmitLoopTest(const Loop& loop) {
+  const HloInstruction* predicate = LoopPredicate(loop);
+  TPU_ASSIGN_OR_RETURN(ScopedReg hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg one, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg value, NewReg());
+  LoadAddress(hbm, predicate, 0);
+  asm_.Li(one, 1);
+  asm_.DmaLoad(hbm, kZeroReg, one, 1);  // VMEM line 0: lane 0 holds the pred as a 0/1 word
+  asm_.Sync(kSyncDma);
+  asm_.Sld(value, kZeroReg, 0);
+  asm_.Beq(value, kZeroReg, loop.exit);
+  return OkStatus();
+}
+
+Status CodeGenerator::EmitLoopBack(const Loop& loop) {
+  auto same = [](const Location& a, const Location& b) {
+    return a.kind == b.kind && a.index == b.index && a.offset == b.offset;
+  };
+  // A result that is another element's old value is staged first: the copies below overwrite it.
+  std::vector<Location> sources;
+  for (size_t i = 0; i < loop.state.size(); ++i) {
+    const HloInstruction* value = LoopResult(loop, i);
+    Location source = locations_.at(BufferOf(value));
+    if (loop.staged[i] >= 0) {
+      const Location temp{RegionKind::kTemp, 0, loop.staged_offsets[i]};
+      TPU_RETURN_IF_ERROR(EmitCopyLines(source, temp, MakeDeviceLayout(value->shape(), L()).lines));
+      source = temp;
+    }
+    sources.push_back(source);
+  }
+  for (size_t i = 0; i < loop.state.size(); ++i) {
+    if (same(sources[i], loop.state[i])) continue;  // the body left the element in place
+    TPU_RETURN_IF_ERROR(
+        EmitCopyLines(sources[i], loop.state[i], MakeDeviceLayout(LoopResult(loop, i)->shape(), L()).lines));
+  }
+  asm_.Jmp(loop.top);  // top starts with a full SYNC: the copies are done before the condition reads them
+  return OkStatus();
+}
+
+}  // namespace tpu::compiler::codegen_internal
