@@ -44,12 +44,16 @@ struct TrainingModule {
 // jax_cnn2_train_step: 2x2x3 images, conv 3x3 SAME (3 -> 8) -> tanh -> conv 2x2 SAME (8 -> 8) -> ReLU ->
 // max pool 2x2 -> dense 8-10 -> softmax cross-entropy, SGD on every parameter; the second conv's input
 // gradient is `reverse` of its kernel's spatial dimensions and a convolution (b01f_01oi->b01f).
+// jax_mlp_fori_loop_10_steps: ten SGD steps of an MLP 16-32-10 (ReLU, softmax cross-entropy) in one
+// `lax.fori_loop` (a while loop on the device: jax.jit(...).lower(...).as_text(dialect="hlo")), then the
+// loss of the trained parameters; the current text format (no % sigils, entry_computation_layout).
 const TrainingModule kModules[] = {{"jax_mlp_tanh_adam_train_step", 14},
                                    {"pytorch_xla_mlp_sigmoid_l1_momentum_train_step", 10},
                                    {"pytorch_xla_mlp_tanh_mse_adam_train_step", 14},
                                    {"jax_cnn_train_step", 5},
                                    {"jax_mnist_cnn_train_step", 5},
-                                   {"jax_cnn2_train_step", 7}};
+                                   {"jax_cnn2_train_step", 7},
+                                   {"jax_mlp_fori_loop_10_steps", 5}};
 
 std::string ModulePath(const char* name) { return std::string(TPU_SOURCE_DIR) + "/tb/system/hlo/" + name + ".hlo"; }
 
