@@ -376,6 +376,90 @@ ENTRY %main (x: f32[4]) -> f32[4] {
             "No registered 'cosine' OpKernel for XLA_TPU_JIT devices compatible with node cosine.3");
 }
 
+// A while loop whose body runs a dot (pipelined MXU code inside the loop) and whose condition is a
+// reduction of the state (the trip count depends on the data): the sync checker follows the loop, the
+// model's result equals the interpreter's, and the loop's code is one body, not unrolled.
+TEST(CodegenTest, WhileLoopsRunTheirBodyOnTheDevice) {
+  const char* text = R"(HloModule loop
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%cond (p: (f32[12,20], f32[20,20], s32[])) -> pred[] {
+  %p = (f32[12,20], f32[20,20], s32[]) parameter(0)
+  %x = f32[12,20] get-tuple-element(%p), index=0
+  %zero = f32[] constant(0)
+  %total = f32[] reduce(%x, %zero), dimensions={0,1}, to_apply=%sum
+  %limit = f32[] constant(1e9)
+  ROOT %lt = pred[] compare(%total, %limit), direction=LT
+}
+%body (p: (f32[12,20], f32[20,20], s32[])) -> (f32[12,20], f32[20,20], s32[]) {
+  %p = (f32[12,20], f32[20,20], s32[]) parameter(0)
+  %x = f32[12,20] get-tuple-element(%p), index=0
+  %w = f32[20,20] get-tuple-element(%p), index=1
+  %n = s32[] get-tuple-element(%p), index=2
+  %a = f32[12,20] abs(%x)
+  %d = f32[12,20] dot(%a, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %one = f32[] constant(1)
+  %ones = f32[12,20] broadcast(%one), dimensions={}
+  %next = f32[12,20] add(%d, %ones)
+  %i = s32[] constant(1)
+  %count = s32[] add(%n, %i)
+  ROOT %t = (f32[12,20], f32[20,20], s32[]) tuple(%next, %w, %count)
+}
+ENTRY %main (x: f32[12,20], w: f32[20,20]) -> (f32[12,20], s32[]) {
+  %x = f32[12,20] parameter(0)
+  %w = f32[20,20] parameter(1)
+  %aw = f32[20,20] abs(%w)
+  %zero = s32[] constant(0)
+  %init = (f32[12,20], f32[20,20], s32[]) tuple(%x, %aw, %zero)
+  %loop = (f32[12,20], f32[20,20], s32[]) while(%init), condition=%cond, body=%body
+  %rx = f32[12,20] get-tuple-element(%loop), index=0
+  %trips = s32[] get-tuple-element(%loop), index=2
+  ROOT %out = (f32[12,20], s32[]) tuple(%rx, %trips)
+}
+)";
+  CompileStats stats;
+  std::vector<hlo::Literal> expected;
+  const RunResult run = CompileRunAndCompare(text, {}, 1, &stats, &expected);
+  ASSERT_EQ(expected.size(), 2u);
+  const int32_t trips = expected[1].Get<int32_t>(0);
+  EXPECT_GE(trips, 2) << "the test wants a loop that iterates";
+  ASSERT_EQ(run.outputs.size(), 2u);
+  EXPECT_EQ(run.outputs[1].Get<int32_t>(0), trips);
+  // Every iteration issues the body's instructions again: far more issued than compiled.
+  EXPECT_GT(run.instret, uint32_t(trips) * stats.instructions / 2);
+}
+
+// Loops the code generator does not lower are refused with what to change.
+TEST(CodegenTest, UnsupportedWhileFormsAreRefusedClearly) {
+  const char* text = R"(HloModule loop
+%cond (p: (f32[4], s32[])) -> pred[] {
+  %p = (f32[4], s32[]) parameter(0)
+  %n = s32[] get-tuple-element(%p), index=1
+  %limit = s32[] constant(3)
+  ROOT %lt = pred[] compare(%n, %limit), direction=LT
+}
+%body (p: (f32[4], s32[])) -> (f32[4], s32[]) {
+  ROOT %p = (f32[4], s32[]) parameter(0)
+}
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  %zero = s32[] constant(0)
+  %init = (f32[4], s32[]) tuple(%x, %zero)
+  %loop = (f32[4], s32[]) while(%init), condition=%cond, body=%body
+  ROOT %r = f32[4] get-tuple-element(%loop), index=0
+}
+)";
+  StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
+  ASSERT_TRUE(module.ok()) << module.status();
+  StatusOr<Program> program = Compile(**module, {});
+  ASSERT_FALSE(program.ok());
+  EXPECT_EQ(program.status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(program.status().message(), "while loop: the body's root must be a tuple of the loop state's elements");
+}
+
 TEST(CodegenTest, ResourceErrorsAreClear) {
   StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(DotModule(4, 4000, 4, false));
   ASSERT_TRUE(module.ok());
