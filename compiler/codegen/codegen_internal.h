@@ -296,7 +296,7 @@ class CodeGenerator {
   void FlattenOutputs(const HloInstruction* value, std::vector<const HloInstruction*>* outputs) const;
 
   // --- while loops (control_flow.cc) ---
-  // A while lowered in line: positions in the program order (ProgramOrder) of its condition's first
+  // A while lowered in line: positions in the program order (AppendProgramOrder) of its condition's first
   // instruction (the initial copies and the loop top come before it), of the condition's root (the test
   // follows it) and of the while itself (the back edge); the HBM buffer of each state element, and the
   // temp offset of the results staged at the back edge (staged[i] >= 0: the request id).

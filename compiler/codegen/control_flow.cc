@@ -1,8 +1,8 @@
 // while loops on the sequencer.
 //
 // The condition and the body are lowered in line, between the instructions of the computation that
-// holds the loop (ProgramOrder): their values get HBM temporaries by the same liveness as every other
-// value, the loop state lives in one HBM buffer per element for the whole loop (LoopState), and the code
+// holds the loop (AppendProgramOrder): their values get HBM temporaries by the same liveness as every other
+// value, the loop state lives in one HBM buffer per element for the whole loop (Loop::state), and the code
 // is
 //     copy the initial values into the state buffers
 //   top:
@@ -73,7 +73,7 @@ Status CheckWhile(const HloInstruction& loop) {
 }  // namespace
 
 void CodeGenerator::AddControlFlowHandlers(OpcodeHandlerTable& table) {
-  // The driver lowers the loop (ProgramOrder, EmitLoop*): it has no code of its own at its position
+  // The driver lowers the loop (AppendProgramOrder, EmitLoop*): it has no code of its own at its position
   // but the back edge, and it reads its initial tuple's elements through copies.
   OpcodeHandler loop(HloOpcode::kWhile);
   loop.check = CheckWhile;
