@@ -1268,11 +1268,15 @@ ENTRY %main (a: f32[13,20], b: f32[13,20]) -> f32[13,20] {
 INSTANTIATE_TEST_SUITE_P(Shared, TrainingSteps,
                          ::testing::Values("maml_flax_train_step", "pytorch_xla_mnist_mlp_train_step"));
 
+uint64_t Word(isa::Opcode op, uint8_t rd, uint8_t rs1, uint8_t rs2, uint8_t rs3, uint8_t flags, uint32_t imm) {
+  return isa::Encode({static_cast<uint8_t>(op), rd, rs1, rs2, rs3, flags, imm});
+}
+
 TEST(SyncCheckerTest, FindsAMissingSync) {
   // DMA_LD into line 0, then VADD reading line 0 without waiting for the DMA.
   std::vector<uint64_t> code;
   auto emit = [&](isa::Opcode op, uint8_t rd, uint8_t rs1, uint8_t rs2, uint8_t rs3, uint8_t flags, uint32_t imm) {
-    code.push_back(isa::Encode({static_cast<uint8_t>(op), rd, rs1, rs2, rs3, flags, imm}));
+    code.push_back(Word(op, rd, rs1, rs2, rs3, flags, imm));
   };
   emit(isa::Opcode::LI, 1, 0, 0, 0, 0, 4);
   emit(isa::Opcode::DMA_LD, 0, 0, 0, 1, 0, 1);
@@ -1282,7 +1286,7 @@ TEST(SyncCheckerTest, FindsAMissingSync) {
   EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(status.message().find("read-after-write"), std::string::npos) << status;
   // With SYNC DMA in between it is fine.
-  code.insert(code.begin() + 2, isa::Encode({static_cast<uint8_t>(isa::Opcode::SYNC), 0, 0, 0, 0, isa::flag::SYNC_DMA, 0}));
+  code.insert(code.begin() + 2, Word(isa::Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_DMA, 0));
   EXPECT_TRUE(CheckUnitSynchronization(code, {}).ok());
 }
 
@@ -1291,7 +1295,7 @@ TEST(SyncCheckerTest, ScalarLoadWaitsForTheUnitAndLoopsOnData) {
   // (taken while it reads 1: the checker follows two iterations) that ends at HALT.
   std::vector<uint64_t> code;
   auto emit = [&](isa::Opcode op, uint8_t rd, uint8_t rs1, uint8_t rs2, uint8_t rs3, uint8_t flags, uint32_t imm) {
-    code.push_back(isa::Encode({static_cast<uint8_t>(op), rd, rs1, rs2, rs3, flags, imm}));
+    code.push_back(Word(op, rd, rs1, rs2, rs3, flags, imm));
   };
   emit(isa::Opcode::LI, 1, 0, 0, 0, 0, 1);
   emit(isa::Opcode::LI, 2, 0, 0, 0, 0, 3);
@@ -1303,9 +1307,9 @@ TEST(SyncCheckerTest, ScalarLoadWaitsForTheUnitAndLoopsOnData) {
   Status status = CheckUnitSynchronization(code, {});
   EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(status.message().find("(SLD) reads VMEM [3, 4)"), std::string::npos) << status;
-  code.insert(code.begin() + 3, isa::Encode({static_cast<uint8_t>(isa::Opcode::SYNC), 0, 0, 0, 0, isa::flag::SYNC_VPU, 0}));
-  code[5] = isa::Encode({static_cast<uint8_t>(isa::Opcode::BEQ), 0, 4, 0, 0, 0, 7});
-  code[6] = isa::Encode({static_cast<uint8_t>(isa::Opcode::JMP), 0, 0, 0, 0, 0, 4});
+  code.insert(code.begin() + 3, Word(isa::Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_VPU, 0));
+  code[5] = Word(isa::Opcode::BEQ, 0, 4, 0, 0, 0, 7);
+  code[6] = Word(isa::Opcode::JMP, 0, 0, 0, 0, 0, 4);
   EXPECT_TRUE(CheckUnitSynchronization(code, {}).ok()) << CheckUnitSynchronization(code, {});
 }
 

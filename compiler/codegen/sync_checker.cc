@@ -70,6 +70,13 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
   std::array<std::deque<Footprint>, 3> in_flight;  // DMA and VPU: the instructions that may still run
   const std::array<size_t, 3> in_flight_limit = {std::max<size_t>(1, options.dma_queue), 0, 1};
   MxuState mxu;
+  // What unit u may still be executing.
+  auto InFlight = [&](int u) {
+    if (u == kMxu) return mxu.InFlight();
+    std::vector<const Footprint*> busy;
+    for (const Footprint& footprint : in_flight[u]) busy.push_back(&footprint);
+    return busy;
+  };
   std::map<uint32_t, uint32_t> scalar_loads;  // SLD executions per pc
   constexpr uint32_t kScalarLoadTrueReads = 2;
   uint32_t pc = 0;
@@ -103,13 +110,7 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
         // The sequencer reads the line at issue: no unit may still write it.
         const Range line{uint64_t{s[in.rs1]} + in.imm, uint64_t{s[in.rs1]} + in.imm + 1};
         for (int u = 0; u < 3; ++u) {
-          std::vector<const Footprint*> busy_list;
-          if (u == kMxu) {
-            busy_list = mxu.InFlight();
-          } else {
-            for (const Footprint& busy : in_flight[u]) busy_list.push_back(&busy);
-          }
-          for (const Footprint* busy : busy_list) {
+          for (const Footprint* busy : InFlight(u)) {
             for (const Range& write : busy->writes) {
               if (line.Overlaps(write)) {
                 return FailedPrecondition("read-after-write race: pc " + std::to_string(pc) + " (SLD) reads VMEM " +
@@ -217,13 +218,7 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
       }
       for (int other = 0; other < 3; ++other) {
         if (other == unit) continue;
-        std::vector<const Footprint*> busy_list;
-        if (other == kMxu) {
-          busy_list = mxu.InFlight();
-        } else {
-          for (const Footprint& busy : in_flight[other]) busy_list.push_back(&busy);
-        }
-        for (const Footprint* busy_ptr : busy_list) {
+        for (const Footprint* busy_ptr : InFlight(other)) {
           const Footprint& busy = *busy_ptr;
           auto race = [&](const std::vector<Range>& mine, const std::vector<Range>& theirs, const char* kind) -> Status {
             for (const Range& a : mine) {
