@@ -9,7 +9,12 @@ namespace tpu::compiler {
 namespace codegen_internal {
 
 const HloInstruction* CodeGenerator::BufferOf(const HloInstruction* instruction) const {
-  return BufferSource(instruction, L());
+  const HloInstruction* buffer = BufferSource(instruction, L());
+  // A conditional's branch reads what the conditional passes it where it is.
+  for (auto input = branch_inputs_.find(buffer); input != branch_inputs_.end(); input = branch_inputs_.find(buffer)) {
+    buffer = BufferSource(input->second, L());
+  }
+  return buffer;
 }
 
 void CodeGenerator::FlattenOutputs(const HloInstruction* value, std::vector<const HloInstruction*>* outputs) const {
@@ -58,9 +63,11 @@ void CodeGenerator::AddBufferHandlers(OpcodeHandlerTable& table) {
   OpcodeHandler get_tuple_element(HloOpcode::kGetTupleElement);
   get_tuple_element.types = ElementTypes::kDeviceWord;
   get_tuple_element.check_value = [](const HloInstruction& instruction) -> Status {
-    // Of a loop, or of the parameter of its condition or body: a state buffer (control_flow.cc).
+    // Of a loop, or of the parameter of its condition or body: a state buffer; of a conditional: a result
+    // buffer; of a branch's parameter: what the conditional passes the branch (control_flow.cc).
     const HloOpcode tuple = instruction.operand(0)->opcode();
-    if (tuple != HloOpcode::kTuple && tuple != HloOpcode::kWhile && tuple != HloOpcode::kParameter) {
+    if (tuple != HloOpcode::kTuple && tuple != HloOpcode::kWhile && tuple != HloOpcode::kParameter &&
+        tuple != HloOpcode::kConditional) {
       return Unimplemented("get-tuple-element " + instruction.name() + " of a non-tuple instruction");
     }
     return OkStatus();
@@ -535,7 +542,8 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   program_.module_name = module_.name();
   program_.lanes = L();
 
-  // Program order: the entry's instructions, each while loop's condition and body in line (control_flow.cc).
+  // Program order: the entry's instructions, each while loop's condition and body and each conditional's
+  // branches in line (control_flow.cc).
   std::vector<HloInstruction*> order;
   TPU_RETURN_IF_ERROR(AppendProgramOrder(*entry, 0, &order));
   for (const HloInstruction* instruction : order) TPU_RETURN_IF_ERROR(CheckSupported(*instruction));
@@ -570,6 +578,13 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
     for (size_t i = 0; i < loop.instruction->shape().tuple_shapes.size(); ++i) needed.insert(BufferOf(LoopResult(loop, i)));
     needed.insert(BufferOf(LoopPredicate(loop)));
   }
+  // Conditionals read their selector and copy their branches' results into the result buffers.
+  for (const Conditional& conditional : conditionals_) {
+    needed.insert(BufferOf(conditional.instruction->operand(0)));
+    for (size_t k = 0; k < conditional.branches.size(); ++k) {
+      for (size_t i = 0; i < ResultCount(conditional); ++i) needed.insert(BufferOf(BranchResult(conditional, k, i)));
+    }
+  }
   TPU_RETURN_IF_ERROR(CheckSizesBeforeLayout(*entry, order, needed, L(), options_.hbm_lines));
 
   // Positions in program order and the last position that reads each buffer (end_position: read by a
@@ -595,20 +610,35 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
     }
   }
 
+  auto read_at = [&](const HloInstruction* value, int64_t at) {
+    const HloInstruction* buffer = BufferOf(value);
+    last_use[buffer] = std::max(last_use[buffer], at);
+  };
   for (const Loop& loop : loops_) {
-    auto read_at = [&](const HloInstruction* value, int64_t at) {
-      const HloInstruction* buffer = BufferOf(value);
-      last_use[buffer] = std::max(last_use[buffer], at);
-    };
     for (const HloInstruction* initial : loop.instruction->operand(0)->operands()) read_at(initial, loop.begin);
     for (size_t i = 0; i < loop.instruction->shape().tuple_shapes.size(); ++i) read_at(LoopResult(loop, i), loop.end);
     read_at(LoopPredicate(loop), loop.test);
   }
-  // The state buffers are placed with the temporaries below; until then a placeholder keeps an output
-  // that is a loop's result from being computed into its output region (it is copied there at the end).
+  for (const Conditional& conditional : conditionals_) {
+    const size_t branches = conditional.branches.size();
+    // The selector at the dispatch, branch k's results where the next branch (or the exit) begins.
+    read_at(conditional.instruction->operand(0), conditional.branch_begin[0]);
+    for (size_t k = 0; k < branches; ++k) {
+      const int64_t branch_end = k + 1 < branches ? conditional.branch_begin[k + 1] : conditional.end;
+      for (size_t i = 0; i < ResultCount(conditional); ++i) read_at(BranchResult(conditional, k, i), branch_end);
+    }
+  }
+  // The state and result buffers are placed with the temporaries below; until then a placeholder keeps an
+  // output that is a loop's or a conditional's result from being computed into its output region (it is
+  // copied there at the end).
   for (const Loop& loop : loops_) {
     for (size_t i = 0; i < loop.instruction->shape().tuple_shapes.size(); ++i) {
       for (const HloInstruction* element : StateElements(loop, i)) locations_[element] = Location{};
+    }
+  }
+  for (const Conditional& conditional : conditionals_) {
+    for (size_t i = 0; i < ResultCount(conditional); ++i) {
+      for (const HloInstruction* element : ResultElements(conditional, i)) locations_[element] = Location{};
     }
   }
 
@@ -736,7 +766,35 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
       }
     }
   }
+  // Conditional results: one buffer per element from the dispatch (a branch's copies write it) to the last
+  // read of the element.
+  std::vector<std::vector<int64_t>> result_ids(conditionals_.size());
+  for (size_t c = 0; c < conditionals_.size(); ++c) {
+    const Conditional& conditional = conditionals_[c];
+    const hlo::Shape& shape = conditional.instruction->shape();
+    for (size_t i = 0; i < ResultCount(conditional); ++i) {
+      BufferRequest request;
+      request.id = next_id++;
+      request.lines = MakeDeviceLayout(shape.IsTuple() ? shape.tuple_shapes[i] : shape, L()).lines;
+      request.defined_at = conditional.branch_begin[0];
+      request.last_use = conditional.end;
+      for (const HloInstruction* element : ResultElements(conditional, i)) {
+        if (auto it = last_use.find(element); it != last_use.end()) request.last_use = std::max(request.last_use, it->second);
+      }
+      requests.push_back(request);
+      result_ids[c].push_back(request.id);
+    }
+  }
   BufferAssignment assignment = AssignBuffers(requests);
+  for (size_t c = 0; c < conditionals_.size(); ++c) {
+    Conditional& conditional = conditionals_[c];
+    conditional.results.clear();
+    for (size_t i = 0; i < result_ids[c].size(); ++i) {
+      const Location result{RegionKind::kTemp, 0, assignment.offsets.at(result_ids[c][i])};
+      conditional.results.push_back(result);
+      for (const HloInstruction* element : ResultElements(conditional, i)) locations_[element] = result;
+    }
+  }
   for (size_t l = 0; l < loops_.size(); ++l) {
     Loop& loop = loops_[l];
     loop.state.clear();
@@ -771,21 +829,57 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
     code_ranges.push_back(CodeRange{std::move(what), begin, asm_.size()});
     return OkStatus();
   };
+  // What starts before a position: a loop's initial copies and top before its condition, a conditional's
+  // dispatch before its first branch, the previous branch's end before each other branch. Outer first:
+  // the one that ends later.
+  struct Opening {
+    int64_t end;
+    std::function<Status()> emit;
+  };
+  std::map<int64_t, std::vector<Opening>> openings;
+  for (const Loop& loop : loops_) {
+    openings[loop.begin].push_back({loop.end, [&] {
+      TPU_RETURN_IF_ERROR(emit("while " + loop.instruction->name() + ": initial state", [&] { return EmitLoopEntry(loop); }));
+      asm_.Bind(loop.top);
+      return OkStatus();
+    }});
+  }
+  for (const Conditional& conditional : conditionals_) {
+    const std::string name = "conditional " + conditional.instruction->name();
+    for (size_t k = 0; k < conditional.branches.size(); ++k) {
+      openings[conditional.branch_begin[k]].push_back({conditional.end, [&, name, k] {
+        TPU_RETURN_IF_ERROR(k == 0 ? emit(name + ": dispatch", [&] { return EmitDispatch(conditional); })
+                                   : emit(name + ": results of branch " + std::to_string(k - 1),
+                                          [&] { return EmitBranchEnd(conditional, k - 1); }));
+        asm_.Bind(conditional.branches[k]);
+        return OkStatus();
+      }});
+    }
+  }
+  for (auto& [position, list] : openings) {
+    std::stable_sort(list.begin(), list.end(), [](const Opening& a, const Opening& b) { return a.end > b.end; });
+  }
   for (size_t p = 0; p < order.size(); ++p) {
     const HloInstruction* instruction = order[p];
     const int64_t position = static_cast<int64_t>(p);
-    // A loop's initial copies and top come before its condition (outer loops first).
-    for (auto loop = loops_.rbegin(); loop != loops_.rend(); ++loop) {
-      if (loop->begin != position) continue;
-      TPU_RETURN_IF_ERROR(emit("while " + loop->instruction->name() + ": initial state",
-                               [&] { return EmitLoopEntry(*loop); }));
-      asm_.Bind(loop->top);
+    if (auto opening = openings.find(position); opening != openings.end()) {
+      for (const Opening& open : opening->second) TPU_RETURN_IF_ERROR(open.emit());
     }
     if (instruction->opcode() == HloOpcode::kWhile) {
       for (const Loop& loop : loops_) {
         if (loop.end != position) continue;
         TPU_RETURN_IF_ERROR(emit("while " + instruction->name() + ": next iteration", [&] { return EmitLoopBack(loop); }));
         asm_.Bind(loop.exit);
+      }
+      continue;
+    }
+    if (instruction->opcode() == HloOpcode::kConditional) {
+      for (const Conditional& conditional : conditionals_) {
+        if (conditional.end != position) continue;
+        const size_t last = conditional.branches.size() - 1;
+        TPU_RETURN_IF_ERROR(emit("conditional " + instruction->name() + ": results of branch " + std::to_string(last),
+                                 [&] { return EmitBranchEnd(conditional, last); }));
+        asm_.Bind(conditional.exit);
       }
       continue;
     }

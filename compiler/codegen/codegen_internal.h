@@ -71,6 +71,9 @@ inline std::optional<isa::Opcode> VpuOpcodeFor(HloOpcode op) {
     case HloOpcode::kSubtract: return isa::Opcode::VSUB;
     case HloOpcode::kMultiply: return isa::Opcode::VMUL;
     case HloOpcode::kMinimum: return isa::Opcode::VMIN;
+    case HloOpcode::kAnd: return isa::Opcode::VAND;
+    case HloOpcode::kOr: return isa::Opcode::VOR;
+    case HloOpcode::kXor: return isa::Opcode::VXOR;
     default: return std::nullopt;
   }
 }
@@ -121,6 +124,9 @@ inline bool CompareTrueOnPadding(hlo::ComparisonDirection direction, bool has_im
 }
 
 inline bool IsCommutative(HloOpcode op) { return op != HloOpcode::kSubtract; }
+
+// Bitwise ops work on the raw words: the same for pred (0/1), s32 and u32 lanes.
+inline bool IsBitwise(HloOpcode op) { return op == HloOpcode::kAnd || op == HloOpcode::kOr || op == HloOpcode::kXor; }
 
 // Values the VPU computes on as s32 lanes (INT flag): s32, and s64 through its low 32 bits.
 inline bool IsIntegerValue(const hlo::Shape& shape) {
@@ -310,7 +316,8 @@ class CodeGenerator {
   };
   static constexpr int kMaxLoopNesting = 64;
   // The instructions of `computation` in post order with, in place of each while, its condition's and
-  // its body's (recursively), then the while; records the loops in loops_.
+  // its body's (recursively), then the while, and in place of each conditional its branches' in turn, then
+  // the conditional; records them in loops_ and conditionals_.
   Status AppendProgramOrder(const hlo::HloComputation& computation, int depth, std::vector<HloInstruction*>* order);
   // The get-tuple-elements of element `element` of the loop, of its condition's parameter and of its
   // body's parameter: all are the element's state buffer.
@@ -320,6 +327,28 @@ class CodeGenerator {
   Status EmitLoopEntry(const Loop& loop);
   Status EmitLoopTest(const Loop& loop);
   Status EmitLoopBack(const Loop& loop);
+
+  // --- conditionals (control_flow.cc) ---
+  // A conditional lowered in line: positions of each branch's first instruction (the dispatch comes
+  // before branch 0's, the previous branch's result copies before the others') and of the conditional
+  // (the last branch's result copies); the HBM buffer of each result element.
+  struct Conditional {
+    const HloInstruction* instruction = nullptr;
+    std::vector<int64_t> branch_begin;
+    int64_t end = 0;
+    std::vector<Location> results;
+    std::vector<Assembler::Label> branches;
+    Assembler::Label exit;
+  };
+  // The values that are result element `element` of the conditional: the get-tuple-elements of a tuple
+  // result, or the conditional itself.
+  std::vector<const HloInstruction*> ResultElements(const Conditional& conditional, size_t element) const;
+  size_t ResultCount(const Conditional& conditional) const;
+  // Branch `branch`'s value for result element `element`.
+  const HloInstruction* BranchResult(const Conditional& conditional, size_t branch, size_t element) const;
+  Status EmitDispatch(const Conditional& conditional);
+  // Copies branch `branch`'s results into the result buffers (and jumps to the exit but from the last).
+  Status EmitBranchEnd(const Conditional& conditional, size_t branch);
 
   // --- buffers and input_output_alias (codegen.cc) ---
   // Per flattened output, the parameter its value is written into (-1: none); empty without aliases.
@@ -335,10 +364,12 @@ class CodeGenerator {
   // --- code ---
   StatusOr<ScopedReg> NewReg() { return AllocateScoped(&regs_); }
   void LoadAddress(Reg reg, const HloInstruction* value, uint32_t extra_lines);
-  // elementwise.cc: add, subtract, multiply, maximum, minimum (a folded broadcast or constant second);
-  // negate as x * -1; divide by a constant as a multiplication, by a tensor with EmitMath; the ReLU fusion.
+  // elementwise.cc: add, subtract, multiply, maximum, minimum, and, or, xor (a folded broadcast or constant
+  // second); negate as x * -1; not as x xor ones; divide by a constant as a multiplication, by a tensor with
+  // EmitMath; the ReLU fusion.
   Status EmitBinary(const HloInstruction& instruction);
   Status EmitNegate(const HloInstruction& instruction);
+  Status EmitNot(const HloInstruction& instruction);
   Status EmitDivide(const HloInstruction& instruction);
   Status EmitReluFusion(const HloInstruction& instruction);
   Status EmitElementwise(const HloInstruction& instruction, HloOpcode op, const HloInstruction* a, Src2 b);
@@ -368,6 +399,9 @@ class CodeGenerator {
   // (scalar constants that keep the padding zero, or any when rows fill whole lines), a constant row, a
   // folded row broadcast, or a tensor of the result's shape.
   StatusOr<Src2> SecondOperand(const HloInstruction& instruction, HloOpcode op, const HloInstruction& value);
+  // The immediate `bits` when `keeps_zero` (op(+0, bits) is +0) or rows fill whole lines, else a constant row
+  // of `bits` in the valid columns.
+  StatusOr<Src2> ImmediateOrRow(const HloInstruction& instruction, uint32_t bits, bool keeps_zero);
   Status EmitSelect(const HloInstruction& instruction);
   Status EmitConvert(const HloInstruction& instruction);
   Status EmitBroadcast(const HloInstruction& instruction);
@@ -509,6 +543,10 @@ class CodeGenerator {
   uint32_t aliased_outputs_ = 0;  // outputs written into a parameter's buffer
   uint32_t alias_copies_ = 0;     // of those, copied there at the end
   std::vector<Loop> loops_;       // in the order their back edges are emitted (inner loops first)
+  std::vector<Conditional> conditionals_;  // inner conditionals first
+  // A branch's parameter, or a get-tuple-element of it, is the value the conditional passes it.
+  std::map<const HloInstruction*, const HloInstruction*> branch_inputs_;
+  std::set<const hlo::HloComputation*> inlined_computations_;  // each condition, body and branch once
 };
 
 

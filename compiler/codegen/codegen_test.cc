@@ -432,6 +432,96 @@ ENTRY %main (x: f32[12,20], w: f32[20,20]) -> (f32[12,20], s32[]) {
   EXPECT_GT(run.instret, uint32_t(trips) * stats.instructions / 2);
 }
 
+// A conditional as JAX writes lax.cond: an s32 index the device computes from the data (a converted pred),
+// a tuple passed to one branch (a dot in it) and an array to the other, a tuple result; the branch taken
+// is the one the interpreter takes, under the sync checker.
+TEST(CodegenTest, ConditionalsRunTheBranchTheDataSelects) {
+  const std::string text = R"(HloModule cond
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+%scale (x: f32[12,20]) -> (f32[12,20], s32[]) {
+  %x = f32[12,20] parameter(0)
+  %two = f32[] constant(2)
+  %twos = f32[12,20] broadcast(%two), dimensions={}
+  %r = f32[12,20] multiply(%x, %twos)
+  %taken = s32[] constant(0)
+  ROOT %t = (f32[12,20], s32[]) tuple(%r, %taken)
+}
+%project (p: (f32[12,20], f32[20,20])) -> (f32[12,20], s32[]) {
+  %p = (f32[12,20], f32[20,20]) parameter(0)
+  %x = f32[12,20] get-tuple-element(%p), index=0
+  %w = f32[20,20] get-tuple-element(%p), index=1
+  %d = f32[12,20] dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %h = f32[12,20] tanh(%d)
+  %taken = s32[] constant(1)
+  ROOT %t = (f32[12,20], s32[]) tuple(%h, %taken)
+}
+ENTRY %main (x: f32[12,20], w: f32[20,20]) -> (f32[12,20], s32[]) {
+  %x = f32[12,20] parameter(0)
+  %w = f32[20,20] parameter(1)
+  %zero = f32[] constant(0)
+  %total = f32[] reduce(%x, %zero), dimensions={0,1}, to_apply=%sum
+  %limit = f32[] constant(LIMIT)
+  %above = pred[] compare(%total, %limit), direction=GT
+  %index = s32[] convert(%above)
+  %xw = (f32[12,20], f32[20,20]) tuple(%x, %w)
+  %c = (f32[12,20], s32[]) conditional(%index, %x, %xw), branch_computations={%scale, %project}
+  %r = f32[12,20] get-tuple-element(%c), index=0
+  %taken = s32[] get-tuple-element(%c), index=1
+  ROOT %out = (f32[12,20], s32[]) tuple(%r, %taken)
+}
+)";
+  // A limit below every possible sum takes branch 1, one above every sum branch 0.
+  for (const char* limit : {"-1000", "1000"}) {
+    std::string module = text;
+    module.replace(module.find("LIMIT"), 5, limit);
+    std::vector<hlo::Literal> expected;
+    const RunResult run = CompileRunAndCompare(module, {}, 1, nullptr, &expected);
+    ASSERT_EQ(expected.size(), 2u);
+    EXPECT_EQ(expected[1].Get<int32_t>(0), std::string(limit) == "-1000" ? 1 : 0);
+    ASSERT_EQ(run.outputs.size(), 2u);
+    EXPECT_EQ(run.outputs[1].Get<int32_t>(0), expected[1].Get<int32_t>(0)) << limit;
+  }
+  // The conditional itself as the root (expand-tuple-roots gives it its get-tuple-elements).
+  std::string root = text;
+  root.replace(root.find("LIMIT"), 5, "0");
+  root.replace(root.find("  %c = "), 7, "  ROOT %c = ");
+  root.erase(root.find("  %r = f32[12,20] get-tuple-element(%c)"));
+  root += "}\n";
+  const RunResult run = CompileRunAndCompare(root);
+  EXPECT_EQ(run.outputs.size(), 2u);
+}
+
+// Conditionals the code generator does not lower are refused with what to change.
+TEST(CodegenTest, UnsupportedConditionalFormsAreRefusedClearly) {
+  const std::string branches = R"(HloModule cond
+%negate (x: f32[4]) -> f32[4] {
+  %x = f32[4] parameter(0)
+  ROOT %n = f32[4] negate(%x)
+}
+)";
+  auto refusal = [&](const std::string& entry) {
+    StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(branches + entry);
+    EXPECT_TRUE(module.ok()) << module.status();
+    if (!module.ok()) return std::string();
+    StatusOr<Program> program = Compile(**module, {});
+    EXPECT_FALSE(program.ok());
+    EXPECT_EQ(program.status().code(), StatusCode::kUnimplemented);
+    return program.status().message();
+  };
+  // One computation for two branches: each branch is lowered in line once.
+  EXPECT_EQ(refusal(R"(ENTRY %main (p: pred[], x: f32[4]) -> f32[4] {
+  %p = pred[] parameter(0)
+  %x = f32[4] parameter(1)
+  ROOT %c = f32[4] conditional(%p, %x, %x), true_computation=%negate, false_computation=%negate
+}
+)"),
+            "conditional c calls negate, which another while or conditional calls too; give each its own computation");
+}
+
 // Loops the code generator does not lower are refused with what to change.
 TEST(CodegenTest, UnsupportedWhileFormsAreRefusedClearly) {
   const char* text = R"(HloModule loop

@@ -1,9 +1,9 @@
-// while loops on the sequencer.
+// while loops and conditionals on the sequencer.
 //
-// The condition and the body are lowered in line, between the instructions of the computation that
-// holds the loop (AppendProgramOrder): their values get HBM temporaries by the same liveness as every other
-// value, the loop state lives in one HBM buffer per element for the whole loop (Loop::state), and the code
-// is
+// Conditions, bodies and branches are lowered in line, between the instructions of the computation that
+// holds them (AppendProgramOrder): their values get HBM temporaries by the same liveness as every other
+// value. A while's state lives in one HBM buffer per element for the whole loop (Loop::state), and the
+// code is
 //     copy the initial values into the state buffers
 //   top:
 //     the condition's instructions
@@ -14,6 +14,16 @@
 //   exit:
 // The body's get-tuple-elements of its parameter, the condition's and the loop's own are the state
 // buffers themselves: the state stays in place across iterations and after the loop.
+//
+// A conditional's branches read the values passed to them in place (branch_inputs_), and each copies its
+// results into the conditional's result buffers, one per element:
+//     DMA the selector into VMEM, SLD it, branch to branch k (an index out of range: the last branch)
+//   branch 0:  its instructions, copies into the results, JMP exit
+//   ...
+//   branch n-1: its instructions, copies into the results
+//   exit:
+// Only one branch runs, so the program order's liveness (branch after branch) is safe for both: a value
+// of one branch is never live in another.
 #include "compiler/codegen/codegen_internal.h"
 
 namespace tpu::compiler::codegen_internal {
@@ -70,6 +80,57 @@ Status CheckWhile(const HloInstruction& loop) {
   return CheckOnlyElementUsers(loop, loop, "its result");
 }
 
+Status CheckConditional(const HloInstruction& conditional) {
+  const std::string name = "conditional " + conditional.name();
+  const std::vector<hlo::HloComputation*> branches = conditional.called_computations();
+  if (branches.empty() || conditional.operand_count() != static_cast<int64_t>(branches.size()) + 1) {
+    return InvalidArgument(name + " needs one operand per branch after the selector");
+  }
+  const hlo::Shape& selector = conditional.operand(0)->shape();
+  if (selector.IsTuple() || selector.rank() != 0 ||
+      (selector.element_type != hlo::PrimitiveType::PRED && selector.element_type != hlo::PrimitiveType::S32)) {
+    return InvalidArgument(name + ": the selector must be pred[] or s32[]");
+  }
+  const hlo::Shape& result = conditional.shape();
+  if (result.IsTuple()) {
+    for (const hlo::Shape& element : result.tuple_shapes) {
+      if (element.IsTuple()) return Unimplemented(name + " with a nested tuple in its result");
+    }
+    for (const HloInstruction* user : conditional.users()) {
+      if (user->opcode() != HloOpcode::kGetTupleElement) {
+        return Unimplemented(name + ": its result is used by " + user->opcode_name() + " " + user->name() +
+                             "; only get-tuple-element of a tuple result is supported");
+      }
+    }
+  }
+  for (size_t k = 0; k < branches.size(); ++k) {
+    const hlo::HloComputation& branch = *branches[k];
+    if (branch.num_parameters() != 1) return InvalidArgument(name + ": " + branch.name() + " must take one parameter");
+    const HloInstruction* root = branch.root_instruction();
+    if (result.IsTuple() && (root == nullptr || root->opcode() != HloOpcode::kTuple)) {
+      return Unimplemented(name + ": the root of " + branch.name() + " must be a tuple instruction");
+    }
+    const HloInstruction& parameter = *branch.parameter_instruction(0);
+    if (!parameter.shape().IsTuple()) continue;
+    // A tuple passed to a branch: each element is read where it is.
+    const HloInstruction& input = *conditional.operand(static_cast<int64_t>(k) + 1);
+    if (input.opcode() != HloOpcode::kTuple) {
+      return Unimplemented(name + ": the tuple passed to " + branch.name() + " must be a tuple instruction, not " +
+                           input.opcode_name());
+    }
+    for (const HloInstruction* element : input.operands()) {
+      if (element->shape().IsTuple()) return Unimplemented(name + ": a nested tuple passed to " + branch.name());
+    }
+    for (const HloInstruction* user : parameter.users()) {
+      if (user->opcode() != HloOpcode::kGetTupleElement) {
+        return Unimplemented(name + ": the parameter of " + branch.name() + " is used by " + user->opcode_name() +
+                             " " + user->name() + "; only get-tuple-element of it is supported");
+      }
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 void CodeGenerator::AddControlFlowHandlers(OpcodeHandlerTable& table) {
@@ -80,30 +141,72 @@ void CodeGenerator::AddControlFlowHandlers(OpcodeHandlerTable& table) {
   loop.types = ElementTypes::kTupleOfValues;
   loop.reads_operand = [](const HloInstruction&, const HloInstruction&, uint32_t) { return false; };
   table.Add(std::move(loop));
+
+  // The driver lowers the conditional (AppendProgramOrder, EmitDispatch, EmitBranchEnd); its branches
+  // read their inputs where they are.
+  OpcodeHandler conditional(HloOpcode::kConditional);
+  conditional.check = CheckConditional;
+  conditional.types = ElementTypes::kTupleOfValues;
+  conditional.reads_operand = [](const HloInstruction&, const HloInstruction&, uint32_t) { return false; };
+  table.Add(std::move(conditional));
 }
 
 Status CodeGenerator::AppendProgramOrder(const hlo::HloComputation& computation, int depth,
                                          std::vector<HloInstruction*>* order) {
   if (depth > kMaxLoopNesting) {
-    return InvalidArgument("while loops nested more than " + std::to_string(kMaxLoopNesting) + " deep");
+    return InvalidArgument("while loops and conditionals nested more than " + std::to_string(kMaxLoopNesting) +
+                           " deep");
   }
+  // Each computation lowered in line has one place in the code.
+  auto append_inline = [&](const HloInstruction& user, const hlo::HloComputation& called) -> Status {
+    if (!inlined_computations_.insert(&called).second) {
+      return Unimplemented(user.opcode_name() + " " + user.name() + " calls " + called.name() +
+                           ", which another while or conditional calls too; give each its own computation");
+    }
+    return AppendProgramOrder(called, depth + 1, order);
+  };
   for (HloInstruction* instruction : computation.MakeInstructionPostOrder()) {
-    if (instruction->opcode() != HloOpcode::kWhile) {
+    if (instruction->opcode() == HloOpcode::kWhile) {
+      TPU_RETURN_IF_ERROR(CheckWhile(*instruction));
+      Loop loop;
+      loop.instruction = instruction;
+      loop.begin = static_cast<int64_t>(order->size());
+      TPU_RETURN_IF_ERROR(append_inline(*instruction, *Condition(*instruction)));
+      loop.test = static_cast<int64_t>(order->size()) - 1;  // the condition's root comes last
+      TPU_RETURN_IF_ERROR(append_inline(*instruction, *Body(*instruction)));
+      loop.end = static_cast<int64_t>(order->size());
       order->push_back(instruction);
+      loop.top = asm_.NewLabel();
+      loop.exit = asm_.NewLabel();
+      loops_.push_back(std::move(loop));
       continue;
     }
-    TPU_RETURN_IF_ERROR(CheckWhile(*instruction));
-    Loop loop;
-    loop.instruction = instruction;
-    loop.begin = static_cast<int64_t>(order->size());
-    TPU_RETURN_IF_ERROR(AppendProgramOrder(*Condition(*instruction), depth + 1, order));
-    loop.test = static_cast<int64_t>(order->size()) - 1;  // the condition's root comes last
-    TPU_RETURN_IF_ERROR(AppendProgramOrder(*Body(*instruction), depth + 1, order));
-    loop.end = static_cast<int64_t>(order->size());
+    if (instruction->opcode() == HloOpcode::kConditional) {
+      TPU_RETURN_IF_ERROR(CheckConditional(*instruction));
+      Conditional conditional;
+      conditional.instruction = instruction;
+      const std::vector<hlo::HloComputation*> branches = instruction->called_computations();
+      for (size_t k = 0; k < branches.size(); ++k) {
+        const HloInstruction* parameter = branches[k]->parameter_instruction(0);
+        const HloInstruction* input = instruction->operand(static_cast<int64_t>(k) + 1);
+        if (!parameter->shape().IsTuple()) {
+          branch_inputs_[parameter] = input;
+        } else {
+          for (const HloInstruction* element : parameter->users()) {
+            branch_inputs_[element] = input->operand(element->tuple_index());
+          }
+        }
+        conditional.branch_begin.push_back(static_cast<int64_t>(order->size()));
+        TPU_RETURN_IF_ERROR(append_inline(*instruction, *branches[k]));
+        conditional.branches.push_back(asm_.NewLabel());
+      }
+      conditional.end = static_cast<int64_t>(order->size());
+      order->push_back(instruction);
+      conditional.exit = asm_.NewLabel();
+      conditionals_.push_back(std::move(conditional));
+      continue;
+    }
     order->push_back(instruction);
-    loop.top = asm_.NewLabel();
-    loop.exit = asm_.NewLabel();
-    loops_.push_back(std::move(loop));
   }
   return OkStatus();
 }
@@ -175,6 +278,58 @@ Status CodeGenerator::EmitLoopBack(const Loop& loop) {
         EmitCopyLines(sources[i], loop.state[i], MakeDeviceLayout(LoopResult(loop, i)->shape(), L()).lines));
   }
   asm_.Jmp(loop.top);  // top starts with a full SYNC: the copies are done before the condition reads them
+  return OkStatus();
+}
+
+size_t CodeGenerator::ResultCount(const Conditional& conditional) const {
+  const hlo::Shape& result = conditional.instruction->shape();
+  return result.IsTuple() ? result.tuple_shapes.size() : 1;
+}
+
+std::vector<const HloInstruction*> CodeGenerator::ResultElements(const Conditional& conditional, size_t element) const {
+  if (!conditional.instruction->shape().IsTuple()) return {conditional.instruction};
+  std::vector<const HloInstruction*> elements;
+  for (const HloInstruction* user : conditional.instruction->users()) {
+    if (user->tuple_index() == static_cast<int64_t>(element)) elements.push_back(user);
+  }
+  return elements;
+}
+
+const HloInstruction* CodeGenerator::BranchResult(const Conditional& conditional, size_t branch, size_t element) const {
+  const HloInstruction* root = conditional.instruction->called_computations()[branch]->root_instruction();
+  return conditional.instruction->shape().IsTuple() ? root->operand(static_cast<int64_t>(element)) : root;
+}
+
+Status CodeGenerator::EmitDispatch(const Conditional& conditional) {
+  TPU_ASSIGN_OR_RETURN(ScopedReg hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg one, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg selector, NewReg());
+  LoadAddress(hbm, conditional.instruction->operand(0), 0);
+  asm_.Li(one, 1);
+  asm_.DmaLoad(hbm, kZeroReg, one, 1);  // VMEM line 0: lane 0 holds the pred (0/1) or the index
+  asm_.Sync(kSyncDma);
+  asm_.Sld(selector, kZeroReg, 0);
+  const std::vector<Assembler::Label>& branches = conditional.branches;
+  if (conditional.instruction->operand(0)->shape().element_type == hlo::PrimitiveType::PRED) {
+    asm_.Beq(selector, kZeroReg, branches[1]);  // true: branch 0 (true_computation), next
+    return OkStatus();
+  }
+  // An index: k for 1 <= k < n-1, every other value but 0 (out of range) the last branch, 0 the next.
+  if (branches.size() == 1) return OkStatus();
+  TPU_ASSIGN_OR_RETURN(ScopedReg k, NewReg());
+  for (size_t b = 1; b + 1 < branches.size(); ++b) {
+    asm_.Li(k, static_cast<uint32_t>(b));
+    asm_.Beq(selector, k, branches[b]);
+  }
+  asm_.Bne(selector, kZeroReg, branches.back());
+  return OkStatus();
+}
+
+Status CodeGenerator::EmitBranchEnd(const Conditional& conditional, size_t branch) {
+  for (size_t i = 0; i < conditional.results.size(); ++i) {
+    TPU_RETURN_IF_ERROR(EmitCopy(BranchResult(conditional, branch, i), conditional.results[i]));
+  }
+  if (branch + 1 < conditional.branches.size()) asm_.Jmp(conditional.exit);
   return OkStatus();
 }
 

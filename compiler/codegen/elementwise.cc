@@ -10,7 +10,7 @@ Status CodeGenerator::EmitElementwise(const HloInstruction& instruction, HloOpco
   if (!opcode) return UnsupportedOp(instruction);
   VpuOp vpu;
   vpu.opcode = *opcode;
-  if (IsIntegerValue(instruction.shape())) vpu.flags = isa::flag::VADD_INT;
+  if (IsIntegerValue(instruction.shape()) && !IsBitwise(op)) vpu.flags = isa::flag::VADD_INT;
   // Negate runs a second instruction on the same lines: + 0 after * -1 turns -0 back into +0.
   vpu.then_add_zero = instruction.opcode() == HloOpcode::kNegate && !IsIntegerValue(instruction.shape());
   return EmitVpu(instruction, vpu, a, b);
@@ -222,6 +222,9 @@ bool IntImmediateKeepsPaddingZero(HloOpcode op, uint32_t c) {
     case HloOpcode::kMultiply: return true;
     case HloOpcode::kMaximum: return value <= 0;
     case HloOpcode::kMinimum: return value >= 0;
+    case HloOpcode::kAnd: return true;
+    case HloOpcode::kOr:
+    case HloOpcode::kXor: return value == 0;
     default: return false;
   }
 }
@@ -469,22 +472,26 @@ Status CodeGenerator::EmitVpuSequence(const HloInstruction& instruction, const V
   return PipelineChunks(instruction, layout.lines, pipeline);
 }
 
+StatusOr<Src2> CodeGenerator::ImmediateOrRow(const HloInstruction& instruction, uint32_t bits, bool keeps_zero) {
+  const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
+  Src2 b;
+  if (layout.cols % L() == 0 || keeps_zero) {
+    b.kind = Src2::kImmediate;
+    b.imm = bits;
+  } else {
+    b.kind = Src2::kRow;
+    TPU_ASSIGN_OR_RETURN(b.constant_row, ConstantRow(bits, layout.cols));
+  }
+  return b;
+}
+
 StatusOr<Src2> CodeGenerator::SecondOperand(const HloInstruction& instruction, HloOpcode op,
                                             const HloInstruction& value) {
-  const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
   const bool integer = IsIntegerValue(instruction.shape());
   Src2 b;
   if (const std::optional<uint32_t> bits = ScalarConstantBits(value, integer)) {
-    const bool keeps_zero =
-        integer ? IntImmediateKeepsPaddingZero(op, *bits) : ImmediateKeepsPaddingZero(op, *bits);
-    if (layout.cols % L() == 0 || keeps_zero) {
-      b.kind = Src2::kImmediate;
-      b.imm = *bits;
-    } else {
-      b.kind = Src2::kRow;
-      TPU_ASSIGN_OR_RETURN(b.constant_row, ConstantRow(*bits, layout.cols));
-    }
-    return b;
+    return ImmediateOrRow(instruction, *bits,
+                          integer ? IntImmediateKeepsPaddingZero(op, *bits) : ImmediateKeepsPaddingZero(op, *bits));
   }
   if (FoldableBroadcast(instruction, value)) {
     b.kind = value.operand(0)->shape().rank() == 0 ? Src2::kSplat : Src2::kRow;
@@ -680,20 +687,19 @@ Status CodeGenerator::EmitNegate(const HloInstruction& instruction) {
   return EmitElementwise(instruction, HloOpcode::kMultiply, instruction.operand(0), b);
 }
 
+// not x = x xor all ones (1 for pred); a row of them where the padded lanes must stay 0.
+Status CodeGenerator::EmitNot(const HloInstruction& instruction) {
+  const bool pred = instruction.shape().element_type == hlo::PrimitiveType::PRED;
+  TPU_ASSIGN_OR_RETURN(Src2 b, ImmediateOrRow(instruction, pred ? 1u : 0xffffffffu, false));
+  return EmitElementwise(instruction, HloOpcode::kXor, instruction.operand(0), b);
+}
+
 // x / c = x * (1/c) for a constant c: at most one rounding more than the division (docs/numerics.md
 // tolerance); by a computed value, x * rcp(y) (EmitMath).
 Status CodeGenerator::EmitDivide(const HloInstruction& instruction) {
   if (!ScalarConstantValue(*instruction.operand(1))) return EmitMath(instruction, MathKind::kDivide);
   const uint32_t bits = FloatBits(1.0f / *ScalarConstantValue(*instruction.operand(1)));
-  const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
-  Src2 b;
-  if (layout.cols % L() == 0 || ImmediateKeepsPaddingZero(HloOpcode::kMultiply, bits)) {
-    b.kind = Src2::kImmediate;
-    b.imm = bits;
-  } else {
-    b.kind = Src2::kRow;
-    TPU_ASSIGN_OR_RETURN(b.constant_row, ConstantRow(bits, layout.cols));
-  }
+  TPU_ASSIGN_OR_RETURN(Src2 b, ImmediateOrRow(instruction, bits, ImmediateKeepsPaddingZero(HloOpcode::kMultiply, bits)));
   return EmitElementwise(instruction, HloOpcode::kMultiply, instruction.operand(0), b);
 }
 
@@ -732,12 +738,28 @@ void CodeGenerator::AddElementwiseHandlers(OpcodeHandlerTable& table) {
   for (HloOpcode opcode : {HloOpcode::kAdd, HloOpcode::kSubtract, HloOpcode::kMultiply, HloOpcode::kMaximum,
                            HloOpcode::kMinimum}) {
     OpcodeHandler binary(opcode);
-    binary.types = ElementTypes::kF32OrInteger;
+    // The VPU orders integers as s32: maximum and minimum of u32 values would be wrong above 2^31.
+    const bool ordered = opcode == HloOpcode::kMaximum || opcode == HloOpcode::kMinimum;
+    binary.types = ordered ? ElementTypes::kF32OrSignedInteger : ElementTypes::kF32OrInteger;
     binary.reads_operand = ReadsVpuOperand;
     binary.in_place = ChunkByChunk;
     binary.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitBinary(instruction); };
     table.Add(std::move(binary));
   }
+
+  for (HloOpcode opcode : {HloOpcode::kAnd, HloOpcode::kOr, HloOpcode::kXor}) {
+    OpcodeHandler bitwise(opcode);
+    bitwise.types = ElementTypes::kBits;
+    bitwise.reads_operand = ReadsVpuOperand;
+    bitwise.in_place = ChunkByChunk;
+    bitwise.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitBinary(instruction); };
+    table.Add(std::move(bitwise));
+  }
+  OpcodeHandler bitwise_not(HloOpcode::kNot);
+  bitwise_not.types = ElementTypes::kBits;
+  bitwise_not.in_place = ChunkByChunk;
+  bitwise_not.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitNot(instruction); };
+  table.Add(std::move(bitwise_not));
 
   OpcodeHandler negate(HloOpcode::kNegate);
   negate.types = ElementTypes::kF32OrInteger;
@@ -757,6 +779,15 @@ void CodeGenerator::AddElementwiseHandlers(OpcodeHandlerTable& table) {
   table.Add(std::move(divide));
 
   OpcodeHandler compare(HloOpcode::kCompare);
+  compare.check = [](const HloInstruction& instruction) -> Status {
+    const hlo::ComparisonDirection direction = instruction.comparison_direction();
+    if (instruction.operand(0)->shape().element_type == hlo::PrimitiveType::U32 &&
+        direction != hlo::ComparisonDirection::kEq && direction != hlo::ComparisonDirection::kNe) {
+      return Unimplemented("compare " + instruction.name() + ": the VPU orders integers as s32; direction=" +
+                           hlo::ComparisonDirectionString(direction) + " of u32 values is not lowered (EQ and NE are)");
+    }
+    return OkStatus();
+  };
   compare.types = ElementTypes::kCompare;
   compare.reads_operand = ReadsVpuOperand;
   compare.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitCompare(instruction); };

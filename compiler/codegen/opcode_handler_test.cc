@@ -17,18 +17,19 @@ using hlo::HloOpcode;
 
 // The opcodes the code generator lowers (README.md, "Lowerings").
 const std::set<HloOpcode> kLowered = {
-    HloOpcode::kAbs,         HloOpcode::kAdd,           HloOpcode::kBitcast,          HloOpcode::kBroadcast,
-    HloOpcode::kCeil,        HloOpcode::kClamp,         HloOpcode::kCompare,          HloOpcode::kConcatenate,
-    HloOpcode::kConstant,    HloOpcode::kConvert,       HloOpcode::kConvolution,      HloOpcode::kCopy,
-    HloOpcode::kCustomCall,  HloOpcode::kDivide,        HloOpcode::kDot,              HloOpcode::kExp,
-    HloOpcode::kFloor,       HloOpcode::kFusion,        HloOpcode::kGetTupleElement,  HloOpcode::kLog,
-    HloOpcode::kLogistic,    HloOpcode::kMaximum,       HloOpcode::kMinimum,          HloOpcode::kMultiply,
-    HloOpcode::kNegate,      HloOpcode::kPad,           HloOpcode::kParameter,        HloOpcode::kPower,
-    HloOpcode::kReduce,      HloOpcode::kReducePrecision, HloOpcode::kReduceWindow,   HloOpcode::kReshape,
-    HloOpcode::kReverse,     HloOpcode::kRoundNearestAfz, HloOpcode::kRoundNearestEven, HloOpcode::kRsqrt,
-    HloOpcode::kSelect,      HloOpcode::kSelectAndScatter, HloOpcode::kSign,          HloOpcode::kSlice,
-    HloOpcode::kSqrt,        HloOpcode::kSubtract,      HloOpcode::kTanh,             HloOpcode::kTranspose,
-    HloOpcode::kTuple,       HloOpcode::kWhile,
+    HloOpcode::kAbs,              HloOpcode::kAdd,              HloOpcode::kAnd,              HloOpcode::kBitcast,
+    HloOpcode::kBroadcast,        HloOpcode::kCeil,             HloOpcode::kClamp,            HloOpcode::kCompare,
+    HloOpcode::kConcatenate,      HloOpcode::kConditional,      HloOpcode::kConstant,         HloOpcode::kConvert,
+    HloOpcode::kConvolution,      HloOpcode::kCopy,             HloOpcode::kCustomCall,       HloOpcode::kDivide,
+    HloOpcode::kDot,              HloOpcode::kExp,              HloOpcode::kFloor,            HloOpcode::kFusion,
+    HloOpcode::kGetTupleElement,  HloOpcode::kLog,              HloOpcode::kLogistic,         HloOpcode::kMaximum,
+    HloOpcode::kMinimum,          HloOpcode::kMultiply,         HloOpcode::kNegate,           HloOpcode::kNot,
+    HloOpcode::kOr,               HloOpcode::kPad,              HloOpcode::kParameter,        HloOpcode::kPower,
+    HloOpcode::kReduce,           HloOpcode::kReducePrecision,  HloOpcode::kReduceWindow,     HloOpcode::kReshape,
+    HloOpcode::kReverse,          HloOpcode::kRoundNearestAfz,  HloOpcode::kRoundNearestEven, HloOpcode::kRsqrt,
+    HloOpcode::kSelect,           HloOpcode::kSelectAndScatter, HloOpcode::kSign,             HloOpcode::kSlice,
+    HloOpcode::kSqrt,             HloOpcode::kSubtract,         HloOpcode::kTanh,             HloOpcode::kTranspose,
+    HloOpcode::kTuple,            HloOpcode::kWhile,            HloOpcode::kXor,
 };
 
 // Opcode names, for readable failures.
@@ -136,7 +137,7 @@ TEST_F(OpcodeHandlerTest, F32OnlyOpsRejectIntegers) {
 }
 
 TEST_F(OpcodeHandlerTest, IntegerLanes) {
-  for (const char* op : {"add", "subtract", "multiply", "maximum", "minimum"}) {
+  for (const char* op : {"add", "subtract", "multiply"}) {
     for (const char* type : {"f32", "s32", "u32", "s64"}) {
       const std::string shape = std::string(type) + "[4,8]";
       EXPECT_TRUE(CheckOp(op, shape, shape, 2).ok()) << op << " " << type;
@@ -144,6 +145,24 @@ TEST_F(OpcodeHandlerTest, IntegerLanes) {
     EXPECT_EQ(CheckOp(op, "bf16[4,8]", "bf16[4,8]", 2).message(),
               std::string("r has element type bf16; this code generator lowers ") + op +
                   " for f32, s32, u32, s64 (its low 32 bits) only (docs/opcodes.md)");
+  }
+  // The VPU orders integers as s32: no u32 maximum or minimum (they would be wrong above 2^31).
+  for (const char* op : {"maximum", "minimum"}) {
+    EXPECT_TRUE(CheckOp(op, "s32[4,8]", "s32[4,8]", 2).ok()) << op;
+    EXPECT_EQ(CheckOp(op, "u32[4,8]", "u32[4,8]", 2).message(),
+              std::string("r has element type u32; this code generator lowers ") + op +
+                  " for f32, s32, s64 (its low 32 bits) only (docs/opcodes.md)");
+  }
+  // Bitwise ops on the raw words of pred, s32 and u32.
+  for (const char* op : {"and", "or", "xor", "not"}) {
+    const int operands = std::string(op) == "not" ? 1 : 2;
+    for (const char* type : {"pred", "s32", "u32"}) {
+      const std::string shape = std::string(type) + "[4,8]";
+      EXPECT_TRUE(CheckOp(op, shape, shape, operands).ok()) << op << " " << type;
+    }
+    EXPECT_EQ(CheckOp(op, "f32[4,8]", "f32[4,8]", operands).message(),
+              std::string("r has element type f32; this code generator lowers ") + op +
+                  " for pred, s32, u32 only (docs/opcodes.md)");
   }
   EXPECT_TRUE(CheckOp("negate", "s64[4,8]", "s64[4,8]", 1).ok());
   // Signed compares on the INT lanes: no u32.
@@ -190,6 +209,18 @@ ENTRY %main (a: f32[4,8], b: f32[4,8], c: f64[4,8], d: f64[4,8]) -> pred[4,8] {
 }
 )";
   EXPECT_TRUE(CheckSupported(Parse(text, "lt")).ok());
+  // u32 operands: equality only (the VPU orders integers as s32).
+  const std::string unsigned_text = R"(HloModule m
+ENTRY %main (a: u32[4], b: u32[4]) -> pred[4] {
+  %a = u32[4]{0} parameter(0)
+  %b = u32[4]{0} parameter(1)
+  %eq = pred[4]{0} compare(u32[4]{0} %a, u32[4]{0} %b), direction=EQ
+  ROOT %lt = pred[4]{0} compare(u32[4]{0} %a, u32[4]{0} %b), direction=LT
+}
+)";
+  EXPECT_TRUE(CheckSupported(Parse(unsigned_text, "eq")).ok());
+  EXPECT_EQ(CheckSupported(Parse(unsigned_text, "lt")).message(),
+            "compare lt: the VPU orders integers as s32; direction=LT of u32 values is not lowered (EQ and NE are)");
   EXPECT_EQ(CheckSupported(Parse(text, "wide")).message(),
             "wide has element type pred; this code generator lowers compare for pred result of f32, s32, u32, s64 or "
             "pred operands only (docs/opcodes.md)");
@@ -296,9 +327,9 @@ ENTRY %main (a: f32[4,8], b: f32[6,10]) -> (f32[32], f32[60]) {
   for (const OpcodeHandler* handler : OpcodeHandlers().handlers()) {
     if (!handler->emit) without_code.insert(handler->opcode);
   }
-  // A while's code is the driver's: its condition and body in line (control_flow.cc).
+  // A while's and a conditional's code is the driver's: condition, body and branches in line (control_flow.cc).
   EXPECT_EQ(Names(without_code), (std::set<std::string>{"parameter", "constant", "tuple", "get-tuple-element", "copy",
-                                                        "custom-call", "while"}));
+                                                        "custom-call", "while", "conditional"}));
 }
 
 // Results computed over a donated operand: only the chunk-by-chunk elementwise lowerings.

@@ -6,6 +6,7 @@
 #include "compiler/passes/codegen_legalization.h"
 #include "compiler/passes/convolution_lowering.h"
 #include "compiler/passes/dce.h"
+#include "compiler/passes/expand_tuple_roots.h"
 #include "compiler/passes/flatten_rows_through_columns.h"
 #include "compiler/passes/fold_parameter_independent.h"
 #include "compiler/passes/inline_calls_and_fusions.h"
@@ -24,6 +25,8 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
     return InvalidArgument("dot_passes must be 0, 1, 3 or 6, not " + std::to_string(options.dots.passes));
   }
   pipeline->AddPass<InlineCallsAndFusions>();
+  // Outputs, next loop states and branch results as tuples of values (compiler/codegen/control_flow.cc).
+  pipeline->AddPass<ExpandTupleRoots>();
   // Top-k sorts and convolutions become reductions, dots and multiply-adds; their constant parts
   // (kernel taps) are folded by fold-parameter-independent below.
   pipeline->AddPass<TopKRewrite>();

@@ -154,6 +154,10 @@ void CodeGenerator::AddReduceHandlers(OpcodeHandlerTable& table) {
       return Unimplemented("reduce " + instruction.name() +
                            ": only a single-operand add, maximum or minimum reduction is supported");
     }
+    if (instruction.shape().element_type == hlo::PrimitiveType::U32 && ReducerOpcode(instruction) != HloOpcode::kAdd) {
+      return Unimplemented("reduce " + instruction.name() + ": the VPU orders integers as s32; a u32 " +
+                           HloOpcodeString(ReducerOpcode(instruction)) + " reduction is not lowered");
+    }
     return OkStatus();
   };
   reduce.types = ElementTypes::kF32OrInteger;  // s32 with INT

@@ -98,6 +98,7 @@ Literal RandomLiteral(const Shape& shape, Domain domain, Rng& rng) {
         break;
       }
       case PRED: literal.Set<bool>(i, rng() % 2 == 1); break;
+      case PrimitiveType::U32: literal.Set<uint32_t>(i, static_cast<uint32_t>(rng())); break;
       case PrimitiveType::BF16: literal.SetFromDouble(i, RandomFloat(rng, domain)); break;
       default: break;
     }
@@ -274,7 +275,8 @@ Value SecondOperand(ModuleBuilder& b, Rng& rng, int variant, PrimitiveType type,
   switch (variant % 4) {
     case 1: {
       const float value = RandomFloat(rng, domain == Domain::kSpecial ? Domain::kUnit : domain);
-      return b.Op(type, dims, "broadcast", {b.ScalarConstant(type, type == F32 ? value : std::round(value))},
+      const double number = type == F32 ? value : type == PrimitiveType::U32 ? std::round(std::fabs(value)) : std::round(value);
+      return b.Op(type, dims, "broadcast", {b.ScalarConstant(type, number)},
                   "dimensions={}");
     }
     case 2: {
@@ -304,9 +306,13 @@ Generator CompareCase(const std::string& direction, PrimitiveType type) {
     const Domain domain = type == F32 ? Domain::kSpecial : Domain::kInteger;
     const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
     Value x = b.Parameter(type, dims, domain);
-    // Equal values are rare in random data: compare with a copy of x often.
-    Value y = index % 2 == 0 ? SecondOperand(b, rng, index / 2, type, dims, domain)
-                             : b.Op(type, dims, "maximum", {x, b.Parameter(type, dims, domain)});
+    // Equal values are rare in random data: compare with a copy of x often (u32 has no maximum: select).
+    auto partly_x = [&] {
+      Value other = b.Parameter(type, dims, domain);
+      if (type != PrimitiveType::U32) return b.Op(type, dims, "maximum", {x, other});
+      return b.Op(type, dims, "select", {b.Parameter(PRED, dims, domain), x, other});
+    };
+    Value y = index % 2 == 0 ? SecondOperand(b, rng, index / 2, type, dims, domain) : partly_x();
     return Finish(b, "compare", {b.Op(PRED, dims, "compare", {x, y}, "direction=" + direction)}, rng, true);
   };
 }
@@ -700,6 +706,125 @@ Generator WhileCase(const std::string& kind) {
   };
 }
 
+// Conditionals (control_flow.cc): `kind` "pred" (a predicate the device computes from the data picks one
+// of two branches; a tuple passed to one branch, an array to the other, a tuple result), "index" (an s32
+// index parameter, also out of range, picks one of three branches; one branch returns its input as it
+// is), "in_loop" (a conditional on the loop counter's parity inside a while body) and "loop_in_branch" (a
+// counted while inside a branch).
+Generator ConditionalCase(const std::string& kind) {
+  return [kind](Rng& rng, int index) {
+    const int64_t rows = 1 + static_cast<int64_t>(rng() % 9), cols = 1 + static_cast<int64_t>(rng() % 21);
+    const std::string array = "f32[" + std::to_string(rows) + "," + std::to_string(cols) + "]";
+    const std::string pair = "(" + array + ", " + array + ")";
+    const std::string result = "(" + array + ", f32[])";
+    std::string text = "HloModule conditional_" + kind + "\n\n%add (a: f32[], b: f32[]) -> f32[] {\n"
+                       "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(%a, %b)\n}\n\n";
+    // Two branches of the same result: a tuple input (x, y) -> (x * y + x, sum(y)); an array input
+    // x -> (|x|, max-free sum(x)).
+    auto tuple_branch = [&](const std::string& name) {
+      return "%" + name + " (p: " + pair + ") -> " + result + " {\n  %p = " + pair + " parameter(0)\n"
+             "  %x = " + array + " get-tuple-element(%p), index=0\n  %y = " + array + " get-tuple-element(%p), index=1\n"
+             "  %xy = " + array + " multiply(%x, %y)\n  %r = " + array + " add(%xy, %x)\n  %zero = f32[] constant(0)\n"
+             "  %sum = f32[] reduce(%y, %zero), dimensions={0,1}, to_apply=%add\n"
+             "  ROOT %t = " + result + " tuple(%r, %sum)\n}\n\n";
+    };
+    auto array_branch = [&](const std::string& name) {
+      return "%" + name + " (x: " + array + ") -> " + result + " {\n  %x = " + array + " parameter(0)\n"
+             "  %a = " + array + " abs(%x)\n  %zero = f32[] constant(0)\n"
+             "  %sum = f32[] reduce(%x, %zero), dimensions={0,1}, to_apply=%add\n"
+             "  ROOT %t = " + result + " tuple(%a, %sum)\n}\n\n";
+    };
+    DiffCase c;
+    const Shape shape = Shape::Make(PrimitiveType::F32, {rows, cols});
+    c.arguments.push_back(RandomLiteral(shape, Domain::kUnit, rng));
+    c.arguments.push_back(RandomLiteral(shape, Domain::kUnit, rng));
+    c.exact = false;  // the branches reduce
+    const std::string entry_head = "  %x = " + array + " parameter(0)\n  %y = " + array + " parameter(1)\n";
+    auto outputs = [&](const std::string& value) {
+      return "  %o0 = " + array + " get-tuple-element(" + value + "), index=0\n  %o1 = f32[] get-tuple-element(" +
+             value + "), index=1\n  ROOT %out = " + result + " tuple(%o0, %o1)\n}\n";
+    };
+    if (kind == "pred") {
+      text += tuple_branch("on_true") + array_branch("on_false");
+      // sum(x) > threshold, the threshold drawn so that both branches run across the cases.
+      const std::string threshold = index % 2 ? "-100" : "100";
+      text += "ENTRY %main (x: " + array + ", y: " + array + ") -> " + result + " {\n" + entry_head +
+              "  %zero = f32[] constant(0)\n  %s = f32[] reduce(%x, %zero), dimensions={0,1}, to_apply=%add\n"
+              "  %limit = f32[] constant(" + threshold + ")\n  %p = pred[] compare(%s, %limit), direction=GT\n"
+              "  %xy = " + pair + " tuple(%x, %y)\n  %c = " + result +
+              " conditional(%p, %xy, %y), true_computation=%on_true, false_computation=%on_false\n" + outputs("%c");
+    } else if (kind == "index") {
+      text += "%b0 (x: " + array + ") -> " + array + " {\n  %x = " + array + " parameter(0)\n"
+              "  %one = f32[] constant(1)\n  %ones = " + array + " broadcast(%one), dimensions={}\n"
+              "  ROOT %r = " + array + " add(%x, %ones)\n}\n\n"
+              "%b1 (x: " + array + ") -> " + array + " {\n  ROOT %x = " + array + " parameter(0)\n}\n\n"
+              "%b2 (x: " + array + ") -> " + array + " {\n  %x = " + array + " parameter(0)\n"
+              "  ROOT %r = " + array + " negate(%x)\n}\n\n";
+      text += "ENTRY %main (i: s32[], x: " + array + ", y: " + array + ") -> " + array + " {\n  %i = s32[] parameter(0)\n"
+              "  %x = " + array + " parameter(1)\n  %y = " + array + " parameter(2)\n  %x2 = " + array +
+              " multiply(%x, %x)\n  ROOT %c = " + array +
+              " conditional(%i, %x2, %y, %x), branch_computations={%b0, %b1, %b2}\n}\n";
+      static const int32_t kIndices[] = {0, 1, 2, 3, -1, 7, std::numeric_limits<int32_t>::min()};
+      Literal i(Shape::Make(S32, {}));
+      i.Set<int32_t>(0, kIndices[index % 7]);
+      c.arguments.insert(c.arguments.begin(), std::move(i));
+      c.exact = true;
+    } else {
+      const std::string state = "(s32[], " + array + ", " + array + ")";
+      const std::string trips = std::to_string(index % 5);
+      auto counted = [&](const std::string& cond, const std::string& limit) {
+        return "%" + cond + " (p: " + state + ") -> pred[] {\n  %p = " + state + " parameter(0)\n"
+               "  %i = s32[] get-tuple-element(%p), index=0\n  %n = s32[] constant(" + limit + ")\n"
+               "  ROOT %lt = pred[] compare(%i, %n), direction=LT\n}\n\n";
+      };
+      const std::string unpack = "  %p = " + state + " parameter(0)\n  %i = s32[] get-tuple-element(%p), index=0\n"
+                                 "  %x = " + array + " get-tuple-element(%p), index=1\n"
+                                 "  %y = " + array + " get-tuple-element(%p), index=2\n"
+                                 "  %one = s32[] constant(1)\n  %next = s32[] add(%i, %one)\n";
+      if (kind == "in_loop") {
+        // Even iterations take the tuple branch on (x, y), odd ones the array branch on y.
+        text += tuple_branch("on_true") + array_branch("on_false") + counted("cond", trips);
+        text += "%body (p: " + state + ") -> " + state + " {\n" + unpack +
+                "  %ones = s32[] constant(1)\n  %parity = s32[] and(%i, %ones)\n  %zero = s32[] constant(0)\n"
+                "  %even = pred[] compare(%parity, %zero), direction=EQ\n  %xy = " + pair + " tuple(%x, %y)\n"
+                "  %c = " + result + " conditional(%even, %xy, %y), true_computation=%on_true, false_computation=%on_false\n"
+                "  %r = " + array + " get-tuple-element(%c), index=0\n  %half = f32[] constant(0.5)\n"
+                "  %halves = " + array + " broadcast(%half), dimensions={}\n  %scaled = " + array + " multiply(%r, %halves)\n"
+                "  ROOT %t = " + state + " tuple(%next, %scaled, %y)\n}\n\n";
+      } else {  // loop_in_branch: the true branch runs a counted loop over its input, the false one negates it
+        text += counted("cond", trips);
+        text += "%body (p: " + state + ") -> " + state + " {\n" + unpack + "  %sum = " + array + " add(%x, %y)\n"
+                "  ROOT %t = " + state + " tuple(%next, %sum, %y)\n}\n\n";
+        text += "%on_true (p: " + pair + ") -> " + state + " {\n  %p = " + pair + " parameter(0)\n"
+                "  %x = " + array + " get-tuple-element(%p), index=0\n  %y = " + array + " get-tuple-element(%p), index=1\n"
+                "  %zero = s32[] constant(0)\n  %init = " + state + " tuple(%zero, %x, %y)\n"
+                "  %w = " + state + " while(%init), condition=%cond, body=%body\n"
+                "  %i = s32[] get-tuple-element(%w), index=0\n  %wx = " + array + " get-tuple-element(%w), index=1\n"
+                "  ROOT %t = " + state + " tuple(%i, %wx, %y)\n}\n\n";
+        text += "%on_false (p: " + pair + ") -> " + state + " {\n  %p = " + pair + " parameter(0)\n"
+                "  %x = " + array + " get-tuple-element(%p), index=0\n  %n = " + array + " negate(%x)\n"
+                "  %minus = s32[] constant(-1)\n  ROOT %t = " + state + " tuple(%minus, %n, %x)\n}\n\n";
+      }
+      text += "ENTRY %main (x: " + array + ", y: " + array + ") -> " + state + " {\n" + entry_head;
+      if (kind == "in_loop") {
+        text += "  %zero = s32[] constant(0)\n  %init = " + state + " tuple(%zero, %x, %y)\n"
+                "  %w = " + state + " while(%init), condition=%cond, body=%body\n";
+      } else {
+        const std::string threshold = index % 2 ? "-100" : "100";
+        text += "  %zero = f32[] constant(0)\n  %s = f32[] reduce(%x, %zero), dimensions={0,1}, to_apply=%add\n"
+                "  %limit = f32[] constant(" + threshold + ")\n  %p = pred[] compare(%s, %limit), direction=GT\n"
+                "  %xy = " + pair + " tuple(%x, %y)\n"
+                "  %w = " + state + " conditional(%p, %xy, %xy), true_computation=%on_true, false_computation=%on_false\n";
+      }
+      text += "  %o0 = s32[] get-tuple-element(%w), index=0\n  %o1 = " + array + " get-tuple-element(%w), index=1\n"
+              "  %o2 = " + array + " get-tuple-element(%w), index=2\n  ROOT %out = " + state + " tuple(%o0, %o1, %o2)\n}\n";
+      c.exact = kind == "loop_in_branch";
+    }
+    c.hlo = text;
+    return c;
+  };
+}
+
 struct OpcodeSpec {
   std::string name;
   Generator generate;
@@ -716,6 +841,15 @@ std::vector<OpcodeSpec> AllSpecs() {
     add(std::string(op) + "_s32", BinaryCase(op, S32, Domain::kInteger, Domain::kInteger, true));
   }
   add("divide_f32", BinaryCase("divide", F32, Domain::kUnit, Domain::kNonZero, false));
+  // Bitwise ops on the raw words of every integer type and pred.
+  for (const char* op : {"and", "or", "xor"}) {
+    add(std::string(op) + "_s32", BinaryCase(op, S32, Domain::kInteger, Domain::kInteger, true));
+    add(std::string(op) + "_u32", BinaryCase(op, PrimitiveType::U32, Domain::kInteger, Domain::kInteger, true));
+    add(std::string(op) + "_pred", BinaryCase(op, PRED, Domain::kInteger, Domain::kInteger, true));
+  }
+  add("not_s32", UnaryCase("not", S32, Domain::kInteger, true));
+  add("not_u32", UnaryCase("not", PrimitiveType::U32, Domain::kInteger, true));
+  add("not_pred", UnaryCase("not", PRED, Domain::kInteger, true));
   for (const char* op : {"negate", "abs", "sign"}) {
     add(std::string(op) + "_f32", UnaryCase(op, F32, Domain::kSpecial, true));
     add(std::string(op) + "_s32", UnaryCase(op, S32, Domain::kInteger, true));
@@ -724,6 +858,8 @@ std::vector<OpcodeSpec> AllSpecs() {
     add(std::string("compare_") + direction + "_f32", CompareCase(direction, F32));
     add(std::string("compare_") + direction + "_s32", CompareCase(direction, S32));
   }
+  add("compare_EQ_u32", CompareCase("EQ", PrimitiveType::U32));
+  add("compare_NE_u32", CompareCase("NE", PrimitiveType::U32));
   add("select_f32", SelectCase(F32));
   add("select_s32", SelectCase(S32));
   add("clamp_f32", ClampCase(F32));
@@ -769,6 +905,9 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("convolution", ConvolutionCase);
   add("elementwise_chain", ChainCase);
   for (const char* kind : {"counted", "swap", "data_dependent", "nested"}) add(std::string("while_") + kind, WhileCase(kind));
+  for (const char* kind : {"pred", "index", "in_loop", "loop_in_branch"}) {
+    add(std::string("conditional_") + kind, ConditionalCase(kind));
+  }
   return specs;
 }
 
