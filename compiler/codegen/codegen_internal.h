@@ -279,6 +279,7 @@ class CodeGenerator {
   static void AddDepthwiseHandlers(OpcodeHandlerTable& table);           // depthwise.cc
   static void AddPoolHandlers(OpcodeHandlerTable& table);                // pool.cc
   static void AddControlFlowHandlers(OpcodeHandlerTable& table);         // control_flow.cc
+  static void AddDynamicSliceHandlers(OpcodeHandlerTable& table);        // dynamic_slice.cc
 
   // How dots are scheduled (dot.cc): the balanced software pipeline (fastest, most code), a compact
   // one (fewer distinct steps) or one tile at a time (least code; no relayout pipelines either).
@@ -430,6 +431,7 @@ class CodeGenerator {
     uint32_t tiles = 0;
     int32_t mask_region = -1;
     uint32_t mask_line = 0;
+    Reg src_extra = kZeroReg, dst_extra = kZeroReg;  // lines added to src / dst at run time
   };
   Status EmitRowBoxCopy(const RowBox& box);
   // The rows a slice of rank >= 2 takes from its operand: box->src (the operand's buffer, moved to the
@@ -446,6 +448,11 @@ class CodeGenerator {
   Status EmitRowPermutation(const HloInstruction& instruction, int64_t src_first_line,
                             const std::vector<int64_t>& src_steps, bool reverse_minor);
   Status EmitReverse(const HloInstruction& instruction);
+  // dynamic_slice.cc: dynamic-slice and dynamic-update-slice of whole rows at start indices read on the
+  // device. EmitDynamicRowOffset puts the clamped run-time starts' line offset into `offset` and returns
+  // the constant starts' part.
+  Status EmitDynamicSlice(const HloInstruction& instruction);
+  StatusOr<uint32_t> EmitDynamicRowOffset(const HloInstruction& instruction, Reg offset);
   Status EmitRowTranspose(const HloInstruction& instruction);
   // depthwise.cc: the unpadded depthwise convolution of compiler/passes/convolution_lowering.h.
   Status EmitDepthwiseConvolution(const HloInstruction& instruction);

@@ -42,8 +42,9 @@ void AddOpcodeHandlers(OpcodeHandlerTable& table) {
   CodeGenerator::AddRelayoutHandlers(table);            // relayout.cc
   CodeGenerator::AddReverseHandlers(table);             // reverse.cc
   CodeGenerator::AddDepthwiseHandlers(table);           // depthwise.cc
-  CodeGenerator::AddPoolHandlers(table);
-  CodeGenerator::AddControlFlowHandlers(table);                // pool.cc
+  CodeGenerator::AddPoolHandlers(table);                // pool.cc
+  CodeGenerator::AddControlFlowHandlers(table);         // control_flow.cc
+  CodeGenerator::AddDynamicSliceHandlers(table);        // dynamic_slice.cc
 }
 
 const OpcodeHandlerTable& OpcodeHandlers() {

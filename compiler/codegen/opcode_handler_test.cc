@@ -17,19 +17,24 @@ using hlo::HloOpcode;
 
 // The opcodes the code generator lowers (README.md, "Lowerings").
 const std::set<HloOpcode> kLowered = {
-    HloOpcode::kAbs,              HloOpcode::kAdd,              HloOpcode::kAnd,              HloOpcode::kBitcast,
-    HloOpcode::kBroadcast,        HloOpcode::kCeil,             HloOpcode::kClamp,            HloOpcode::kCompare,
-    HloOpcode::kConcatenate,      HloOpcode::kConditional,      HloOpcode::kConstant,         HloOpcode::kConvert,
-    HloOpcode::kConvolution,      HloOpcode::kCopy,             HloOpcode::kCustomCall,       HloOpcode::kDivide,
-    HloOpcode::kDot,              HloOpcode::kExp,              HloOpcode::kFloor,            HloOpcode::kFusion,
-    HloOpcode::kGetTupleElement,  HloOpcode::kLog,              HloOpcode::kLogistic,         HloOpcode::kMaximum,
-    HloOpcode::kMinimum,          HloOpcode::kMultiply,         HloOpcode::kNegate,           HloOpcode::kNot,
-    HloOpcode::kOr,               HloOpcode::kPad,              HloOpcode::kParameter,        HloOpcode::kPower,
-    HloOpcode::kReduce,           HloOpcode::kReducePrecision,  HloOpcode::kReduceWindow,     HloOpcode::kReshape,
-    HloOpcode::kReverse,          HloOpcode::kRoundNearestAfz,  HloOpcode::kRoundNearestEven, HloOpcode::kRsqrt,
-    HloOpcode::kSelect,           HloOpcode::kSelectAndScatter, HloOpcode::kSign,             HloOpcode::kSlice,
-    HloOpcode::kSqrt,             HloOpcode::kSubtract,         HloOpcode::kTanh,             HloOpcode::kTranspose,
-    HloOpcode::kTuple,            HloOpcode::kWhile,            HloOpcode::kXor,
+    HloOpcode::kAbs,                HloOpcode::kAdd,                HloOpcode::kAnd,
+    HloOpcode::kBitcast,            HloOpcode::kBroadcast,          HloOpcode::kCeil,
+    HloOpcode::kClamp,              HloOpcode::kCompare,            HloOpcode::kConcatenate,
+    HloOpcode::kConditional,        HloOpcode::kConstant,           HloOpcode::kConvert,
+    HloOpcode::kConvolution,        HloOpcode::kCopy,               HloOpcode::kCustomCall,
+    HloOpcode::kDivide,             HloOpcode::kDot,                HloOpcode::kDynamicSlice,
+    HloOpcode::kDynamicUpdateSlice, HloOpcode::kExp,                HloOpcode::kFloor,
+    HloOpcode::kFusion,             HloOpcode::kGetTupleElement,    HloOpcode::kLog,
+    HloOpcode::kLogistic,           HloOpcode::kMaximum,            HloOpcode::kMinimum,
+    HloOpcode::kMultiply,           HloOpcode::kNegate,             HloOpcode::kNot,
+    HloOpcode::kOr,                 HloOpcode::kPad,                HloOpcode::kParameter,
+    HloOpcode::kPower,              HloOpcode::kReduce,             HloOpcode::kReducePrecision,
+    HloOpcode::kReduceWindow,       HloOpcode::kReshape,            HloOpcode::kReverse,
+    HloOpcode::kRoundNearestAfz,    HloOpcode::kRoundNearestEven,   HloOpcode::kRsqrt,
+    HloOpcode::kSelect,             HloOpcode::kSelectAndScatter,   HloOpcode::kSign,
+    HloOpcode::kSlice,              HloOpcode::kSqrt,               HloOpcode::kSubtract,
+    HloOpcode::kTanh,               HloOpcode::kTranspose,          HloOpcode::kTuple,
+    HloOpcode::kWhile,              HloOpcode::kXor,
 };
 
 // Opcode names, for readable failures.
@@ -178,6 +183,27 @@ TEST_F(OpcodeHandlerTest, IntegerLanes) {
   EXPECT_EQ(CheckOp("copy", "f64[4,8]", "f64[4,8]", 1).message(),
             "r has element type f64; this code generator lowers copy for f32, bf16, s32, u32, pred, s64 (its low 32 "
             "bits) only (docs/opcodes.md)");
+}
+
+// Windows of whole rows at s32 (or constant) starts; the rest is refused with what is lowered.
+TEST_F(OpcodeHandlerTest, DynamicSlicesOfWholeRows) {
+  const std::string text = R"(HloModule m
+ENTRY %main (a: f32[6,4], i: s32[], j: s64[]) -> f32[2,4] {
+  %a = f32[6,4]{1,0} parameter(0)
+  %i = s32[] parameter(1)
+  %j = s64[] parameter(2)
+  %zero = s32[] constant(0)
+  %rows = f32[2,4]{1,0} dynamic-slice(%a, %i, %i), dynamic_slice_sizes={2,4}
+  %lanes = f32[2,3]{1,0} dynamic-slice(%a, %i, %zero), dynamic_slice_sizes={2,3}
+  ROOT %wide = f32[2,4]{1,0} dynamic-slice(%a, %j, %zero), dynamic_slice_sizes={2,4}
+}
+)";
+  EXPECT_TRUE(CheckSupported(Parse(text, "rows")).ok());
+  EXPECT_EQ(CheckSupported(Parse(text, "lanes")).message(),
+            "dynamic-slice lanes: a window of 3 of the 4 elements of the minor dimension (lanes) is not lowered; only "
+            "windows of whole rows");
+  EXPECT_EQ(CheckSupported(Parse(text, "wide")).message(),
+            "dynamic-slice wide: start index j is s64; the device reads s32 start indices (constants of any type)");
 }
 
 // Found by the HLO fuzzer (a division by zero in EmitReshape): a bitcast that changes the element count

@@ -71,6 +71,8 @@ Status CodeGenerator::EmitRowBoxCopy(const RowBox& box) {
   TPU_ASSIGN_OR_RETURN(ScopedReg dst, NewReg());
   asm_.LoadAddress(src, box.src.kind, box.src.index, box.src.offset);
   asm_.LoadAddress(dst, box.dst.kind, box.dst.index, box.dst.offset);
+  if (box.src_extra != kZeroReg) asm_.Add(src, src, box.src_extra);
+  if (box.dst_extra != kZeroReg) asm_.Add(dst, dst, box.dst_extra);
   if (box.mask_region >= 0) {
     TPU_ASSIGN_OR_RETURN(ScopedReg mask_hbm, NewReg());
     TPU_ASSIGN_OR_RETURN(ScopedReg mask_vmem, NewReg());

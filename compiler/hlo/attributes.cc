@@ -244,6 +244,10 @@ StatusOr<std::vector<std::vector<int64_t>>> GetReplicaGroups(const HloInstructio
   return groups;
 }
 
+StatusOr<std::vector<int64_t>> GetDynamicSliceSizes(const HloInstruction& dynamic_slice) {
+  return RequiredList(dynamic_slice, "dynamic_slice_sizes");
+}
+
 StatusOr<std::vector<std::pair<int64_t, int64_t>>> GetSourceTargetPairs(const HloInstruction& permute) {
   std::vector<std::pair<int64_t, int64_t>> pairs;
   const std::string* raw = permute.raw_attribute("source_target_pairs");

@@ -35,6 +35,9 @@ struct ScatterDimensionNumbers {
 StatusOr<GatherDimensionNumbers> GetGatherDimensionNumbers(const HloInstruction& gather);
 StatusOr<ScatterDimensionNumbers> GetScatterDimensionNumbers(const HloInstruction& scatter);
 
+// dynamic_slice_sizes={...} of a dynamic-slice (InvalidArgument when missing or not a list).
+StatusOr<std::vector<int64_t>> GetDynamicSliceSizes(const HloInstruction& dynamic_slice);
+
 // Replica groups of a collective; empty when the attribute is absent or `{}` (all replicas, one group).
 // Checks that ids are non-negative, appear at most once and that groups have equal sizes.
 StatusOr<std::vector<std::vector<int64_t>>> GetReplicaGroups(const HloInstruction& collective);

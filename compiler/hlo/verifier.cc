@@ -297,6 +297,43 @@ StatusOr<Shape> InferShape(const HloInstruction& instruction) {
       }
       return result;
     }
+    case HloOpcode::kDynamicSlice:
+    case HloOpcode::kDynamicUpdateSlice: {
+      // dynamic-slice(operand, starts...), dynamic_slice_sizes={...}; dynamic-update-slice(operand, update,
+      // starts...): one scalar integer start per operand dimension.
+      TPU_RETURN_IF_ERROR(CheckArray(instruction, 0));
+      const Shape& operand = operand_shape(0);
+      const bool update = opcode == HloOpcode::kDynamicUpdateSlice;
+      const int64_t first_start = update ? 2 : 1;
+      if (instruction.operand_count() != first_start + operand.rank())
+        return ShapeError(instruction, std::string(update ? "dynamic-update-slice" : "dynamic-slice") + " needs " +
+                                           std::to_string(operand.rank()) + " start indices, one per operand dimension");
+      for (int64_t i = first_start; i < instruction.operand_count(); ++i) {
+        const Shape& start = operand_shape(i);
+        if (!start.IsArray() || start.rank() != 0 || !IsIntegralType(start.element_type))
+          return ShapeError(instruction, "start index " + std::to_string(i - first_start) + " must be an integer scalar, not " +
+                                             start.ToString());
+      }
+      std::vector<int64_t> sizes;
+      if (update) {
+        TPU_RETURN_IF_ERROR(CheckArray(instruction, 1));
+        const Shape& values = operand_shape(1);
+        if (values.rank() != operand.rank() || values.element_type != operand.element_type)
+          return ShapeError(instruction, "the update " + values.ToString() + " must have the rank and type of " +
+                                             operand.ToString());
+        sizes = values.dimensions;
+      } else {
+        TPU_ASSIGN_OR_RETURN(sizes, GetDynamicSliceSizes(instruction));
+        if (static_cast<int>(sizes.size()) != operand.rank())
+          return ShapeError(instruction, "dynamic_slice_sizes needs one size per operand dimension");
+      }
+      for (int d = 0; d < operand.rank(); ++d) {
+        if (sizes[d] < 0 || sizes[d] > operand.dimensions[d])
+          return ShapeError(instruction, "size " + std::to_string(sizes[d]) + " out of range for dimension " +
+                                             std::to_string(d) + " of " + operand.ToString());
+      }
+      return update ? Shape::Make(operand.element_type, operand.dimensions) : Shape::Make(operand.element_type, sizes);
+    }
     case HloOpcode::kConcatenate: {
       if (instruction.operand_count() < 1) return ShapeError(instruction, "concatenate needs operands");
       int64_t dimension = instruction.concatenate_dimension();

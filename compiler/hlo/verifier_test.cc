@@ -191,6 +191,23 @@ TEST(VerifierTest, GatherShapeInference) {
   EXPECT_NE(missing.message().find("missing collapsed_slice_dims="), std::string::npos) << missing;
 }
 
+TEST(VerifierTest, DynamicSliceShapeInference) {
+  const std::string prefix = "  %a = f32[6,4]{1,0} parameter(0)\n  %i = s32[] parameter(1)\n  %u = f32[2,4]{1,0} parameter(2)\n";
+  EXPECT_TRUE(VerifyText(Entry(prefix + "  ROOT %s = f32[2,4]{1,0} dynamic-slice(%a, %i, %i), dynamic_slice_sizes={2,4}\n")).ok());
+  EXPECT_TRUE(VerifyText(Entry(prefix + "  ROOT %s = f32[6,4]{1,0} dynamic-update-slice(%a, %u, %i, %i)\n")).ok());
+  Status wrong = VerifyText(Entry(prefix + "  ROOT %s = f32[3,4]{1,0} dynamic-slice(%a, %i, %i), dynamic_slice_sizes={2,4}\n"));
+  EXPECT_NE(wrong.message().find("inferred shape f32[2,4]"), std::string::npos) << wrong;
+  Status starts = VerifyText(Entry(prefix + "  ROOT %s = f32[2,4]{1,0} dynamic-slice(%a, %i), dynamic_slice_sizes={2,4}\n"));
+  EXPECT_NE(starts.message().find("needs 2 start indices, one per operand dimension"), std::string::npos) << starts;
+  Status too_big = VerifyText(Entry(prefix + "  ROOT %s = f32[7,4]{1,0} dynamic-slice(%a, %i, %i), dynamic_slice_sizes={7,4}\n"));
+  EXPECT_NE(too_big.message().find("size 7 out of range for dimension 0"), std::string::npos) << too_big;
+  Status float_start = VerifyText(Entry(prefix + "  %f = f32[] parameter(3)\n"
+                                        "  ROOT %s = f32[6,4]{1,0} dynamic-update-slice(%a, %u, %f, %i)\n"));
+  EXPECT_NE(float_start.message().find("start index 0 must be an integer scalar"), std::string::npos) << float_start;
+  Status missing = VerifyText(Entry(prefix + "  ROOT %s = f32[2,4]{1,0} dynamic-slice(%a, %i, %i)\n"));
+  EXPECT_NE(missing.message().find("missing dynamic_slice_sizes="), std::string::npos) << missing;
+}
+
 TEST(VerifierTest, ScatterShapeInference) {
   const std::string prefix = "  %a = f32[3,2]{1,0} parameter(0)\n  %i = s32[4]{0} parameter(1)\n";
   const std::string attrs = "update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "

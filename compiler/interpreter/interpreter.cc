@@ -95,6 +95,20 @@ Literal GatherElements(const Literal& source, const Shape& shape, F source_index
   return out;
 }
 
+// The start indices of a dynamic-slice or dynamic-update-slice (operands from `first`), each clamped to
+// [0, dimension - size] so that the window lies in the operand, as XLA defines it.
+std::vector<int64_t> DynamicSliceStarts(const std::vector<const Literal*>& operands, size_t first,
+                                        const std::vector<int64_t>& sizes) {
+  const Shape& in = operands[0]->shape();
+  std::vector<int64_t> starts;
+  for (int d = 0; d < in.rank(); ++d) {
+    const double start = operands[first + static_cast<size_t>(d)]->GetAsDouble(0);
+    const int64_t limit = in.dimensions[d] - sizes[static_cast<size_t>(d)];
+    starts.push_back(start < 0 ? 0 : start > static_cast<double>(limit) ? limit : static_cast<int64_t>(start));
+  }
+  return starts;
+}
+
 int64_t Linear(const std::vector<int64_t>& index, const std::vector<int64_t>& strides) {
   int64_t linear = 0;
   for (size_t i = 0; i < index.size(); ++i) linear += index[i] * strides[i];
@@ -545,6 +559,34 @@ StatusOr<Literal> Evaluator::Evaluate(const HloInstruction& instruction, const s
           linear += (instruction.slice_starts()[d] + index[d] * instruction.slice_strides()[d]) * in_strides[d];
         return linear;
       });
+    }
+    case HloOpcode::kDynamicSlice: {
+      const std::vector<int64_t> starts = DynamicSliceStarts(operands, 1, shape.dimensions);
+      std::vector<int64_t> in_strides = RowMajorStrides(operands[0]->shape().dimensions);
+      return GatherElements(*operands[0], shape, [&](const std::vector<int64_t>& index) {
+        int64_t linear = 0;
+        for (int d = 0; d < shape.rank(); ++d) linear += (starts[d] + index[d]) * in_strides[d];
+        return linear;
+      });
+    }
+    case HloOpcode::kDynamicUpdateSlice: {
+      const Literal& update = *operands[1];
+      const std::vector<int64_t> starts = DynamicSliceStarts(operands, 2, update.shape().dimensions);
+      Literal result = *operands[0];
+      std::vector<int64_t> out_strides = RowMajorStrides(shape.dimensions);
+      const int64_t element_size = PrimitiveTypeByteSize(shape.element_type);
+      std::vector<int64_t> index(static_cast<size_t>(shape.rank()), 0);
+      for (int64_t linear = 0; linear < update.element_count(); ++linear) {
+        int64_t to = 0;
+        for (int d = 0; d < shape.rank(); ++d) to += (starts[d] + index[d]) * out_strides[d];
+        std::memcpy(result.untyped_data() + to * element_size, update.untyped_data() + linear * element_size,
+                    static_cast<size_t>(element_size));
+        for (int d = shape.rank() - 1; d >= 0; --d) {
+          if (++index[d] < update.shape().dimensions[d]) break;
+          index[d] = 0;
+        }
+      }
+      return result;
     }
     case HloOpcode::kPad: {
       const Shape& in = operands[0]->shape();

@@ -706,6 +706,44 @@ Generator WhileCase(const std::string& kind) {
   };
 }
 
+// dynamic-slice / dynamic-update-slice (dynamic_slice.cc): windows of whole rows (ranks 2 and 3, the minor
+// dimension taken whole) at start indices the device reads: s32 parameters from 3 below 0 to 3 past the
+// last valid start (clamped on the device), or constants (folded, also out of range).
+Generator DynamicSliceCase(bool update) {
+  return [update](Rng& rng, int index) {
+    ModuleBuilder b;
+    const int rank = 2 + index % 2;
+    const std::vector<int64_t> dims = RandomDims(rng, rank, 4000);
+    std::vector<int64_t> sizes = dims;
+    for (int d = 0; d + 1 < rank; ++d) sizes[d] = 1 + static_cast<int64_t>(rng() % static_cast<uint32_t>(dims[d]));
+    const PrimitiveType type = index % 3 == 2 ? S32 : F32;
+    const Domain domain = type == F32 ? Domain::kUnit : Domain::kInteger;
+    Value operand = b.Parameter(type, dims, domain);
+    Value window = update ? b.Parameter(type, sizes, domain) : Value{};
+    std::vector<Value> starts;
+    std::vector<std::pair<size_t, int32_t>> start_arguments;  // parameter number, value
+    size_t parameters = update ? 2 : 1;
+    for (int d = 0; d < rank; ++d) {
+      const int64_t limit = dims[d] - sizes[d];
+      const int32_t value = static_cast<int32_t>(static_cast<int64_t>(rng() % static_cast<uint32_t>(limit + 7)) - 3);
+      if (rng() % 3 == 0) {
+        starts.push_back(b.ScalarConstant(S32, value));
+      } else {
+        starts.push_back(b.Parameter(S32, {}, Domain::kInteger));
+        start_arguments.push_back({parameters++, value});
+      }
+    }
+    std::vector<Value> operands = {operand};
+    if (update) operands.push_back(window);
+    operands.insert(operands.end(), starts.begin(), starts.end());
+    Value result = update ? b.Op(type, dims, "dynamic-update-slice", operands)
+                          : b.Op(type, sizes, "dynamic-slice", operands, "dynamic_slice_sizes=" + Dims(sizes));
+    DiffCase c = Finish(b, update ? "dynamic_update_slice" : "dynamic_slice", {result}, rng, true);
+    for (const auto& [parameter, value] : start_arguments) c.arguments[parameter].Set<int32_t>(0, value);
+    return c;
+  };
+}
+
 // Conditionals (control_flow.cc): `kind` "pred" (a predicate the device computes from the data picks one
 // of two branches; a tuple passed to one branch, an array to the other, a tuple result), "index" (an s32
 // index parameter, also out of range, picks one of three branches; one branch returns its input as it
@@ -905,6 +943,8 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("convolution", ConvolutionCase);
   add("elementwise_chain", ChainCase);
   for (const char* kind : {"counted", "swap", "data_dependent", "nested"}) add(std::string("while_") + kind, WhileCase(kind));
+  add("dynamic_slice", DynamicSliceCase(false));
+  add("dynamic_update_slice", DynamicSliceCase(true));
   for (const char* kind : {"pred", "index", "in_loop", "loop_in_branch"}) {
     add(std::string("conditional_") + kind, ConditionalCase(kind));
   }

@@ -191,3 +191,42 @@ def test_interpreter_matches_cpu_on_a_training_step():
     for e, g in zip(expected, got):
         assert g.dtype == e.dtype
         np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-6 * max(1.0, float(np.max(np.abs(e)))))
+
+
+def batch_loop(data, w):
+    """A fori_loop over the rows of `data` (dynamic-slice by the loop index), a lax.cond on the device's
+    running sum, and a dynamic-update-slice of each step's row into a history."""
+    def step(i, carry):
+        acc, history = carry
+        row = jax.lax.dynamic_slice(data, (i * 2, 0), (2, data.shape[1]))
+        h = jnp.tanh(row @ w)
+        acc = jax.lax.cond(jnp.sum(acc) > 0.0, lambda a: a * 0.5 + h, lambda a: a - h, acc)
+        history = jax.lax.dynamic_update_slice(history, acc, (i * 2, 0))
+        return acc, history
+    acc0 = jnp.zeros((2, w.shape[1]), jnp.float32)
+    return jax.lax.fori_loop(0, data.shape[0] // 2, step, (acc0, jnp.zeros((data.shape[0], w.shape[1]), jnp.float32)))
+
+
+def switch_and_clamped_slices(index, x):
+    """lax.switch with an index the caller passes (out of range clamps to the last branch) and slices at
+    the same index, out of range too (clamped into the array)."""
+    y = jax.lax.switch(index, [lambda v: v + 1.0, lambda v: v * 3.0, lambda v: -v], x)
+    window = jax.lax.dynamic_slice(x, (index, 0), (3, x.shape[1]))
+    return y, window, jax.lax.dynamic_update_slice(x, window * 2.0, (index - 1, 0))
+
+
+@pytest.mark.parametrize("index", [-4, 0, 1, 2, 9])
+def test_switch_and_dynamic_slices_match_cpu_on_device_and_interpreter(index):
+    x = random((8, 12), 20)
+    i = np.int32(index)
+    assert_matches_cpu(switch_and_clamped_slices, i, x, rtol=0, atol=0)
+    hlo_text, _ = device_jit(switch_and_clamped_slices).lower(i, x)
+    expected = jax.tree_util.tree_leaves(jax.tree_util.tree_map(np.asarray, jax.jit(switch_and_clamped_slices)(i, x)))
+    got = _tpusim.interpret(hlo_text, [np.asarray(i), x])
+    for e, g in zip(expected, got):
+        np.testing.assert_array_equal(g, e)
+
+
+def test_loops_with_dynamic_rows_and_a_cond_match_cpu():
+    data, w = random((10, 16), 21), random((16, 8), 22)
+    assert_matches_cpu(batch_loop, data, w)
