@@ -85,6 +85,24 @@ void CodeGenerator::AddBufferHandlers(OpcodeHandlerTable& table) {
   copy.same_buffer_as = [](const HloInstruction& instruction, uint32_t) { return instruction.operand(0); };
   table.Add(std::move(copy));
 
+  // A bitcast-convert between 32-bit types reads the same words as another type.
+  OpcodeHandler bitcast_convert(HloOpcode::kBitcastConvert);
+  bitcast_convert.check = [](const HloInstruction& instruction) -> Status {
+    auto word = [](hlo::PrimitiveType type) {
+      return type == hlo::PrimitiveType::F32 || type == hlo::PrimitiveType::S32 || type == hlo::PrimitiveType::U32;
+    };
+    const hlo::PrimitiveType from = instruction.operand(0)->shape().element_type;
+    if (!word(from) || !word(instruction.shape().element_type)) {
+      return Unimplemented("bitcast-convert " + instruction.name() + " from " + hlo::PrimitiveTypeName(from) + " to " +
+                           hlo::PrimitiveTypeName(instruction.shape().element_type) +
+                           ": only between the 32-bit types f32, s32 and u32");
+    }
+    return OkStatus();
+  };
+  bitcast_convert.types = ElementTypes::kDeviceWord;
+  bitcast_convert.same_buffer_as = [](const HloInstruction& instruction, uint32_t) { return instruction.operand(0); };
+  table.Add(std::move(bitcast_convert));
+
   OpcodeHandler custom_call(HloOpcode::kCustomCall);
   custom_call.check = [](const HloInstruction& instruction) -> Status {
     if (!hlo::IsIdentityCustomCallTarget(instruction.custom_call_target())) return UnsupportedOp(instruction);

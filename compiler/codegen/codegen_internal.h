@@ -74,6 +74,9 @@ inline std::optional<isa::Opcode> VpuOpcodeFor(HloOpcode op) {
     case HloOpcode::kAnd: return isa::Opcode::VAND;
     case HloOpcode::kOr: return isa::Opcode::VOR;
     case HloOpcode::kXor: return isa::Opcode::VXOR;
+    case HloOpcode::kShiftLeft: return isa::Opcode::VSHL;
+    case HloOpcode::kShiftRightLogical: return isa::Opcode::VSHRL;
+    case HloOpcode::kShiftRightArithmetic: return isa::Opcode::VSHRA;
     default: return std::nullopt;
   }
 }
@@ -123,10 +126,15 @@ inline bool CompareTrueOnPadding(hlo::ComparisonDirection direction, bool has_im
   return true;
 }
 
-inline bool IsCommutative(HloOpcode op) { return op != HloOpcode::kSubtract; }
+inline bool IsShift(HloOpcode op) {
+  return op == HloOpcode::kShiftLeft || op == HloOpcode::kShiftRightLogical || op == HloOpcode::kShiftRightArithmetic;
+}
+inline bool IsCommutative(HloOpcode op) { return op != HloOpcode::kSubtract && !IsShift(op); }
 
-// Bitwise ops work on the raw words: the same for pred (0/1), s32 and u32 lanes.
-inline bool IsBitwise(HloOpcode op) { return op == HloOpcode::kAnd || op == HloOpcode::kOr || op == HloOpcode::kXor; }
+// Bitwise ops and shifts work on the raw words: the same for pred (0/1), s32 and u32 lanes (no INT flag).
+inline bool IsBitwise(HloOpcode op) {
+  return op == HloOpcode::kAnd || op == HloOpcode::kOr || op == HloOpcode::kXor || IsShift(op);
+}
 
 // Values the VPU computes on as s32 lanes (INT flag): s32, and s64 through its low 32 bits.
 inline bool IsIntegerValue(const hlo::Shape& shape) {

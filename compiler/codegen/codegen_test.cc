@@ -485,7 +485,7 @@ ENTRY %main (x: f32[12,20], w: f32[20,20]) -> (f32[12,20], s32[]) {
     ASSERT_EQ(run.outputs.size(), 2u);
     EXPECT_EQ(run.outputs[1].Get<int32_t>(0), expected[1].Get<int32_t>(0)) << limit;
   }
-  // The conditional itself as the root (expand-tuple-roots gives it its get-tuple-elements).
+  // The conditional itself as the root (expand-tuples gives it its get-tuple-elements).
   std::string root = text;
   root.replace(root.find("LIMIT"), 5, "0");
   root.replace(root.find("  %c = "), 7, "  ROOT %c = ");
@@ -495,51 +495,73 @@ ENTRY %main (x: f32[12,20], w: f32[20,20]) -> (f32[12,20], s32[]) {
   EXPECT_EQ(run.outputs.size(), 2u);
 }
 
-// Conditionals the code generator does not lower are refused with what to change.
-TEST(CodegenTest, UnsupportedConditionalFormsAreRefusedClearly) {
-  const std::string branches = R"(HloModule cond
-%negate (x: f32[4]) -> f32[4] {
-  %x = f32[4] parameter(0)
-  ROOT %n = f32[4] negate(%x)
+// One computation for both branches (and for two loops' bodies, as two inlined calls of one looping
+// function give): unshare-computations copies it, each copy is lowered in line once.
+TEST(CodegenTest, ComputationsSharedByBranchesAndLoopsAreCopied) {
+  const std::string text = R"(HloModule shared
+%negate (x: f32[4,20]) -> f32[4,20] {
+  %x = f32[4,20] parameter(0)
+  ROOT %n = f32[4,20] negate(%x)
+}
+%cond (p: (f32[4,20], s32[])) -> pred[] {
+  %p = (f32[4,20], s32[]) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=1
+  %limit = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %limit), direction=LT
+}
+%body (p: (f32[4,20], s32[])) -> (f32[4,20], s32[]) {
+  %p = (f32[4,20], s32[]) parameter(0)
+  %x = f32[4,20] get-tuple-element(%p), index=0
+  %i = s32[] get-tuple-element(%p), index=1
+  %one = s32[] constant(1)
+  %parity = s32[] and(%i, %one)
+  %zero = s32[] constant(0)
+  %even = pred[] compare(%parity, %zero), direction=EQ
+  %y = f32[4,20] conditional(%even, %x, %x), true_computation=%negate, false_computation=%negate
+  %half = f32[] constant(0.5)
+  %halves = f32[4,20] broadcast(%half), dimensions={}
+  %z = f32[4,20] add(%y, %halves)
+  %next = s32[] add(%i, %one)
+  ROOT %t = (f32[4,20], s32[]) tuple(%z, %next)
+}
+ENTRY %main (x: f32[4,20]) -> f32[4,20] {
+  %x = f32[4,20] parameter(0)
+  %zero = s32[] constant(0)
+  %init = (f32[4,20], s32[]) tuple(%x, %zero)
+  %w1 = (f32[4,20], s32[]) while(%init), condition=%cond, body=%body
+  %w2 = (f32[4,20], s32[]) while(%w1), condition=%cond, body=%body
+  ROOT %r = f32[4,20] get-tuple-element(%w2), index=0
 }
 )";
-  auto refusal = [&](const std::string& entry) {
-    StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(branches + entry);
-    EXPECT_TRUE(module.ok()) << module.status();
-    if (!module.ok()) return std::string();
-    StatusOr<Program> program = Compile(**module, {});
-    EXPECT_FALSE(program.ok());
-    EXPECT_EQ(program.status().code(), StatusCode::kUnimplemented);
-    return program.status().message();
-  };
-  // One computation for two branches: each branch is lowered in line once.
-  EXPECT_EQ(refusal(R"(ENTRY %main (p: pred[], x: f32[4]) -> f32[4] {
-  %p = pred[] parameter(0)
-  %x = f32[4] parameter(1)
-  ROOT %c = f32[4] conditional(%p, %x, %x), true_computation=%negate, false_computation=%negate
-}
-)"),
-            "conditional c calls negate, which another while or conditional calls too; give each its own computation");
+  const RunResult run = CompileRunAndCompare(text);
+  EXPECT_EQ(run.outputs.size(), 1u);
 }
 
 // Loops the code generator does not lower are refused with what to change.
 TEST(CodegenTest, UnsupportedWhileFormsAreRefusedClearly) {
   const char* text = R"(HloModule loop
-%cond (p: (f32[4], s32[])) -> pred[] {
-  %p = (f32[4], s32[]) parameter(0)
+%cond (p: ((f32[4], f32[4]), s32[])) -> pred[] {
+  %p = ((f32[4], f32[4]), s32[]) parameter(0)
   %n = s32[] get-tuple-element(%p), index=1
   %limit = s32[] constant(3)
   ROOT %lt = pred[] compare(%n, %limit), direction=LT
 }
-%body (p: (f32[4], s32[])) -> (f32[4], s32[]) {
-  ROOT %p = (f32[4], s32[]) parameter(0)
+%body (p: ((f32[4], f32[4]), s32[])) -> ((f32[4], f32[4]), s32[]) {
+  %p = ((f32[4], f32[4]), s32[]) parameter(0)
+  %pair = (f32[4], f32[4]) get-tuple-element(%p), index=0
+  %n = s32[] get-tuple-element(%p), index=1
+  %one = s32[] constant(1)
+  %next = s32[] add(%n, %one)
+  ROOT %t = ((f32[4], f32[4]), s32[]) tuple(%pair, %next)
 }
 ENTRY %main (x: f32[4]) -> f32[4] {
   %x = f32[4] parameter(0)
+  %pair = (f32[4], f32[4]) tuple(%x, %x)
   %zero = s32[] constant(0)
-  %init = (f32[4], s32[]) tuple(%x, %zero)
-  %loop = (f32[4], s32[]) while(%init), condition=%cond, body=%body
-  ROOT %r = f32[4] get-tuple-element(%loop), index=0
+  %init = ((f32[4], f32[4]), s32[]) tuple(%pair, %zero)
+  %loop = ((f32[4], f32[4]), s32[]) while(%init), condition=%cond, body=%body
+  %r = (f32[4], f32[4]) get-tuple-element(%loop), index=0
+  ROOT %first = f32[4] get-tuple-element(%r), index=0
 }
 )";
   StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
@@ -547,7 +569,7 @@ ENTRY %main (x: f32[4]) -> f32[4] {
   StatusOr<Program> program = Compile(**module, {});
   ASSERT_FALSE(program.ok());
   EXPECT_EQ(program.status().code(), StatusCode::kUnimplemented);
-  EXPECT_EQ(program.status().message(), "while loop: the body's root must be a tuple of the loop state's elements");
+  EXPECT_EQ(program.status().message(), "while loop with a nested tuple in its loop state");
 }
 
 TEST(CodegenTest, ResourceErrorsAreClear) {

@@ -157,11 +157,11 @@ Status CodeGenerator::AppendProgramOrder(const hlo::HloComputation& computation,
     return InvalidArgument("while loops and conditionals nested more than " + std::to_string(kMaxLoopNesting) +
                            " deep");
   }
-  // Each computation lowered in line has one place in the code.
+  // Each computation lowered in line has one place in the code (unshare-computations copies the others).
   auto append_inline = [&](const HloInstruction& user, const hlo::HloComputation& called) -> Status {
     if (!inlined_computations_.insert(&called).second) {
-      return Unimplemented(user.opcode_name() + " " + user.name() + " calls " + called.name() +
-                           ", which another while or conditional calls too; give each its own computation");
+      return Internal(user.opcode_name() + " " + user.name() + " calls " + called.name() +
+                      ", which another while or conditional calls too (unshare-computations did not run)");
     }
     return AppendProgramOrder(called, depth + 1, order);
   };

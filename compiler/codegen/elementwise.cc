@@ -210,6 +210,7 @@ std::optional<uint32_t> ScalarConstantBits(const HloInstruction& value, bool int
   const hlo::PrimitiveType type = constant->literal().shape().element_type;
   if (!integer && type == hlo::PrimitiveType::F32) return FloatBits(constant->literal().Get<float>(0));
   if (integer && type == hlo::PrimitiveType::S32) return static_cast<uint32_t>(constant->literal().Get<int32_t>(0));
+  if (integer && type == hlo::PrimitiveType::U32) return constant->literal().Get<uint32_t>(0);
   return std::nullopt;
 }
 
@@ -222,7 +223,10 @@ bool IntImmediateKeepsPaddingZero(HloOpcode op, uint32_t c) {
     case HloOpcode::kMultiply: return true;
     case HloOpcode::kMaximum: return value <= 0;
     case HloOpcode::kMinimum: return value >= 0;
-    case HloOpcode::kAnd: return true;
+    case HloOpcode::kAnd:
+    case HloOpcode::kShiftLeft:  // 0 shifted either way is 0
+    case HloOpcode::kShiftRightLogical:
+    case HloOpcode::kShiftRightArithmetic: return true;
     case HloOpcode::kOr:
     case HloOpcode::kXor: return value == 0;
     default: return false;
@@ -747,9 +751,10 @@ void CodeGenerator::AddElementwiseHandlers(OpcodeHandlerTable& table) {
     table.Add(std::move(binary));
   }
 
-  for (HloOpcode opcode : {HloOpcode::kAnd, HloOpcode::kOr, HloOpcode::kXor}) {
+  for (HloOpcode opcode : {HloOpcode::kAnd, HloOpcode::kOr, HloOpcode::kXor, HloOpcode::kShiftLeft,
+                           HloOpcode::kShiftRightLogical, HloOpcode::kShiftRightArithmetic}) {
     OpcodeHandler bitwise(opcode);
-    bitwise.types = ElementTypes::kBits;
+    bitwise.types = IsShift(opcode) ? ElementTypes::kInteger32 : ElementTypes::kBits;
     bitwise.reads_operand = ReadsVpuOperand;
     bitwise.in_place = ChunkByChunk;
     bitwise.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitBinary(instruction); };

@@ -88,6 +88,8 @@ bool TakesElementTypes(ElementTypes types, const HloInstruction& instruction) {
     }
     case ElementTypes::kBits:
       return type == hlo::PrimitiveType::PRED || type == hlo::PrimitiveType::S32 || type == hlo::PrimitiveType::U32;
+    case ElementTypes::kInteger32:
+      return type == hlo::PrimitiveType::S32 || type == hlo::PrimitiveType::U32;
     case ElementTypes::kTupleOfValues:
       return true;
   }
@@ -114,6 +116,7 @@ const char* ElementTypesText(ElementTypes types) {
     case ElementTypes::kMxu: return "f32 or bf16 result and operands (bf16 exact on the MXU)";
     case ElementTypes::kCompare: return "pred result of f32, s32, u32, s64 or pred operands";
     case ElementTypes::kBits: return "pred, s32, u32";
+    case ElementTypes::kInteger32: return "s32, u32";
     case ElementTypes::kTupleOfValues: return "a tuple of the values above";
   }
   return "";

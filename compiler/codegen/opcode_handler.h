@@ -27,6 +27,7 @@ enum class ElementTypes {
   kMxu,                // f32 or bf16 result and operands: the MXU reads bf16 exactly
   kCompare,            // a pred result of f32, integer or pred operands
   kBits,               // pred, s32 or u32: bitwise ops on the raw words
+  kInteger32,          // s32 or u32: shifts of the raw words
   kTupleOfValues,      // no element type of its own: its values are checked where they are defined
 };
 // The types in words, as docs/opcodes.md and the refusal of another type say them.

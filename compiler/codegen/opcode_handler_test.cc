@@ -17,24 +17,25 @@ using hlo::HloOpcode;
 
 // The opcodes the code generator lowers (README.md, "Lowerings").
 const std::set<HloOpcode> kLowered = {
-    HloOpcode::kAbs,                HloOpcode::kAdd,                HloOpcode::kAnd,
-    HloOpcode::kBitcast,            HloOpcode::kBroadcast,          HloOpcode::kCeil,
-    HloOpcode::kClamp,              HloOpcode::kCompare,            HloOpcode::kConcatenate,
-    HloOpcode::kConditional,        HloOpcode::kConstant,           HloOpcode::kConvert,
-    HloOpcode::kConvolution,        HloOpcode::kCopy,               HloOpcode::kCustomCall,
-    HloOpcode::kDivide,             HloOpcode::kDot,                HloOpcode::kDynamicSlice,
-    HloOpcode::kDynamicUpdateSlice, HloOpcode::kExp,                HloOpcode::kFloor,
-    HloOpcode::kFusion,             HloOpcode::kGetTupleElement,    HloOpcode::kLog,
-    HloOpcode::kLogistic,           HloOpcode::kMaximum,            HloOpcode::kMinimum,
-    HloOpcode::kMultiply,           HloOpcode::kNegate,             HloOpcode::kNot,
-    HloOpcode::kOr,                 HloOpcode::kPad,                HloOpcode::kParameter,
-    HloOpcode::kPower,              HloOpcode::kReduce,             HloOpcode::kReducePrecision,
-    HloOpcode::kReduceWindow,       HloOpcode::kReshape,            HloOpcode::kReverse,
-    HloOpcode::kRoundNearestAfz,    HloOpcode::kRoundNearestEven,   HloOpcode::kRsqrt,
-    HloOpcode::kSelect,             HloOpcode::kSelectAndScatter,   HloOpcode::kSign,
-    HloOpcode::kSlice,              HloOpcode::kSqrt,               HloOpcode::kSubtract,
-    HloOpcode::kTanh,               HloOpcode::kTranspose,          HloOpcode::kTuple,
-    HloOpcode::kWhile,              HloOpcode::kXor,
+    HloOpcode::kAbs,                  HloOpcode::kAdd,                  HloOpcode::kAnd,
+    HloOpcode::kBitcast,              HloOpcode::kBitcastConvert,       HloOpcode::kBroadcast,
+    HloOpcode::kCeil,                 HloOpcode::kClamp,                HloOpcode::kCompare,
+    HloOpcode::kConcatenate,          HloOpcode::kConditional,          HloOpcode::kConstant,
+    HloOpcode::kConvert,              HloOpcode::kConvolution,          HloOpcode::kCopy,
+    HloOpcode::kCustomCall,           HloOpcode::kDivide,               HloOpcode::kDot,
+    HloOpcode::kDynamicSlice,         HloOpcode::kDynamicUpdateSlice,   HloOpcode::kExp,
+    HloOpcode::kFloor,                HloOpcode::kFusion,               HloOpcode::kGetTupleElement,
+    HloOpcode::kLog,                  HloOpcode::kLogistic,             HloOpcode::kMaximum,
+    HloOpcode::kMinimum,              HloOpcode::kMultiply,             HloOpcode::kNegate,
+    HloOpcode::kNot,                  HloOpcode::kOr,                   HloOpcode::kPad,
+    HloOpcode::kParameter,            HloOpcode::kPower,                HloOpcode::kReduce,
+    HloOpcode::kReducePrecision,      HloOpcode::kReduceWindow,         HloOpcode::kReshape,
+    HloOpcode::kReverse,              HloOpcode::kRoundNearestAfz,      HloOpcode::kRoundNearestEven,
+    HloOpcode::kRsqrt,                HloOpcode::kSelect,               HloOpcode::kSelectAndScatter,
+    HloOpcode::kShiftLeft,            HloOpcode::kShiftRightArithmetic, HloOpcode::kShiftRightLogical,
+    HloOpcode::kSign,                 HloOpcode::kSlice,                HloOpcode::kSqrt,
+    HloOpcode::kSubtract,             HloOpcode::kTanh,                 HloOpcode::kTranspose,
+    HloOpcode::kTuple,                HloOpcode::kWhile,                HloOpcode::kXor,
 };
 
 // Opcode names, for readable failures.
@@ -157,6 +158,17 @@ TEST_F(OpcodeHandlerTest, IntegerLanes) {
     EXPECT_EQ(CheckOp(op, "u32[4,8]", "u32[4,8]", 2).message(),
               std::string("r has element type u32; this code generator lowers ") + op +
                   " for f32, s32, s64 (its low 32 bits) only (docs/opcodes.md)");
+  }
+  // bitcast-convert: the same words as another 32-bit type.
+  EXPECT_TRUE(CheckOp("bitcast-convert", "f32[4,8]", "u32[4,8]", 1).ok());
+  EXPECT_EQ(CheckOp("bitcast-convert", "s32[4,8]", "f32[4,8]", 1).ok(), true);
+  EXPECT_EQ(CheckOp("bitcast-convert", "f32[4,8]", "pred[4,8]", 1).message(),
+            "bitcast-convert r from pred to f32: only between the 32-bit types f32, s32 and u32");
+  // Shifts of s32 and u32 words.
+  for (const char* op : {"shift-left", "shift-right-logical", "shift-right-arithmetic"}) {
+    EXPECT_TRUE(CheckOp(op, "u32[4,8]", "u32[4,8]", 2).ok()) << op;
+    EXPECT_EQ(CheckOp(op, "pred[4,8]", "pred[4,8]", 2).message(),
+              std::string("r has element type pred; this code generator lowers ") + op + " for s32, u32 only (docs/opcodes.md)");
   }
   // Bitwise ops on the raw words of pred, s32 and u32.
   for (const char* op : {"and", "or", "xor", "not"}) {
@@ -355,7 +367,7 @@ ENTRY %main (a: f32[4,8], b: f32[6,10]) -> (f32[32], f32[60]) {
   }
   // A while's and a conditional's code is the driver's: condition, body and branches in line (control_flow.cc).
   EXPECT_EQ(Names(without_code), (std::set<std::string>{"parameter", "constant", "tuple", "get-tuple-element", "copy",
-                                                        "custom-call", "while", "conditional"}));
+                                                        "bitcast-convert", "custom-call", "while", "conditional"}));
 }
 
 // Results computed over a donated operand: only the chunk-by-chunk elementwise lowerings.

@@ -6,7 +6,7 @@
 #include "compiler/passes/codegen_legalization.h"
 #include "compiler/passes/convolution_lowering.h"
 #include "compiler/passes/dce.h"
-#include "compiler/passes/expand_tuple_roots.h"
+#include "compiler/passes/expand_tuples.h"
 #include "compiler/passes/flatten_rows_through_columns.h"
 #include "compiler/passes/fold_parameter_independent.h"
 #include "compiler/passes/inline_calls_and_fusions.h"
@@ -14,6 +14,7 @@
 #include "compiler/passes/reshape_through_transpose.h"
 #include "compiler/passes/split_dots.h"
 #include "compiler/passes/topk_rewrite.h"
+#include "compiler/passes/unshare_computations.h"
 
 namespace tpu::compiler {
 
@@ -25,8 +26,10 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
     return InvalidArgument("dot_passes must be 0, 1, 3 or 6, not " + std::to_string(options.dots.passes));
   }
   pipeline->AddPass<InlineCallsAndFusions>();
+  // Conditions, bodies and branches are lowered in line: one computation each.
+  pipeline->AddPass<UnshareComputations>();
   // Outputs, next loop states and branch results as tuples of values (compiler/codegen/control_flow.cc).
-  pipeline->AddPass<ExpandTupleRoots>();
+  pipeline->AddPass<ExpandTuples>();
   // Top-k sorts and convolutions become reductions, dots and multiply-adds; their constant parts
   // (kernel taps) are folded by fold-parameter-independent below.
   pipeline->AddPass<TopKRewrite>();

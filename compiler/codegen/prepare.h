@@ -2,7 +2,8 @@
 // module (the IR passes own the real simplifications; this is what codegen cannot do without). A
 // pipeline of passes (compiler/passes), in this order:
 //   inline-calls-and-fusions        calls and fusions inlined into the entry computation
-//   expand-tuple-roots              a while or conditional root into a tuple of its get-tuple-elements
+//   unshare-computations            a condition, body or branch two loops or conditionals call is copied
+//   expand-tuples                   tuple-shaped roots, loop states and branch inputs into tuple instructions
 //   topk-rewrite                    sort + slice top-k patterns into rounds of max/min reductions
 //   convolution-lowering            convolutions into dots per kernel tap and VPU multiply-adds
 //                                   (depthwise ones kept for depthwise.cc)

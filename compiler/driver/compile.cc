@@ -150,16 +150,20 @@ StatusOr<Program> CompileModule(hlo::HloModule* module, const CompileModuleOptio
     if (dumps.enabled()) prepared_text = hlo::PrintHloModule(prepared);
     return OkStatus();
   };
-  TPU_ASSIGN_OR_RETURN(Program program, Compile(*module, codegen_options, &report->codegen));
-  report->steps.push_back(StepTiming{"prepare-for-codegen", report->codegen.prepare_ms, true});
-  report->steps.push_back(StepTiming{"codegen", report->codegen.codegen_ms, true});
+  StatusOr<Program> compiled = Compile(*module, codegen_options, &report->codegen);
   if (dumps.enabled()) {
+    // Also when code generation fails: the prepared module is what its message is about.
     std::string text;
     const hlo::HloModule* printed = nullptr;
     for (const auto& [step, copy] : prepare_steps) {
       if (copy.get() != printed) text = hlo::PrintHloModule(*(printed = copy.get()));
       TPU_RETURN_IF_ERROR(dumps.ModuleText(step, text));
     }
+  }
+  TPU_ASSIGN_OR_RETURN(Program program, std::move(compiled));
+  report->steps.push_back(StepTiming{"prepare-for-codegen", report->codegen.prepare_ms, true});
+  report->steps.push_back(StepTiming{"codegen", report->codegen.codegen_ms, true});
+  if (dumps.enabled()) {
     TPU_RETURN_IF_ERROR(dumps.ModuleText("prepare-for-codegen", prepared_text));
     TPU_RETURN_IF_ERROR(dumps.Text("program.asm", ProgramListing(program, options.disassemble)));
   }

@@ -550,6 +550,39 @@ int64_t HloModule::RemoveUnusedComputations() {
 
 std::string HloModule::ToString() const { return PrintHloModule(*this); }
 
+Status CopyInstructions(const HloComputation& source, HloComputation* target,
+                        const std::function<HloComputation*(HloComputation*)>& called) {
+  std::map<const HloInstruction*, HloInstruction*> clones;
+  for (const HloInstruction* instruction : source.MakeInstructionPostOrder()) {
+    std::vector<HloInstruction*> operands;
+    for (const HloInstruction* operand : instruction->operands()) {
+      // Post order puts operands first unless they form a cycle (which the verifier rejects).
+      auto cloned = clones.find(operand);
+      if (cloned == clones.end()) {
+        return InvalidArgument("cannot clone %" + instruction->name() + ": its operand %" +
+                               (operand != nullptr ? operand->name() : std::string("(null)")) +
+                               " is not defined before it (an operand cycle or another computation's value)");
+      }
+      operands.push_back(cloned->second);
+    }
+    std::unique_ptr<HloInstruction> clone = instruction->CloneWithNewOperands(instruction->shape(), operands);
+    for (size_t i = 0; i < instruction->called_computation_attributes().size(); ++i) {
+      HloComputation* callee = called(instruction->called_computation_attributes()[i].computation);
+      if (callee == nullptr) return InvalidArgument(instruction->name() + " calls a computation outside its module");
+      clone->set_called_computation(i, callee);
+    }
+    clones[instruction] = target->AddInstruction(std::move(clone));
+  }
+  if (source.root_instruction() != nullptr) {
+    auto root = clones.find(source.root_instruction());
+    if (root == clones.end()) {
+      return InvalidArgument("computation " + source.name() + ": the root is not one of its instructions");
+    }
+    target->set_root_instruction(root->second);
+  }
+  return OkStatus();
+}
+
 StatusOr<std::unique_ptr<HloModule>> CloneModule(const HloModule& module) {
   auto copy = std::make_unique<HloModule>(module.name());
   copy->mutable_raw_attributes() = module.raw_attributes();
@@ -560,37 +593,10 @@ StatusOr<std::unique_ptr<HloModule>> CloneModule(const HloModule& module) {
                                                      computation == module.entry_computation());
   }
   for (const HloComputation* computation : module.computations()) {
-    HloComputation* target = computations.at(computation);
-    std::map<const HloInstruction*, HloInstruction*> clones;
-    for (const HloInstruction* instruction : computation->MakeInstructionPostOrder()) {
-      std::vector<HloInstruction*> operands;
-      for (const HloInstruction* operand : instruction->operands()) {
-        // Post order puts operands first unless they form a cycle (which the verifier rejects).
-        auto cloned = clones.find(operand);
-        if (cloned == clones.end()) {
-          return InvalidArgument("cannot clone %" + instruction->name() + ": its operand %" +
-                                 (operand != nullptr ? operand->name() : std::string("(null)")) +
-                                 " is not defined before it (an operand cycle or another computation's value)");
-        }
-        operands.push_back(cloned->second);
-      }
-      std::unique_ptr<HloInstruction> clone = instruction->CloneWithNewOperands(instruction->shape(), operands);
-      for (size_t i = 0; i < instruction->called_computation_attributes().size(); ++i) {
-        auto called = computations.find(instruction->called_computation_attributes()[i].computation);
-        if (called == computations.end()) {
-          return InvalidArgument(instruction->name() + " calls a computation outside its module");
-        }
-        clone->set_called_computation(i, called->second);
-      }
-      clones[instruction] = target->AddInstruction(std::move(clone));
-    }
-    if (computation->root_instruction() != nullptr) {
-      auto root = clones.find(computation->root_instruction());
-      if (root == clones.end()) {
-        return InvalidArgument("computation " + computation->name() + ": the root is not one of its instructions");
-      }
-      target->set_root_instruction(root->second);
-    }
+    TPU_RETURN_IF_ERROR(CopyInstructions(*computation, computations.at(computation), [&](HloComputation* callee) {
+      auto found = computations.find(callee);
+      return found == computations.end() ? nullptr : found->second;
+    }));
   }
   return copy;
 }

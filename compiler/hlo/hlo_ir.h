@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -404,5 +405,10 @@ class HloModule {
 // A deep copy of a module, instruction by instruction (printing and re-parsing would format and parse
 // every weight of a large network: seconds for EfficientNet with its constants filled in).
 StatusOr<std::unique_ptr<HloModule>> CloneModule(const HloModule& module);
+// Copies the instructions of `source` into the empty computation `target` (same names, same root);
+// the copies call `called(c)` where the originals call c. InvalidArgument when an operand is not defined
+// before its user or `called` gives nullptr.
+Status CopyInstructions(const HloComputation& source, HloComputation* target,
+                        const std::function<HloComputation*(HloComputation*)>& called);
 
 }  // namespace tpu::hlo

@@ -520,6 +520,16 @@ StatusOr<Literal> Evaluator::Evaluate(const HloInstruction& instruction, const s
     }
     case HloOpcode::kConvert:
       return operands[0]->Convert(shape.element_type);
+    case HloOpcode::kBitcastConvert: {
+      // The same bytes read as another type of the same width (a change of width reshapes; not supported).
+      if (PrimitiveTypeByteSize(operands[0]->shape().element_type) != PrimitiveTypeByteSize(shape.element_type) ||
+          operands[0]->shape().dimensions != shape.dimensions) {
+        return Unsupported(instruction, "a change of element width");
+      }
+      Literal result(ArrayShape(shape));
+      std::memcpy(result.untyped_data(), operands[0]->untyped_data(), static_cast<size_t>(shape.ByteSize()));
+      return result;
+    }
     case HloOpcode::kBroadcast: {
       const Shape& in = operands[0]->shape();
       std::vector<int64_t> in_strides = RowMajorStrides(in.dimensions);

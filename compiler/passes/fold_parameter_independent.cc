@@ -26,9 +26,16 @@ bool KeepAsIs(const HloInstruction& instruction) {
         return true;
       }
       // A row along the minor dimension (batch-norm scales, biases): elementwise users read the row
-      // (SRC2_BCAST), so storing the broadcast would only cost HBM and load time.
+      // (SRC2_BCAST), so storing the broadcast would only cost HBM and load time. Only rows of 32-bit
+      // words and narrower: a 64-bit row (threefry's u64 counters) folds with its users down to the
+      // values the device takes.
+      const hlo::PrimitiveType type = instruction.shape().element_type;
+      const bool device_word = type == hlo::PrimitiveType::F32 || type == hlo::PrimitiveType::BF16 ||
+                               type == hlo::PrimitiveType::S32 || type == hlo::PrimitiveType::U32 ||
+                               type == hlo::PrimitiveType::PRED;
       const int rank = instruction.shape().rank();
-      return source.shape().rank() == 1 && rank >= 2 && instruction.dimensions() == std::vector<int64_t>{rank - 1};
+      return device_word && source.shape().rank() == 1 && rank >= 2 &&
+             instruction.dimensions() == std::vector<int64_t>{rank - 1};
     }
     default:
       return instruction.shape().IsTuple();

@@ -270,7 +270,8 @@ module tpu_sequencer
             end
           end
           tpu_pkg::OP_VADD, tpu_pkg::OP_VMAX, tpu_pkg::OP_VSUB, tpu_pkg::OP_VMUL, tpu_pkg::OP_VMIN,
-          tpu_pkg::OP_VAND, tpu_pkg::OP_VOR, tpu_pkg::OP_VXOR, tpu_pkg::OP_VCMP, tpu_pkg::OP_VSEL: begin
+          tpu_pkg::OP_VAND, tpu_pkg::OP_VOR, tpu_pkg::OP_VXOR, tpu_pkg::OP_VCMP, tpu_pkg::OP_VSEL,
+          tpu_pkg::OP_VSHL, tpu_pkg::OP_VSHRL, tpu_pkg::OP_VSHRA: begin
             // The broadcast operand is one line, read only when there is work to do.
             if (vmem_range_bad(rd_val, rs3_val) || vmem_range_bad(rs1_val, rs3_val) ||
                 (!flags[tpu_pkg::FLAG_VADD_SRC2_IMM] &&

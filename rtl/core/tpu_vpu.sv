@@ -1,4 +1,4 @@
-// Vector unit: lane-wise binary ops (VADD VSUB VMUL VMAX VMIN VAND VOR VXOR VCMP, fp32 or s32 with INT;
+// Vector unit: lane-wise binary ops (VADD VSUB VMUL VMAX VMIN VAND VOR VXOR VSHL VSHRL VSHRA VCMP, fp32 or s32 with INT;
 // second operand from VMEM, broadcast from one line, or an immediate), VSEL, the unary VCVT, VEXP, VLOG,
 // VRSQRT and VRCP, VSPLAT and the block transpose VTRANS. Three stages: read request -> lane arithmetic on the returned lines -> write.
 // Streaming ops move one line per cycle. VSEL needs three source lines (mask = old destination, src1,
@@ -56,7 +56,10 @@ module tpu_vpu
     VopExp   = 5'd13,
     VopLog   = 5'd14,
     VopRsqrt = 5'd15,
-    VopRcp   = 5'd16
+    VopRcp   = 5'd16,
+    VopShl   = 5'd17,
+    VopShrl  = 5'd18,
+    VopShra  = 5'd19
   } vop_e;
 
   localparam int NumLanes = tpu_pkg::LANES;
@@ -137,6 +140,10 @@ module tpu_vpu
         VopAnd:   result[l*32 +: 32] = a & b;
         VopOr:    result[l*32 +: 32] = a | b;
         VopXor:   result[l*32 +: 32] = a ^ b;
+        // Shift amounts of 32 or more shift everything out (the sign fills an arithmetic shift).
+        VopShl:   result[l*32 +: 32] = (|b[31:5]) ? 32'd0 : (a << b[4:0]);
+        VopShrl:  result[l*32 +: 32] = (|b[31:5]) ? 32'd0 : (a >> b[4:0]);
+        VopShra:  result[l*32 +: 32] = (|b[31:5]) ? {32{a[31]}} : 32'($signed(a) >>> b[4:0]);
         VopCmp:   result[l*32 +: 32] = {31'd0, tpu_fp_pkg::cmp32(a, b, dir_q, int_q)};
         VopSel:   result[l*32 +: 32] = (mask_q[l*32 +: 32] != 32'd0) ? a : sel_b_q[l*32 +: 32];
         VopCvt:   result[l*32 +: 32] = to_s32_q ? tpu_fp_pkg::fp32_to_s32(a) : tpu_fp_pkg::s32_to_fp32(a);
@@ -181,6 +188,9 @@ module tpu_vpu
         tpu_pkg::OP_VAND:   vop_q <= VopAnd;
         tpu_pkg::OP_VOR:    vop_q <= VopOr;
         tpu_pkg::OP_VXOR:   vop_q <= VopXor;
+        tpu_pkg::OP_VSHL:   vop_q <= VopShl;
+        tpu_pkg::OP_VSHRL:  vop_q <= VopShrl;
+        tpu_pkg::OP_VSHRA:  vop_q <= VopShra;
         tpu_pkg::OP_VCMP:   vop_q <= VopCmp;
         tpu_pkg::OP_VSEL:   vop_q <= VopSel;
         tpu_pkg::OP_VCVT:   vop_q <= VopCvt;
@@ -193,9 +203,11 @@ module tpu_vpu
         default:            vop_q <= VopAdd;
       endcase
       // Every binary op has SRC2_BCAST/SRC2_IMM/INT at VADD's positions; INT is ignored where undefined.
-      // Only the binary ops (below VSPLAT's opcode, and VCMP/VSEL) have an immediate operand.
+      // Only the binary ops (below VSPLAT's opcode, VCMP/VSEL and the shifts) have an immediate operand.
       b_imm_q   <= ((cmd_opcode_i < tpu_pkg::OP_VSPLAT) || (cmd_opcode_i == tpu_pkg::OP_VCMP) ||
-                    (cmd_opcode_i == tpu_pkg::OP_VSEL)) && cmd_flags_i[tpu_pkg::FLAG_VADD_SRC2_IMM];
+                    (cmd_opcode_i == tpu_pkg::OP_VSEL) || (cmd_opcode_i == tpu_pkg::OP_VSHL) ||
+                    (cmd_opcode_i == tpu_pkg::OP_VSHRL) || (cmd_opcode_i == tpu_pkg::OP_VSHRA)) &&
+                   cmd_flags_i[tpu_pkg::FLAG_VADD_SRC2_IMM];
       b_bcast_q <= cmd_flags_i[tpu_pkg::FLAG_VADD_SRC2_BCAST];
       int_q     <= cmd_flags_i[tpu_pkg::FLAG_VADD_INT];
       to_s32_q  <= cmd_flags_i[tpu_pkg::FLAG_VCVT_F32_TO_S32];

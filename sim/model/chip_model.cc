@@ -602,6 +602,9 @@ void ChipModel::Issue(uint64_t word) {
     case Opcode::VAND:
     case Opcode::VOR:
     case Opcode::VXOR:
+    case Opcode::VSHL:
+    case Opcode::VSHRL:
+    case Opcode::VSHRA:
     case Opcode::VCMP:
     case Opcode::VSEL:
     case Opcode::VCVT:
@@ -615,7 +618,10 @@ void ChipModel::Issue(uint64_t word) {
       // Every binary vector op has SRC2_BCAST/SRC2_IMM at the positions of VADD's (checked below).
       static_assert(flag::VADD_SRC2_IMM == flag::VMAX_SRC2_IMM && flag::VADD_SRC2_BCAST == flag::VMAX_SRC2_BCAST &&
                         flag::VADD_SRC2_IMM == flag::VSEL_SRC2_IMM && flag::VADD_SRC2_BCAST == flag::VSEL_SRC2_BCAST &&
-                        flag::VADD_SRC2_IMM == flag::VCMP_SRC2_IMM && flag::VADD_SRC2_BCAST == flag::VXOR_SRC2_BCAST,
+                        flag::VADD_SRC2_IMM == flag::VCMP_SRC2_IMM && flag::VADD_SRC2_BCAST == flag::VXOR_SRC2_BCAST &&
+                        flag::VADD_SRC2_IMM == flag::VSHL_SRC2_IMM && flag::VADD_SRC2_BCAST == flag::VSHL_SRC2_BCAST &&
+                        flag::VADD_SRC2_IMM == flag::VSHRL_SRC2_IMM && flag::VADD_SRC2_BCAST == flag::VSHRL_SRC2_BCAST &&
+                        flag::VADD_SRC2_IMM == flag::VSHRA_SRC2_IMM && flag::VADD_SRC2_BCAST == flag::VSHRA_SRC2_BCAST,
                     "binary vector op flags must agree");
       const bool binary = info->opcode != Opcode::VSPLAT && info->opcode != Opcode::VCVT &&
                           info->opcode != Opcode::VTRANS && info->opcode != Opcode::VEXP &&
@@ -763,7 +769,8 @@ void ChipModel::ExecuteVector(uint8_t opcode, uint8_t flags, uint32_t dst, uint3
   const bool src2_imm = (flags & flag::VADD_SRC2_IMM) != 0;
   const bool src2_bcast = (flags & flag::VADD_SRC2_BCAST) != 0;
   const bool is_int = (flags & flag::VADD_INT) != 0 && op != Opcode::VAND && op != Opcode::VOR &&
-                      op != Opcode::VXOR && op != Opcode::VSEL;
+                      op != Opcode::VXOR && op != Opcode::VSEL && op != Opcode::VSHL && op != Opcode::VSHRL &&
+                      op != Opcode::VSHRA;
   if (op == Opcode::VADD && !is_int && mxu_kernel_ == MxuKernel::kHostFloat) {
     // The most frequent vector operation (optimizer updates, bias adds), on the host-float path (the
     // numerics-library kernel keeps the reference loop below): MxuAccumulate is F32Add's
@@ -799,6 +806,10 @@ void ChipModel::ExecuteVector(uint8_t opcode, uint8_t flags, uint32_t dst, uint3
         case Opcode::VAND: r = x & y; break;
         case Opcode::VOR: r = x | y; break;
         case Opcode::VXOR: r = x ^ y; break;
+        // Amounts of 32 or more shift everything out (the sign fills an arithmetic shift).
+        case Opcode::VSHL: r = y >= 32 ? 0 : x << y; break;
+        case Opcode::VSHRL: r = y >= 32 ? 0 : x >> y; break;
+        case Opcode::VSHRA: r = static_cast<uint32_t>(sx >> (y >= 32 ? 31 : y)); break;
         case Opcode::VCMP: r = is_int ? num::S32Compare(x, y, dir) : num::F32Compare(x, y, dir); break;
         case Opcode::VSEL: r = out[n] != 0 ? x : y; break;  // the mask is the destination's old value
         default: break;

@@ -346,7 +346,7 @@ TEST_F(ChipModelTest, WatchdogStopsALongWait) {
 }
 
 TEST_F(ChipModelTest, ErrorIsClearedByNextDoorbell) {
-  ExpectError({Assemble(static_cast<Opcode>(0x3F))}, Error::ILLEGAL_INSTR, 0);
+  ExpectError({Assemble(static_cast<Opcode>(0x7F))}, Error::ILLEGAL_INSTR, 0);  // no such opcode
   model_.MmioWrite(csr::IRQ_STATUS, csr::IRQ_STATUS_CORE_ERROR);
   EXPECT_EQ(RunProgram(model_, {Halt()}), csr::STATUS_HALTED);
   EXPECT_EQ(Csr(csr::ERROR_CODE), 0u);

@@ -39,6 +39,12 @@ constexpr FlagName kFlagNames[] = {
     {Opcode::VOR, tpu::isa::flag::VOR_SRC2_IMM, "SRC2_IMM"},
     {Opcode::VXOR, tpu::isa::flag::VXOR_SRC2_BCAST, "SRC2_BCAST"},
     {Opcode::VXOR, tpu::isa::flag::VXOR_SRC2_IMM, "SRC2_IMM"},
+    {Opcode::VSHL, tpu::isa::flag::VSHL_SRC2_BCAST, "SRC2_BCAST"},
+    {Opcode::VSHL, tpu::isa::flag::VSHL_SRC2_IMM, "SRC2_IMM"},
+    {Opcode::VSHRL, tpu::isa::flag::VSHRL_SRC2_BCAST, "SRC2_BCAST"},
+    {Opcode::VSHRL, tpu::isa::flag::VSHRL_SRC2_IMM, "SRC2_IMM"},
+    {Opcode::VSHRA, tpu::isa::flag::VSHRA_SRC2_BCAST, "SRC2_BCAST"},
+    {Opcode::VSHRA, tpu::isa::flag::VSHRA_SRC2_IMM, "SRC2_IMM"},
     {Opcode::VCMP, tpu::isa::flag::VCMP_SRC2_BCAST, "SRC2_BCAST"},
     {Opcode::VCMP, tpu::isa::flag::VCMP_SRC2_IMM, "SRC2_IMM"},
     {Opcode::VSEL, tpu::isa::flag::VSEL_SRC2_BCAST, "SRC2_BCAST"},
@@ -130,6 +136,9 @@ std::string Disassemble(uint64_t word) {
     case Opcode::VAND:
     case Opcode::VOR:
     case Opcode::VXOR:
+    case Opcode::VSHL:
+    case Opcode::VSHRL:
+    case Opcode::VSHRA:
     case Opcode::VCMP:
     case Opcode::VSEL: {
       std::string text = name + " " + Reg(in.rd) + ", " + Reg(in.rs1) + ", " + Reg(in.rs2) + ", " + Reg(in.rs3);

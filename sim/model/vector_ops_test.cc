@@ -36,6 +36,9 @@ uint32_t Expected(Opcode op, bool is_int, uint8_t dir, uint32_t old, uint32_t x,
     case Opcode::VAND: return x & y;
     case Opcode::VOR: return x | y;
     case Opcode::VXOR: return x ^ y;
+    case Opcode::VSHL: return y >= 32 ? 0 : x << y;
+    case Opcode::VSHRL: return y >= 32 ? 0 : x >> y;
+    case Opcode::VSHRA: return y >= 32 ? (sx < 0 ? 0xffffffffu : 0) : static_cast<uint32_t>(sx >> y);
     case Opcode::VCMP: return is_int ? num::S32Compare(x, y, d) : num::F32Compare(x, y, d);
     case Opcode::VSEL: return old != 0 ? x : y;
     default: return 0xBAD;
@@ -63,8 +66,8 @@ TEST_F(VectorOpsTest, BinaryOpsEveryOperandMode) {
   for (size_t i = 0; i < a.size(); i += 3) b[i] = a[i];  // equal operands for the compares
   for (uint32_t& v : mask) v = (rng() % 3 == 0) ? 0 : rng();
   const uint32_t imm = F32(-0.75f);
-  const Opcode ops[] = {Opcode::VADD, Opcode::VSUB, Opcode::VMUL, Opcode::VMAX, Opcode::VMIN,
-                        Opcode::VAND, Opcode::VOR,  Opcode::VXOR, Opcode::VCMP, Opcode::VSEL};
+  const Opcode ops[] = {Opcode::VADD, Opcode::VSUB, Opcode::VMUL, Opcode::VMAX, Opcode::VMIN, Opcode::VAND, Opcode::VOR,
+                        Opcode::VXOR, Opcode::VSHL, Opcode::VSHRL, Opcode::VSHRA, Opcode::VCMP, Opcode::VSEL};
   const Mode modes[] = {{0, "tensor"}, {flag::VADD_SRC2_BCAST, "bcast"}, {flag::VADD_SRC2_IMM, "imm"}};
   for (Opcode op : ops) {
     for (const Mode& mode : modes) {
@@ -95,6 +98,31 @@ TEST_F(VectorOpsTest, BinaryOpsEveryOperandMode) {
         }
         EXPECT_EQ(model_.MmioRead(csr::VPU_BUSY), count);
       }
+    }
+  }
+}
+
+// Shifts by every amount from 0 to 40 (32 and more shift everything out), negative and positive words.
+TEST_F(VectorOpsTest, ShiftsByEveryAmount) {
+  std::mt19937 rng(11);
+  const uint32_t count = 6;
+  std::vector<uint32_t> a(count * lanes()), b(count * lanes());
+  for (uint32_t& v : a) v = rng();
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint32_t>(i % 41);
+  for (Opcode op : {Opcode::VSHL, Opcode::VSHRL, Opcode::VSHRA}) {
+    WriteVmemWords(model_, 0, a);
+    WriteVmemWords(model_, 100, b);
+    ASSERT_EQ(RunProgram(model_, {Li(1, 0), Li(2, 100), Li(3, count), Li(4, 200), V(op, 4, 1, 2, 3, 0, 0), Halt()}),
+              csr::STATUS_HALTED);
+    const auto got = ReadVmemWords(model_, 200, count);
+    for (uint32_t i = 0; i < count * lanes(); ++i) {
+      const int32_t x = static_cast<int32_t>(a[i]);
+      const uint32_t amount = b[i];
+      uint32_t want = 0;
+      if (op == Opcode::VSHL) want = amount >= 32 ? 0 : static_cast<uint32_t>(static_cast<uint64_t>(a[i]) << amount);
+      if (op == Opcode::VSHRL) want = amount >= 32 ? 0 : static_cast<uint32_t>(static_cast<uint64_t>(a[i]) >> amount);
+      if (op == Opcode::VSHRA) want = static_cast<uint32_t>(static_cast<int64_t>(x) >> std::min<uint32_t>(amount, 63));
+      ASSERT_EQ(got[i], want) << tpu::isa::FindOpcode(static_cast<uint8_t>(op))->name << " of " << a[i] << " by " << amount;
     }
   }
 }

@@ -14,6 +14,7 @@
 // prints the module and the line that reproduces it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -63,6 +64,7 @@ enum class Domain {
   kTanh,      // +-10^[-4, 1): both branches of the tanh sequence
   kLogistic,  // [-20, 20)
   kInteger,   // s32 [-1000, 1000) mixed with 0, +-1 and the extremes; pred fair
+  kShift,     // integer shift amounts 0..39 (32 and more shift everything out)
 };
 
 float RandomFloat(Rng& rng, Domain domain) {
@@ -81,6 +83,7 @@ float RandomFloat(Rng& rng, Domain domain) {
     case Domain::kTanh: return (rng() % 2 ? 1.0f : -1.0f) * std::pow(10.0f, 1.5f + 2.5f * unit(rng));
     case Domain::kLogistic: return 20.0f * unit(rng);
     case Domain::kInteger: return std::round(1000.0f * unit(rng));
+    case Domain::kShift: return static_cast<float>(rng() % 40);
   }
   return 0.0f;
 }
@@ -91,6 +94,10 @@ Literal RandomLiteral(const Shape& shape, Domain domain, Rng& rng) {
     switch (shape.element_type) {
       case F32: literal.Set<float>(i, RandomFloat(rng, domain)); break;
       case S32: {
+        if (domain == Domain::kShift) {
+          literal.Set<int32_t>(i, static_cast<int32_t>(rng() % 40));
+          break;
+        }
         static const int32_t kSpecials[] = {0, 1, -1, std::numeric_limits<int32_t>::max(),
                                             std::numeric_limits<int32_t>::min()};
         literal.Set<int32_t>(i, rng() % 8 == 0 ? kSpecials[rng() % 5]
@@ -98,7 +105,9 @@ Literal RandomLiteral(const Shape& shape, Domain domain, Rng& rng) {
         break;
       }
       case PRED: literal.Set<bool>(i, rng() % 2 == 1); break;
-      case PrimitiveType::U32: literal.Set<uint32_t>(i, static_cast<uint32_t>(rng())); break;
+      case PrimitiveType::U32:
+        literal.Set<uint32_t>(i, domain == Domain::kShift ? static_cast<uint32_t>(rng() % 40) : static_cast<uint32_t>(rng()));
+        break;
       case PrimitiveType::BF16: literal.SetFromDouble(i, RandomFloat(rng, domain)); break;
       default: break;
     }
@@ -294,7 +303,8 @@ Generator BinaryCase(const std::string& opcode, PrimitiveType type, Domain a_dom
     const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
     Value x = b.Parameter(type, dims, a_domain);
     Value y = SecondOperand(b, rng, index / 3 + static_cast<int>(rng() % 2), type, dims, b_domain);
-    const bool swap = opcode != "subtract" && opcode != "divide" && opcode != "power" && rng() % 4 == 0;
+    const bool swap = opcode != "subtract" && opcode != "divide" && opcode != "power" && opcode.rfind("shift", 0) != 0 &&
+                      rng() % 4 == 0;
     return Finish(b, opcode, {b.Op(type, dims, opcode, swap ? std::vector<Value>{y, x} : std::vector<Value>{x, y})},
                   rng, exact);
   };
@@ -706,6 +716,19 @@ Generator WhileCase(const std::string& kind) {
   };
 }
 
+// bitcast-convert between f32, s32 and u32 (no code: the same words): f32 specials (NaN, infinities,
+// signed zeros) to s32, their sign flipped as integers and read back as f32; u32 words read as f32.
+DiffCase BitcastConvertCase(Rng& rng, int index) {
+  ModuleBuilder b;
+  const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
+  Value x = b.Parameter(F32, dims, Domain::kSpecial);
+  Value bits = b.Op(S32, dims, "bitcast-convert", {x});
+  Value sign = b.Op(S32, dims, "broadcast", {b.ScalarConstant(S32, -2147483648.0)}, "dimensions={}");
+  Value flipped = b.Op(F32, dims, "bitcast-convert", {b.Op(S32, dims, "xor", {bits, sign})});
+  Value words = b.Op(F32, dims, "bitcast-convert", {b.Parameter(PrimitiveType::U32, dims, Domain::kInteger)});
+  return Finish(b, "bitcast_convert", {bits, flipped, words}, rng, true);
+}
+
 // dynamic-slice / dynamic-update-slice (dynamic_slice.cc): windows of whole rows (ranks 2 and 3, the minor
 // dimension taken whole) at start indices the device reads: s32 parameters from 3 below 0 to 3 past the
 // last valid start (clamped on the device), or constants (folded, also out of range).
@@ -885,6 +908,12 @@ std::vector<OpcodeSpec> AllSpecs() {
     add(std::string(op) + "_u32", BinaryCase(op, PrimitiveType::U32, Domain::kInteger, Domain::kInteger, true));
     add(std::string(op) + "_pred", BinaryCase(op, PRED, Domain::kInteger, Domain::kInteger, true));
   }
+  for (const char* op : {"shift-left", "shift-right-logical", "shift-right-arithmetic"}) {
+    std::string name = op;
+    std::replace(name.begin(), name.end(), '-', '_');
+    add(name + "_s32", BinaryCase(op, S32, Domain::kInteger, Domain::kShift, true));
+    add(name + "_u32", BinaryCase(op, PrimitiveType::U32, Domain::kInteger, Domain::kShift, true));
+  }
   add("not_s32", UnaryCase("not", S32, Domain::kInteger, true));
   add("not_u32", UnaryCase("not", PrimitiveType::U32, Domain::kInteger, true));
   add("not_pred", UnaryCase("not", PRED, Domain::kInteger, true));
@@ -943,6 +972,7 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("convolution", ConvolutionCase);
   add("elementwise_chain", ChainCase);
   for (const char* kind : {"counted", "swap", "data_dependent", "nested"}) add(std::string("while_") + kind, WhileCase(kind));
+  add("bitcast_convert", BitcastConvertCase);
   add("dynamic_slice", DynamicSliceCase(false));
   add("dynamic_update_slice", DynamicSliceCase(true));
   for (const char* kind : {"pred", "index", "in_loop", "loop_in_branch"}) {

@@ -213,9 +213,11 @@ class ProgramGenerator {
   }
 
   void EmitBinary(Program& p) {
-    static const Opcode kOps[] = {Opcode::VADD, Opcode::VMAX, Opcode::VSUB, Opcode::VMUL, Opcode::VMIN,
-                                  Opcode::VAND, Opcode::VOR,  Opcode::VXOR, Opcode::VCMP, Opcode::VSEL};
-    const Opcode op = kOps[Below(10)];
+    static const Opcode kOps[] = {Opcode::VADD, Opcode::VMAX, Opcode::VSUB, Opcode::VMUL,  Opcode::VMIN,
+                                  Opcode::VAND, Opcode::VOR,  Opcode::VXOR, Opcode::VCMP,  Opcode::VSEL,
+                                  Opcode::VSHL, Opcode::VSHRL, Opcode::VSHRA};
+    const Opcode op = kOps[Below(static_cast<uint32_t>(sizeof kOps / sizeof kOps[0]))];
+    const bool shift = op == Opcode::VSHL || op == Opcode::VSHRL || op == Opcode::VSHRA;
     const bool takes_int = op == Opcode::VADD || op == Opcode::VSUB || op == Opcode::VMUL || op == Opcode::VMAX ||
                            op == Opcode::VMIN || op == Opcode::VCMP;
     const uint32_t count = Count(64);
@@ -250,7 +252,8 @@ class ProgramGenerator {
     const uint8_t r1 = Operand(p, a);
     const uint8_t r2 = Operand(p, b);
     const uint8_t rc = Operand(p, count);
-    const uint32_t imm = form == 2 && Below(2) ? (Below(2) ? 0x3F800000u : 0u) : static_cast<uint32_t>(rng_());
+    uint32_t imm = form == 2 && Below(2) ? (Below(2) ? 0x3F800000u : 0u) : static_cast<uint32_t>(rng_());
+    if (shift && Below(4) != 0) imm = Below(40);  // amounts that keep some bits, and some past 31
     Record(op);
     p.Emit(op, rd, r1, r2, rc, flags, imm);
   }
@@ -627,8 +630,9 @@ TEST(ChipDiff, RandomProgramsMatchTheReferenceModel) {
   EXPECT_GT(coverage.error_runs, 0u);
   if (programs >= 24) {
     for (Opcode op : {Opcode::VADD, Opcode::VMAX, Opcode::VSUB, Opcode::VMUL, Opcode::VMIN, Opcode::VAND, Opcode::VOR,
-                      Opcode::VXOR, Opcode::VCMP, Opcode::VSEL, Opcode::VCVT, Opcode::VTRANS, Opcode::VEXP,
-                      Opcode::VLOG, Opcode::VRSQRT, Opcode::VRCP, Opcode::VSPLAT}) {
+                      Opcode::VXOR, Opcode::VSHL, Opcode::VSHRL, Opcode::VSHRA, Opcode::VCMP, Opcode::VSEL,
+                      Opcode::VCVT, Opcode::VTRANS, Opcode::VEXP, Opcode::VLOG, Opcode::VRSQRT, Opcode::VRCP,
+                      Opcode::VSPLAT}) {
       EXPECT_GT(coverage.emitted[static_cast<uint8_t>(op)], 0u) << "no random " << isa::FindOpcode(static_cast<uint8_t>(op))->name;
     }
   }

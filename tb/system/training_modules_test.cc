@@ -50,6 +50,8 @@ struct TrainingModule {
 // jax_mlp_grad_clip_cond_5_steps: five SGD steps of the same MLP in a `lax.fori_loop`, each clipping the
 // global gradient norm to 0.5 with `lax.cond` (a conditional inside the loop body, its index computed on
 // the device from the gradients), then the loss.
+// jax_mlp_dropout_train_step: an MLP 16-32-10 SGD step with dropout 0.2 drawn by jax.random (threefry:
+// u32 adds, xors, shifts and rotations in a while loop, bitcast-convert), returning the next key.
 const TrainingModule kModules[] = {{"jax_mlp_tanh_adam_train_step", 14},
                                    {"pytorch_xla_mlp_sigmoid_l1_momentum_train_step", 10},
                                    {"pytorch_xla_mlp_tanh_mse_adam_train_step", 14},
@@ -57,7 +59,8 @@ const TrainingModule kModules[] = {{"jax_mlp_tanh_adam_train_step", 14},
                                    {"jax_mnist_cnn_train_step", 5},
                                    {"jax_cnn2_train_step", 7},
                                    {"jax_mlp_fori_loop_10_steps", 5},
-                                   {"jax_mlp_grad_clip_cond_5_steps", 5}};
+                                   {"jax_mlp_grad_clip_cond_5_steps", 5},
+                                   {"jax_mlp_dropout_train_step", 6}};
 
 std::string ModulePath(const char* name) { return std::string(TPU_SOURCE_DIR) + "/tb/system/hlo/" + name + ".hlo"; }
 

@@ -51,6 +51,7 @@ std::vector<uint32_t> RandomLine(std::mt19937& rng) {
 
 const Opcode kOps[] = {Opcode::VADD, Opcode::VSUB, Opcode::VMUL, Opcode::VMAX,  Opcode::VMIN,
                        Opcode::VAND, Opcode::VOR,  Opcode::VXOR, Opcode::VCMP,  Opcode::VSEL,
+                       Opcode::VSHL, Opcode::VSHRL, Opcode::VSHRA,
                        Opcode::VCVT, Opcode::VTRANS, Opcode::VSPLAT, Opcode::VEXP, Opcode::VLOG,
                        Opcode::VRSQRT, Opcode::VRCP};
 
@@ -80,8 +81,15 @@ Program RandomProgram(std::mt19937& rng, int count, int keep) {
     // A broadcast line inside the destination range is undefined (read once per line, written on the way).
     while ((flags & flag::VADD_SRC2_BCAST) && src2_slot == dst_slot) src2_slot = rng() % kSlots;
     const uint32_t src2_offset = (rng() % 2) * (rng() % kSlotLines) * ((flags & flag::VADD_SRC2_BCAST) != 0);
-    const uint32_t imm = RandomWord(rng);
+    const bool shift = op == Opcode::VSHL || op == Opcode::VSHRL || op == Opcode::VSHRA;
+    const uint32_t imm = shift && rng() % 4 != 0 ? rng() % 40 : RandomWord(rng);  // amounts past 31 too
     if (k >= keep) continue;
+    if (shift && !(flags & flag::VADD_SRC2_IMM)) {
+      // Amounts 0..63 in the source lines, so that most shifts keep some bits.
+      program.Li(3, src2_slot * kSlotLines);
+      program.Li(4, kSlotLines);
+      program.Emit(Opcode::VAND, 3, 3, 0, 4, flag::VAND_SRC2_IMM, 63);
+    }
     program.Li(1, dst_slot * kSlotLines);
     program.Li(2, src1_slot * kSlotLines);
     program.Li(3, src2_slot * kSlotLines + src2_offset);

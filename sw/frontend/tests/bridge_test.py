@@ -230,3 +230,28 @@ def test_switch_and_dynamic_slices_match_cpu_on_device_and_interpreter(index):
 def test_loops_with_dynamic_rows_and_a_cond_match_cpu():
     data, w = random((10, 16), 21), random((16, 8), 22)
     assert_matches_cpu(batch_loop, data, w)
+
+
+def test_random_numbers_match_cpu_bit_for_bit():
+    """jax.random's threefry (u32 adds, xors, shifts and rotations in a loop) and the float conversion
+    (shift, or, bitcast-convert) run on the device: the same bits as XLA on the CPU."""
+    def sample(key, x):
+        k1, k2 = jax.random.split(key)
+        keep = jax.random.bernoulli(k1, 0.7, x.shape)
+        return jnp.where(keep, x / 0.7, 0.0), jax.random.uniform(k2, x.shape, minval=-1.0, maxval=1.0)
+    key = jax.random.PRNGKey(7)
+    assert_matches_cpu(sample, key, random((8, 20), 30), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32])
+def test_shifts_and_bitwise_ops_match_cpu(dtype):
+    """Shift amounts from 0 to 39 (32 and more shift everything out, or fill with the sign)."""
+    rng = np.random.default_rng(31)
+    x = rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, (6, 40), dtype=dtype, endpoint=True)
+    amount = np.tile(np.arange(40, dtype=dtype), (6, 1))
+    fun = lambda x, s: (jax.lax.shift_left(x, s), jax.lax.shift_right_logical(x, s),
+                        jax.lax.shift_right_arithmetic(x, s), (x & s) | ~(x ^ s))
+    assert_matches_cpu(fun, x, amount, rtol=0, atol=0)
+    hlo_text, _ = device_jit(fun).lower(x, amount)
+    for e, g in zip(jax.tree_util.tree_leaves(jax.jit(fun)(x, amount)), _tpusim.interpret(hlo_text, [x, amount])):
+        np.testing.assert_array_equal(g, np.asarray(e))

@@ -1,4 +1,4 @@
-#include "compiler/passes/expand_tuple_roots.h"
+#include "compiler/passes/expand_tuples.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@ namespace {
 using testing::ExpectRewrite;
 using testing::ExpectUnchanged;
 
-TEST(ExpandTupleRootsTest, AWhileRootAndAConditionalBodyRootBecomeTuplesOfTheirElements) {
-  ExpandTupleRoots pass;
+TEST(ExpandTuplesTest, AWhileRootAndAConditionalBodyRootBecomeTuplesOfTheirElements) {
+  ExpandTuples pass;
   const char* input = R"(HloModule roots
 
 %keep (p: (f32[4], s32[])) -> (f32[4], s32[]) {
@@ -58,8 +58,54 @@ CHECK-NEXT: ROOT %{{tuple.[0-9]+}} = (f32[4], s32[]) tuple(f32[4] %[[W0]], s32[]
   ExpectRewrite(pass, input, checks);
 }
 
-TEST(ExpandTupleRootsTest, TupleAndArrayRootsAreLeftAsTheyAre) {
-  ExpandTupleRoots pass;
+// A loop whose initial state is another loop's result, a branch given a parameter tuple, a body that
+// returns its parameter.
+TEST(ExpandTuplesTest, LoopStatesAndBranchInputsBecomeTupleInstructions) {
+  ExpandTuples pass;
+  const char* input = R"(HloModule operands
+
+%first (p: (f32[4], s32[])) -> (f32[4], s32[]) {
+  ROOT %p = (f32[4], s32[]) parameter(0)
+}
+
+%cond (p: (f32[4], s32[])) -> pred[] {
+  %p = (f32[4], s32[]) parameter(0)
+  %n = s32[] get-tuple-element((f32[4], s32[]) %p), index=1
+  %limit = s32[] constant(3)
+  ROOT %lt = pred[] compare(s32[] %n, s32[] %limit), direction=LT
+}
+
+%body (p: (f32[4], s32[])) -> (f32[4], s32[]) {
+  %p = (f32[4], s32[]) parameter(0)
+  %yes = pred[] constant(true)
+  ROOT %c = (f32[4], s32[]) conditional(pred[] %yes, (f32[4], s32[]) %p, (f32[4], s32[]) %p), true_computation=%first, false_computation=%first
+}
+
+ENTRY %main (x: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0)
+  %zero = s32[] constant(0)
+  %init = (f32[4], s32[]) tuple(f32[4]{0} %x, s32[] %zero)
+  %w1 = (f32[4], s32[]) while((f32[4], s32[]) %init), condition=%cond, body=%body
+  %w2 = (f32[4], s32[]) while((f32[4], s32[]) %w1), condition=%cond, body=%body
+  ROOT %r = f32[4]{0} get-tuple-element((f32[4], s32[]) %w2), index=0
+}
+)";
+  const char* checks = R"(
+CHECK:      %first
+CHECK:      ROOT %{{tuple.[0-9]+}} = (f32[4], s32[]) tuple(
+CHECK:      %body
+CHECK:      %[[P:tuple.[0-9]+]] = (f32[4], s32[]) tuple(
+CHECK:      conditional(pred[] %yes, (f32[4], s32[]) %[[P]], (f32[4], s32[]) %[[Q:tuple.[0-9]+]])
+CHECK:      ENTRY %main
+CHECK:      %w1 = (f32[4], s32[]) while((f32[4], s32[]) %init)
+CHECK:      %[[S:tuple.[0-9]+]] = (f32[4], s32[]) tuple(
+CHECK-NEXT: %w2 = (f32[4], s32[]) while((f32[4], s32[]) %[[S]])
+)";
+  ExpectRewrite(pass, input, checks);
+}
+
+TEST(ExpandTuplesTest, TupleAndArrayRootsAreLeftAsTheyAre) {
+  ExpandTuples pass;
   ExpectUnchanged(pass, R"(HloModule plain
 
 ENTRY %main (x: f32[4], y: f32[4]) -> (f32[4], f32[4]) {
