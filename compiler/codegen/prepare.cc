@@ -10,6 +10,7 @@
 #include "compiler/passes/flatten_rows_through_columns.h"
 #include "compiler/passes/fold_parameter_independent.h"
 #include "compiler/passes/inline_calls_and_fusions.h"
+#include "compiler/passes/matrix_dots.h"
 #include "compiler/passes/reduce_minor_through_transpose.h"
 #include "compiler/passes/reshape_through_transpose.h"
 #include "compiler/passes/split_dots.h"
@@ -37,6 +38,8 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   convolution_options.keep_depthwise_windows = true;
   convolution_options.lanes = options.lanes;
   pipeline->AddPass<ConvolutionLowering>(convolution_options);
+  // Before legalization, which takes apart the transposes of rank 3 and more this adds.
+  pipeline->AddPass<MatrixDots>();
   pipeline->AddPass<CodegenLegalization>(CodegenLegalizationOptions{options.lanes});
   pipeline->AddPass<CanonicalizeDots>();
   // Before reshape-through-transpose, which turns the column this leaves into the row.

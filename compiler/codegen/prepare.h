@@ -7,6 +7,8 @@
 //   topk-rewrite                    sort + slice top-k patterns into rounds of max/min reductions
 //   convolution-lowering            convolutions into dots per kernel tap and VPU multiply-adds
 //                                   (depthwise ones kept for depthwise.cc)
+//   matrix-dots                     batched dots, dots of rank 3 and more or of several contracting
+//                                   dimensions into rank-2 dots (one per batch index)
 //   codegen-legalization            reductions and transposes into the forms codegen takes
 //   canonicalize-dots               rank-2 dots read transposed operands directly; a lhs contracting its
 //                                   dimension 0 is transposed explicitly

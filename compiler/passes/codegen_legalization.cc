@@ -344,6 +344,23 @@ bool ReductionInit::KeepsPaddingZero() const {
   }
 }
 
+// A broadcast that adds a new minor dimension to a value of rank 2 or more, [A,B] -> [A,B,C] with
+// dimensions={0,1} (softmax's and layer norm's keep-dims broadcasts over the last axis): the value as one
+// column [A*B], broadcast to [A*B,C] along dimension 0, read as [A,B,C].
+HloInstruction* LegalizeBroadcast(HloComputation* computation, HloInstruction* broadcast) {
+  const HloInstruction* source = broadcast->operand(0);
+  const int rank = source->shape().rank();
+  std::vector<int64_t> leading(static_cast<size_t>(rank));
+  std::iota(leading.begin(), leading.end(), 0);
+  if (rank < 2 || broadcast->shape().rank() != rank + 1 || broadcast->dimensions() != leading) return nullptr;
+  Builder b(computation, broadcast->shape().element_type);
+  const Dims& dims = broadcast->shape().dimensions;
+  const int64_t rows = Product(dims, 0, static_cast<size_t>(rank));
+  HloInstruction* column = b.Reshape(broadcast->operand(0), {rows});
+  HloInstruction* spread = b.Add(HloInstruction::CreateBroadcast(b.Shape({rows, dims.back()}), column, {0}));
+  return b.Reshape(spread, dims);
+}
+
 StatusOr<bool> CodegenLegalization::Run(hlo::HloModule* module) {
   if (options_.lane_multiple <= 0) return InvalidArgument("codegen-legalization: lane_multiple must be positive");
   bool changed = false;
@@ -354,6 +371,8 @@ StatusOr<bool> CodegenLegalization::Run(hlo::HloModule* module) {
         TPU_ASSIGN_OR_RETURN(replacement, LegalizeReduce(computation, instruction, options_));
       } else if (instruction->opcode() == HloOpcode::kTranspose) {
         replacement = LegalizeTranspose(computation, instruction, options_);
+      } else if (instruction->opcode() == HloOpcode::kBroadcast) {
+        replacement = LegalizeBroadcast(computation, instruction);
       }
       if (replacement == nullptr) continue;
       TPU_RETURN_IF_ERROR(computation->ReplaceInstruction(instruction, replacement));

@@ -26,6 +26,9 @@
 //    [B,M,N] -> [B,N,M] and a row permutation into the output order. The batched transpose pads M to
 //    `lane_multiple`, transposes [B*M',N] -> [N,B*M'] as one rank-2 transpose, reads that as [N,B,M']
 //    (whole lines), permutes the rows to [B,N,M'] and slices M' back to M.
+// Broadcasts that add a new minor dimension to a value of rank 2 or more ([A,B] -> [A,B,C],
+// dimensions={0,1}: softmax over the last axis of a rank-3 value) go through the column [A*B]: reshape,
+// broadcast along dimension 0, reshape.
 // All rewrites are exact except the order in which add reductions sum.
 #pragma once
 

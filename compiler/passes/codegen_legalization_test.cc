@@ -228,6 +228,32 @@ TEST(CodegenLegalizationTest, RowPermutationsAreLeftToCodegen) {
   }
 }
 
+// Softmax over the last axis of a rank-3 value broadcasts [2,5] back to [2,5,7]: through the column [10].
+TEST(CodegenLegalizationTest, AKeepDimsBroadcastGoesThroughAColumn) {
+  CodegenLegalization pass;
+  const char* input = R"(HloModule keepdims
+
+ENTRY %main (m: f32[2,5]) -> f32[2,5,7] {
+  %m = f32[2,5]{1,0} parameter(0)
+  ROOT %b = f32[2,5,7]{2,1,0} broadcast(f32[2,5]{1,0} %m), dimensions={0,1}
+}
+)";
+  const char* checks = R"(
+CHECK:      %[[C:reshape.[0-9]+]] = f32[10] reshape(f32[2,5]{1,0} %m)
+CHECK-NEXT: %[[S:broadcast.[0-9]+]] = f32[10,7] broadcast(f32[10] %[[C]]), dimensions={0}
+CHECK-NEXT: ROOT %{{reshape.[0-9]+}} = f32[2,5,7] reshape(f32[10,7] %[[S]])
+)";
+  testing::ExpectRewrite(pass, input, checks);
+  // A broadcast into the middle is left as it is.
+  testing::ExpectUnchanged(pass, R"(HloModule middle
+
+ENTRY %main (m: f32[2,7]) -> f32[2,5,7] {
+  %m = f32[2,7]{1,0} parameter(0)
+  ROOT %b = f32[2,5,7]{2,1,0} broadcast(f32[2,7]{1,0} %m), dimensions={0,2}
+}
+)");
+}
+
 TEST(CodegenLegalizationTest, BatchedTransposeIsOnePaddedTransposeAndARowSwap) {
   const char* expected = R"(HloModule t
 

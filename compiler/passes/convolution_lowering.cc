@@ -1,5 +1,7 @@
 #include "compiler/passes/convolution_lowering.h"
 
+#include "compiler/passes/hlo_builder.h"
+
 #include <algorithm>
 #include <memory>
 #include <numeric>
@@ -15,94 +17,6 @@ using hlo::HloInstruction;
 using hlo::HloOpcode;
 using hlo::Shape;
 
-// Adds instructions before nothing in particular: the computation orders them by their operands.
-class Builder {
- public:
-  explicit Builder(HloComputation* computation) : computation_(computation) {}
-
-  HloInstruction* Add(std::unique_ptr<HloInstruction> instruction) {
-    return computation_->AddInstruction(std::move(instruction));
-  }
-  static Shape ShapeOf(hlo::PrimitiveType type, std::vector<int64_t> dimensions) {
-    return Shape::MakeWithDefaultLayout(type, std::move(dimensions));
-  }
-  HloInstruction* Transpose(HloInstruction* x, const std::vector<int64_t>& permutation) {
-    std::vector<int64_t> identity(permutation.size());
-    std::iota(identity.begin(), identity.end(), 0);
-    if (permutation == identity) return x;
-    std::vector<int64_t> dimensions;
-    for (int64_t d : permutation) dimensions.push_back(x->shape().dimensions.at(d));
-    return Add(HloInstruction::CreateTranspose(ShapeOf(x->shape().element_type, dimensions), x, permutation));
-  }
-  HloInstruction* Reshape(HloInstruction* x, std::vector<int64_t> dimensions) {
-    if (x->shape().dimensions == dimensions) return x;
-    return Add(HloInstruction::CreateReshape(ShapeOf(x->shape().element_type, std::move(dimensions)), x));
-  }
-  HloInstruction* Slice(HloInstruction* x, std::vector<int64_t> starts, std::vector<int64_t> limits,
-                        std::vector<int64_t> strides) {
-    bool whole = true;
-    std::vector<int64_t> dimensions;
-    for (size_t d = 0; d < starts.size(); ++d) {
-      dimensions.push_back((limits[d] - starts[d] + strides[d] - 1) / strides[d]);
-      whole = whole && starts[d] == 0 && limits[d] == x->shape().dimensions[d] && strides[d] == 1;
-    }
-    if (whole) return x;
-    auto slice = HloInstruction::Create(HloOpcode::kSlice, ShapeOf(x->shape().element_type, dimensions), {x});
-    slice->set_slice(std::move(starts), std::move(limits), std::move(strides));
-    return Add(std::move(slice));
-  }
-  HloInstruction* Zero(hlo::PrimitiveType type) {
-    return Add(HloInstruction::CreateConstant(hlo::Literal(ShapeOf(type, {}))));
-  }
-  HloInstruction* Pad(HloInstruction* x, const hlo::PaddingConfig& config) {
-    std::vector<int64_t> dimensions = x->shape().dimensions;
-    bool any = false;
-    for (size_t d = 0; d < dimensions.size(); ++d) {
-      const hlo::PaddingDimension& p = config.dimensions[d];
-      dimensions[d] = p.edge_padding_low + p.edge_padding_high + dimensions[d] +
-                      std::max<int64_t>(dimensions[d] - 1, 0) * p.interior_padding;
-      any = any || !(p == hlo::PaddingDimension{});
-    }
-    if (!any) return x;
-    auto pad = HloInstruction::Create(HloOpcode::kPad, ShapeOf(x->shape().element_type, dimensions),
-                                      {x, Zero(x->shape().element_type)});
-    pad->set_padding_config(config);
-    return Add(std::move(pad));
-  }
-  // dot(lhs, rhs) over lhs dimension `lhs_contracting` (1: [M,K] x [K,N]; 0: [K,M] x [K,N]).
-  HloInstruction* Dot(HloInstruction* lhs, HloInstruction* rhs, hlo::PrimitiveType type, int64_t lhs_contracting = 1) {
-    hlo::DotDimensionNumbers dnums;
-    dnums.lhs_contracting_dimensions = {lhs_contracting};
-    dnums.rhs_contracting_dimensions = {0};
-    const int64_t rows = lhs->shape().dimensions[1 - lhs_contracting];
-    HloInstruction* dot = Add(HloInstruction::CreateDot(ShapeOf(type, {rows, rhs->shape().dimensions[1]}), lhs, rhs, dnums));
-    if (!dot_precision_.empty()) dot->set_raw_attribute("operand_precision", dot_precision_);
-    return dot;
-  }
-  // The operand_precision every dot gets: the convolution's (the MXU passes it asks for).
-  void set_dot_precision(std::string precision) { dot_precision_ = std::move(precision); }
-  HloInstruction* Binary(HloOpcode op, HloInstruction* a, HloInstruction* b) {
-    return Add(HloInstruction::CreateBinary(a->shape(), op, a, b));
-  }
-  // acc + term, or term when there is no accumulator yet.
-  HloInstruction* Accumulate(HloInstruction* acc, HloInstruction* term) {
-    return acc == nullptr ? term : Binary(HloOpcode::kAdd, acc, term);
-  }
-  HloInstruction* Concatenate(const std::vector<HloInstruction*>& parts, int64_t dimension) {
-    if (parts.size() == 1) return parts[0];
-    std::vector<int64_t> dimensions = parts[0]->shape().dimensions;
-    dimensions[dimension] = 0;
-    for (const HloInstruction* part : parts) dimensions[dimension] += part->shape().dimensions[dimension];
-    auto concatenate =
-        HloInstruction::Create(HloOpcode::kConcatenate, ShapeOf(parts[0]->shape().element_type, dimensions), parts);
-    concatenate->set_dimensions({dimension});
-    return Add(std::move(concatenate));
-  }
-
- private:
-  HloComputation* computation_;
-  std::string dot_precision_;
-};
 
 // A convolution in canonical order: x [N, spatial..., C] (already padded), kernel [spatial..., Ci, Co].
 struct Canonical {
@@ -135,7 +49,7 @@ std::vector<std::vector<int64_t>> Indices(const std::vector<int64_t>& sizes) {
 // x [.., spatial..., ..] at spatial dimensions 1..k: `counts[s]` elements from offset + first[s] *
 // first_step[s], `step[s]` apart. Window(tap) and PositionWindow(o) are the two readings of
 // x[o * stride + t * dilation + offset].
-HloInstruction* SpatialBox(Builder& b, const Canonical& c, HloInstruction* x, const std::vector<int64_t>& first,
+HloInstruction* SpatialBox(HloBuilder& b, const Canonical& c, HloInstruction* x, const std::vector<int64_t>& first,
                            const std::vector<int64_t>& first_step, const std::vector<int64_t>& counts,
                            const std::vector<int64_t>& step) {
   const std::vector<int64_t>& dims = x->shape().dimensions;
@@ -149,17 +63,17 @@ HloInstruction* SpatialBox(Builder& b, const Canonical& c, HloInstruction* x, co
 }
 
 // The input window tap `tap` reads: [N, output spatial..., features of x].
-HloInstruction* Window(Builder& b, const Canonical& c, HloInstruction* x, const std::vector<int64_t>& tap) {
+HloInstruction* Window(HloBuilder& b, const Canonical& c, HloInstruction* x, const std::vector<int64_t>& tap) {
   return SpatialBox(b, c, x, tap, c.window_dilation, c.output_spatial, c.window_stride);
 }
 
 // The input the taps of output position `o` read: [.., window size..., ..].
-HloInstruction* PositionWindow(Builder& b, const Canonical& c, HloInstruction* x, const std::vector<int64_t>& o) {
+HloInstruction* PositionWindow(HloBuilder& b, const Canonical& c, HloInstruction* x, const std::vector<int64_t>& o) {
   return SpatialBox(b, c, x, o, c.window_stride, c.window_size, c.window_dilation);
 }
 
 // The kernel tap `tap` of `kernel` [spatial..., Ci, Co] as [Ci, Co].
-HloInstruction* KernelTap(Builder& b, const Canonical& c, HloInstruction* kernel, const std::vector<int64_t>& tap) {
+HloInstruction* KernelTap(HloBuilder& b, const Canonical& c, HloInstruction* kernel, const std::vector<int64_t>& tap) {
   const std::vector<int64_t>& dims = kernel->shape().dimensions;
   const size_t k = tap.size();
   std::vector<int64_t> starts(dims.size(), 0), limits = dims, strides(dims.size(), 1);
@@ -199,7 +113,7 @@ bool AnyReversal(const Canonical& c) {
 
 // sum over taps of dot(window, kernel tap), for x with Ci features and kernel [spatial..., Ci, Co]; or,
 // for narrow windows, dot([window_0 ... window_T-1], kernel as [taps*Ci, Co]).
-HloInstruction* LowerDense(Builder& b, const Canonical& c, HloInstruction* x, HloInstruction* kernel, int64_t lanes) {
+HloInstruction* LowerDense(HloBuilder& b, const Canonical& c, HloInstruction* x, HloInstruction* kernel, int64_t lanes) {
   const int64_t n = x->shape().dimensions[0];
   const int64_t ci = x->shape().dimensions.back();
   const int64_t co = kernel->shape().dimensions.back();
@@ -231,7 +145,7 @@ HloInstruction* LowerDense(Builder& b, const Canonical& c, HloInstruction* x, Hl
 // x_cn is the padded input as [Ci, spatial..., N] and kernel_c [Ci, taps..., Co]: in the
 // kernel-gradient convolution's own order (f01b_i01o) both are its operands as written, and every
 // reshape keeps the minor dimension. Returns [output spatial..., N, Co].
-HloInstruction* LowerByOutputPosition(Builder& b, const Canonical& c, HloInstruction* x_cn, HloInstruction* kernel_c,
+HloInstruction* LowerByOutputPosition(HloBuilder& b, const Canonical& c, HloInstruction* x_cn, HloInstruction* kernel_c,
                                       int64_t lanes) {
   const int64_t n = x_cn->shape().dimensions.back();
   const int64_t co = kernel_c->shape().dimensions.back();
@@ -264,7 +178,7 @@ HloInstruction* LowerByOutputPosition(Builder& b, const Canonical& c, HloInstruc
 }
 
 // sum over taps of window * broadcast(kernel row), one output per input feature.
-HloInstruction* LowerDepthwise(Builder& b, const Canonical& c) {
+HloInstruction* LowerDepthwise(HloBuilder& b, const Canonical& c) {
   HloInstruction* acc = nullptr;
   const int64_t features = c.x->shape().dimensions.back();
   for (const std::vector<int64_t>& tap : Indices(c.window_size)) {
@@ -318,7 +232,7 @@ bool HasPlainWindow(const HloInstruction& convolution) {
 
 // pad + the same convolution with the padding removed from its window.
 HloInstruction* PadDepthwise(HloComputation* computation, HloInstruction* convolution) {
-  Builder b(computation);
+  HloBuilder b(computation);
   const size_t k = convolution->window().dimensions.size();
   hlo::PaddingConfig padding;
   padding.dimensions.resize(k + 2);
@@ -357,7 +271,7 @@ StatusOr<HloInstruction*> Lower(HloComputation* computation, HloInstruction* con
     return Unimplemented("convolution " + convolution->name() + ": batch_group_count " +
                          std::to_string(convolution->batch_group_count()) + " is not lowered");
   }
-  Builder b(computation);
+  HloBuilder b(computation);
   if (const std::string* precision = convolution->raw_attribute("operand_precision")) b.set_dot_precision(*precision);
   const hlo::ConvolutionDimensionNumbers& d = convolution->convolution_dimension_numbers();
   const size_t k = d.input_spatial_dimensions.size();

@@ -716,6 +716,50 @@ Generator WhileCase(const std::string& kind) {
   };
 }
 
+// Dots the matrix-dots pass takes apart: batched ([B,M,K] x [B,K,N] and keys [B,N,K], the batch in the
+// middle of the lhs), rank-3 activations times a weight, two contracting dimensions, a matrix times a vector.
+DiffCase GeneralDotCase(Rng& rng, int index) {
+  ModuleBuilder b;
+  auto size = [&] { return 1 + static_cast<int64_t>(rng() % 12); };
+  const int64_t batch = 1 + static_cast<int64_t>(rng() % 4), m = size(), k = size(), n = size(), k2 = size();
+  Value lhs, rhs;
+  std::vector<int64_t> result;
+  std::string dims;
+  switch (index % 5) {
+    case 0:
+      lhs = b.Parameter(F32, {batch, m, k}, Domain::kUnit);
+      rhs = b.Parameter(F32, {batch, k, n}, Domain::kUnit);
+      dims = "lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}";
+      result = {batch, m, n};
+      break;
+    case 1:
+      lhs = b.Parameter(F32, {m, batch, k}, Domain::kUnit);
+      rhs = b.Parameter(F32, {batch, n, k}, Domain::kUnit);
+      dims = "lhs_batch_dims={1}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}";
+      result = {batch, m, n};
+      break;
+    case 2:
+      lhs = b.Parameter(F32, {batch, m, k}, Domain::kUnit);
+      rhs = b.Parameter(F32, {k, n}, Domain::kUnit);
+      dims = "lhs_contracting_dims={2}, rhs_contracting_dims={0}";
+      result = {batch, m, n};
+      break;
+    case 3:
+      lhs = b.Parameter(F32, {m, k, k2}, Domain::kUnit);
+      rhs = b.Parameter(F32, {k2, k, n}, Domain::kUnit);
+      dims = "lhs_contracting_dims={1,2}, rhs_contracting_dims={1,0}";
+      result = {m, n};
+      break;
+    default:
+      lhs = b.Parameter(F32, {m, k}, Domain::kUnit);
+      rhs = b.Parameter(F32, {k}, Domain::kUnit);
+      dims = "lhs_contracting_dims={1}, rhs_contracting_dims={0}";
+      result = {m};
+      break;
+  }
+  return Finish(b, "general_dot", {b.Op(F32, result, "dot", {lhs, rhs}, dims)}, rng, false);
+}
+
 // bitcast-convert between f32, s32 and u32 (no code: the same words): f32 specials (NaN, infinities,
 // signed zeros) to s32, their sign flipped as integers and read back as f32; u32 words read as f32.
 DiffCase BitcastConvertCase(Rng& rng, int index) {
@@ -973,6 +1017,7 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("elementwise_chain", ChainCase);
   for (const char* kind : {"counted", "swap", "data_dependent", "nested"}) add(std::string("while_") + kind, WhileCase(kind));
   add("bitcast_convert", BitcastConvertCase);
+  add("dot_general", GeneralDotCase);
   add("dynamic_slice", DynamicSliceCase(false));
   add("dynamic_update_slice", DynamicSliceCase(true));
   for (const char* kind : {"pred", "index", "in_loop", "loop_in_branch"}) {

@@ -1,0 +1,107 @@
+// Adds instructions to a computation for the rewriting passes: reshapes, transposes and slices that are
+// not added when they would change nothing, pads with zeros, rank-2 dots, concatenates.
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/hlo/hlo_ir.h"
+
+namespace tpu::compiler {
+
+// Adds instructions before nothing in particular: the computation orders them by their operands.
+class HloBuilder {
+ public:
+  explicit HloBuilder(hlo::HloComputation* computation) : computation_(computation) {}
+
+  hlo::HloInstruction* Add(std::unique_ptr<hlo::HloInstruction> instruction) {
+    return computation_->AddInstruction(std::move(instruction));
+  }
+  static hlo::Shape ShapeOf(hlo::PrimitiveType type, std::vector<int64_t> dimensions) {
+    return hlo::Shape::MakeWithDefaultLayout(type, std::move(dimensions));
+  }
+  hlo::HloInstruction* Transpose(hlo::HloInstruction* x, const std::vector<int64_t>& permutation) {
+    std::vector<int64_t> identity(permutation.size());
+    std::iota(identity.begin(), identity.end(), 0);
+    if (permutation == identity) return x;
+    std::vector<int64_t> dimensions;
+    for (int64_t d : permutation) dimensions.push_back(x->shape().dimensions.at(d));
+    return Add(hlo::HloInstruction::CreateTranspose(ShapeOf(x->shape().element_type, dimensions), x, permutation));
+  }
+  hlo::HloInstruction* Reshape(hlo::HloInstruction* x, std::vector<int64_t> dimensions) {
+    if (x->shape().dimensions == dimensions) return x;
+    return Add(hlo::HloInstruction::CreateReshape(ShapeOf(x->shape().element_type, std::move(dimensions)), x));
+  }
+  hlo::HloInstruction* Slice(hlo::HloInstruction* x, std::vector<int64_t> starts, std::vector<int64_t> limits,
+                             std::vector<int64_t> strides) {
+    bool whole = true;
+    std::vector<int64_t> dimensions;
+    for (size_t d = 0; d < starts.size(); ++d) {
+      dimensions.push_back((limits[d] - starts[d] + strides[d] - 1) / strides[d]);
+      whole = whole && starts[d] == 0 && limits[d] == x->shape().dimensions[d] && strides[d] == 1;
+    }
+    if (whole) return x;
+    auto slice = hlo::HloInstruction::Create(hlo::HloOpcode::kSlice, ShapeOf(x->shape().element_type, dimensions), {x});
+    slice->set_slice(std::move(starts), std::move(limits), std::move(strides));
+    return Add(std::move(slice));
+  }
+  hlo::HloInstruction* Zero(hlo::PrimitiveType type) {
+    return Add(hlo::HloInstruction::CreateConstant(hlo::Literal(ShapeOf(type, {}))));
+  }
+  hlo::HloInstruction* Pad(hlo::HloInstruction* x, const hlo::PaddingConfig& config) {
+    std::vector<int64_t> dimensions = x->shape().dimensions;
+    bool any = false;
+    for (size_t d = 0; d < dimensions.size(); ++d) {
+      const hlo::PaddingDimension& p = config.dimensions[d];
+      dimensions[d] = p.edge_padding_low + p.edge_padding_high + dimensions[d] +
+                      std::max<int64_t>(dimensions[d] - 1, 0) * p.interior_padding;
+      any = any || !(p == hlo::PaddingDimension{});
+    }
+    if (!any) return x;
+    auto pad = hlo::HloInstruction::Create(hlo::HloOpcode::kPad, ShapeOf(x->shape().element_type, dimensions),
+                                           {x, Zero(x->shape().element_type)});
+    pad->set_padding_config(config);
+    return Add(std::move(pad));
+  }
+  // dot(lhs, rhs) over lhs dimension `lhs_contracting` (1: [M,K] x [K,N]; 0: [K,M] x [K,N]).
+  hlo::HloInstruction* Dot(hlo::HloInstruction* lhs, hlo::HloInstruction* rhs, hlo::PrimitiveType type,
+                           int64_t lhs_contracting = 1) {
+    hlo::DotDimensionNumbers dnums;
+    dnums.lhs_contracting_dimensions = {lhs_contracting};
+    dnums.rhs_contracting_dimensions = {0};
+    const int64_t rows = lhs->shape().dimensions[1 - lhs_contracting];
+    hlo::HloInstruction* dot =
+        Add(hlo::HloInstruction::CreateDot(ShapeOf(type, {rows, rhs->shape().dimensions[1]}), lhs, rhs, dnums));
+    if (!dot_precision_.empty()) dot->set_raw_attribute("operand_precision", dot_precision_);
+    return dot;
+  }
+  // The operand_precision every dot gets (the MXU passes the rewritten instruction asked for).
+  void set_dot_precision(std::string precision) { dot_precision_ = std::move(precision); }
+  hlo::HloInstruction* Binary(hlo::HloOpcode op, hlo::HloInstruction* a, hlo::HloInstruction* b) {
+    return Add(hlo::HloInstruction::CreateBinary(a->shape(), op, a, b));
+  }
+  // acc + term, or term when there is no accumulator yet.
+  hlo::HloInstruction* Accumulate(hlo::HloInstruction* acc, hlo::HloInstruction* term) {
+    return acc == nullptr ? term : Binary(hlo::HloOpcode::kAdd, acc, term);
+  }
+  hlo::HloInstruction* Concatenate(const std::vector<hlo::HloInstruction*>& parts, int64_t dimension) {
+    if (parts.size() == 1) return parts[0];
+    std::vector<int64_t> dimensions = parts[0]->shape().dimensions;
+    dimensions[dimension] = 0;
+    for (const hlo::HloInstruction* part : parts) dimensions[dimension] += part->shape().dimensions[dimension];
+    auto concatenate = hlo::HloInstruction::Create(hlo::HloOpcode::kConcatenate,
+                                                   ShapeOf(parts[0]->shape().element_type, dimensions), parts);
+    concatenate->set_dimensions({dimension});
+    return Add(std::move(concatenate));
+  }
+
+ private:
+  hlo::HloComputation* computation_;
+  std::string dot_precision_;
+};
+
+}  // namespace tpu::compiler
