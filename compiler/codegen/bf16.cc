@@ -1,5 +1,6 @@
 // bf16 values. A bf16 element is stored as the f32 word of the same value (program.h), so bf16 -> f32
-// is a copy and f32 -> bf16 rounds every word to the nearest bf16 (ties to even) in place on the VPU.
+// is the same buffer (the convert handler) and f32 -> bf16 rounds every word to the nearest bf16 (ties to
+// even) on the VPU.
 #include "compiler/codegen/codegen_internal.h"
 
 namespace tpu::compiler::codegen_internal {
@@ -46,9 +47,6 @@ Status CodeGenerator::EmitBf16Convert(const HloInstruction& instruction) {
   const hlo::PrimitiveType from = operand->shape().element_type, to = instruction.shape().element_type;
   if (to == hlo::PrimitiveType::BF16 && from == hlo::PrimitiveType::F32) {
     return EmitBf16Rounding(operand, instruction, /*canonicalize=*/true);
-  }
-  if ((to == hlo::PrimitiveType::F32 || to == hlo::PrimitiveType::BF16) && from == hlo::PrimitiveType::BF16) {
-    return EmitCopy(operand, locations_.at(&instruction));  // the words already hold the exact values
   }
   return Unimplemented("convert " + instruction.name() + " from " + hlo::PrimitiveTypeName(from) + " to " +
                        hlo::PrimitiveTypeName(to) + ": bf16 converts only from and to f32");

@@ -810,6 +810,13 @@ void CodeGenerator::AddElementwiseHandlers(OpcodeHandlerTable& table) {
 
   OpcodeHandler convert(HloOpcode::kConvert);
   convert.types = ElementTypes::kDeviceWord;
+  // A bf16 is held in the f32 word of its value: to f32 (or bf16) it is the same buffer.
+  convert.same_buffer_as = [](const HloInstruction& instruction, uint32_t) -> const HloInstruction* {
+    const hlo::PrimitiveType to = instruction.shape().element_type;
+    const bool exact = instruction.operand(0)->shape().element_type == hlo::PrimitiveType::BF16 &&
+                       (to == hlo::PrimitiveType::F32 || to == hlo::PrimitiveType::BF16);
+    return exact ? instruction.operand(0) : nullptr;
+  };
   convert.emit = [](CodeGenerator& g, const HloInstruction& instruction) {
     if (instruction.shape().element_type == hlo::PrimitiveType::BF16 ||
         instruction.operand(0)->shape().element_type == hlo::PrimitiveType::BF16) {

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "compiler/passes/bf16_normalization.h"
 #include "compiler/passes/canonicalize_dots.h"
 #include "compiler/passes/codegen_legalization.h"
 #include "compiler/passes/convolution_lowering.h"
@@ -29,6 +30,7 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   pipeline->AddPass<InlineCallsAndFusions>();
   // Conditions, bodies and branches are lowered in line: one computation each.
   pipeline->AddPass<UnshareComputations>();
+  pipeline->AddPass<Bf16Normalization>();
   // Outputs, next loop states and branch results as tuples of values (compiler/codegen/control_flow.cc).
   pipeline->AddPass<ExpandTuples>();
   // Top-k sorts and convolutions become reductions, dots and multiply-adds; their constant parts

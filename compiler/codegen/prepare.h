@@ -3,6 +3,7 @@
 // pipeline of passes (compiler/passes), in this order:
 //   inline-calls-and-fusions        calls and fusions inlined into the entry computation
 //   unshare-computations            a condition, body or branch two loops or conditionals call is copied
+//   bf16-normalization              bf16 arithmetic in f32, rounded back to bf16 (as XLA)
 //   expand-tuples                   tuple-shaped roots, loop states and branch inputs into tuple instructions
 //   topk-rewrite                    sort + slice top-k patterns into rounds of max/min reductions
 //   convolution-lowering            convolutions into dots per kernel tap and VPU multiply-adds

@@ -946,6 +946,17 @@ std::vector<OpcodeSpec> AllSpecs() {
     add(std::string(op) + "_s32", BinaryCase(op, S32, Domain::kInteger, Domain::kInteger, true));
   }
   add("divide_f32", BinaryCase("divide", F32, Domain::kUnit, Domain::kNonZero, false));
+  // bf16 arithmetic in f32, rounded back to bf16 (bf16-normalization), as the interpreter and XLA do it.
+  constexpr PrimitiveType BF16 = PrimitiveType::BF16;
+  for (const char* op : {"add", "subtract", "multiply", "maximum", "minimum"}) {
+    add(std::string(op) + "_bf16", BinaryCase(op, BF16, Domain::kSpecial, Domain::kSpecial, true));
+  }
+  add("divide_bf16", BinaryCase("divide", BF16, Domain::kUnit, Domain::kNonZero, false));
+  add("negate_bf16", UnaryCase("negate", BF16, Domain::kSpecial, true));
+  add("abs_bf16", UnaryCase("abs", BF16, Domain::kSpecial, true));
+  add("exponential_bf16", UnaryCase("exponential", BF16, Domain::kExp, false));
+  add("tanh_bf16", UnaryCase("tanh", BF16, Domain::kTanh, false));
+  add("compare_LT_bf16", CompareCase("LT", BF16));
   // Bitwise ops on the raw words of every integer type and pred.
   for (const char* op : {"and", "or", "xor"}) {
     add(std::string(op) + "_s32", BinaryCase(op, S32, Domain::kInteger, Domain::kInteger, true));

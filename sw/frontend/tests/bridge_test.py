@@ -270,3 +270,18 @@ def test_attention_with_batched_dots_matches_cpu():
     got = tpusim.device_get(tpusim.jit(grad, backend="model", config="v2", precision="high")(q, k, v))
     for e, g in zip(expected, got):
         np.testing.assert_allclose(g, np.asarray(e), rtol=DOT_RTOL, atol=DOT_ATOL * float(np.max(np.abs(e))))
+
+
+def test_bf16_arithmetic_matches_cpu():
+    """bf16 values through elementwise arithmetic, a compare and a dot: each operation in f32 rounded back
+    to bf16, as XLA on the CPU computes them."""
+    def layer(x, w, b):
+        x, w, b = x.astype(jnp.bfloat16), w.astype(jnp.bfloat16), b.astype(jnp.bfloat16)
+        h = x @ w + b
+        return jnp.where(h > 0, h * jnp.bfloat16(1.5), -h), jnp.maximum(x * x - jnp.bfloat16(0.25), x)
+    x, w, b = random((8, 16), 50), random((16, 24), 51), random((24,), 52)
+    expected = jax.jit(layer)(x, w, b)
+    got = tpusim.device_get(device_jit(layer)(x, w, b))
+    for e, g in zip(expected, got):
+        assert g.dtype == e.dtype == jnp.bfloat16
+        np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(e, np.float32))
