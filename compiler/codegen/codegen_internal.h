@@ -288,6 +288,7 @@ class CodeGenerator {
   static void AddPoolHandlers(OpcodeHandlerTable& table);                // pool.cc
   static void AddControlFlowHandlers(OpcodeHandlerTable& table);         // control_flow.cc
   static void AddDynamicSliceHandlers(OpcodeHandlerTable& table);        // dynamic_slice.cc
+  static void AddGatherScatterHandlers(OpcodeHandlerTable& table);       // gather_scatter.cc
 
   // How dots are scheduled (dot.cc): the balanced software pipeline (fastest, most code), a compact
   // one (fewer distinct steps) or one tile at a time (least code; no relayout pipelines either).
@@ -460,6 +461,8 @@ class CodeGenerator {
   // device. EmitDynamicRowOffset puts the clamped run-time starts' line offset into `offset` and returns
   // the constant starts' part.
   Status EmitDynamicSlice(const HloInstruction& instruction);
+  // gather_scatter.cc: gathers and scatters of whole rows of a [V,D] table at indices read on the device.
+  Status EmitRowGatherScatter(const HloInstruction& instruction);
   StatusOr<uint32_t> EmitDynamicRowOffset(const HloInstruction& instruction, Reg offset);
   Status EmitRowTranspose(const HloInstruction& instruction);
   // depthwise.cc: the unpadded depthwise convolution of compiler/passes/convolution_lowering.h.

@@ -45,6 +45,7 @@ void AddOpcodeHandlers(OpcodeHandlerTable& table) {
   CodeGenerator::AddPoolHandlers(table);                // pool.cc
   CodeGenerator::AddControlFlowHandlers(table);         // control_flow.cc
   CodeGenerator::AddDynamicSliceHandlers(table);        // dynamic_slice.cc
+  CodeGenerator::AddGatherScatterHandlers(table);       // gather_scatter.cc
 }
 
 const OpcodeHandlerTable& OpcodeHandlers() {

@@ -191,6 +191,14 @@ class ModuleBuilder {
     literal.SetFromDouble(0, number);
     return Constant(literal);
   }
+  // The computation that returns its second scalar of `type` (a scatter that replaces).
+  std::string Replacer(PrimitiveType type) {
+    const std::string name = std::string("%replace_") + hlo::PrimitiveTypeName(type);
+    const std::string scalar = ShapeText(Shape::Make(type, {}));
+    computations_ += name + " (a: " + scalar + ", b: " + scalar + ") -> " + scalar + " {\n  %a = " + scalar +
+                     " parameter(0)\n  ROOT %b = " + scalar + " parameter(1)\n}\n\n";
+    return name;
+  }
   // The binary computation `opcode` over scalars of `type`, for reduce.
   std::string Reducer(const std::string& opcode, PrimitiveType type) {
     const std::string name = "%" + opcode + "_" + hlo::PrimitiveTypeName(type);
@@ -760,6 +768,44 @@ DiffCase GeneralDotCase(Rng& rng, int index) {
   return Finish(b, "general_dot", {b.Op(F32, result, "dot", {lhs, rhs}, dims)}, rng, false);
 }
 
+// Row gathers and scatters (gather_scatter.cc): a [V,D] table, s32 indices [N,1] or [A,B,1] from 3 below
+// 0 to 3 past V-1 with repeats (a gather clamps them, a scatter skips those outside), scatters that add
+// (f32 and s32) or replace (the last update of a row wins).
+Generator GatherScatterCase(const std::string& kind) {
+  return [kind](Rng& rng, int index) {
+    ModuleBuilder b;
+    const int64_t rows = 1 + static_cast<int64_t>(rng() % 12), cols = RandomSize(rng);
+    const std::vector<int64_t> batch = index % 2 ? std::vector<int64_t>{1 + static_cast<int64_t>(rng() % 4), 3}
+                                                 : std::vector<int64_t>{1 + static_cast<int64_t>(rng() % 20)};
+    std::vector<int64_t> index_dims = batch, window_dims = batch;
+    index_dims.push_back(1);
+    window_dims.push_back(cols);
+    const PrimitiveType type = kind == "scatter_add_s32" ? S32 : F32;
+    const Domain domain = type == S32 ? Domain::kInteger : Domain::kUnit;
+    Value table = b.Parameter(type, {rows, cols}, domain);
+    Value indices = b.Parameter(S32, index_dims, Domain::kInteger);
+    const std::string ivd = "index_vector_dim=" + std::to_string(index_dims.size() - 1);
+    Value result;
+    if (kind == "gather") {
+      result = b.Op(type, window_dims, "gather", {table, indices},
+                    "offset_dims={" + std::to_string(batch.size()) + "}, collapsed_slice_dims={0}, start_index_map={0}, " +
+                        ivd + ", slice_sizes={1," + std::to_string(cols) + "}");
+    } else {
+      Value updates = b.Parameter(type, window_dims, domain);
+      const std::string combiner = kind == "scatter_replace" ? b.Replacer(type) : b.Reducer("add", type);
+      result = b.Op(type, {rows, cols}, "scatter", {table, indices, updates},
+                    "update_window_dims={" + std::to_string(batch.size()) + "}, inserted_window_dims={0}, "
+                    "scatter_dims_to_operand_dims={0}, " + ivd + ", to_apply=" + combiner);
+    }
+    DiffCase c = Finish(b, kind, {result}, rng, true);
+    Literal& index_values = c.arguments[1];
+    for (int64_t i = 0; i < index_values.element_count(); ++i) {
+      index_values.Set<int32_t>(i, static_cast<int32_t>(static_cast<int64_t>(rng() % static_cast<uint32_t>(rows + 6)) - 3));
+    }
+    return c;
+  };
+}
+
 // bitcast-convert between f32, s32 and u32 (no code: the same words): f32 specials (NaN, infinities,
 // signed zeros) to s32, their sign flipped as integers and read back as f32; u32 words read as f32.
 DiffCase BitcastConvertCase(Rng& rng, int index) {
@@ -1029,6 +1075,7 @@ std::vector<OpcodeSpec> AllSpecs() {
   for (const char* kind : {"counted", "swap", "data_dependent", "nested"}) add(std::string("while_") + kind, WhileCase(kind));
   add("bitcast_convert", BitcastConvertCase);
   add("dot_general", GeneralDotCase);
+  for (const char* kind : {"gather", "scatter_add", "scatter_add_s32", "scatter_replace"}) add(kind, GatherScatterCase(kind));
   add("dynamic_slice", DynamicSliceCase(false));
   add("dynamic_update_slice", DynamicSliceCase(true));
   for (const char* kind : {"pred", "index", "in_loop", "loop_in_branch"}) {

@@ -285,3 +285,14 @@ def test_bf16_arithmetic_matches_cpu():
     for e, g in zip(expected, got):
         assert g.dtype == e.dtype == jnp.bfloat16
         np.testing.assert_array_equal(np.asarray(g, np.float32), np.asarray(e, np.float32))
+
+
+def test_embedding_lookup_and_its_gradient_match_cpu():
+    """An embedding table read at token ids (a row gather) and its gradient (a scatter-add of rows, repeated
+    ids accumulating)."""
+    table = random((50, 16), 60)
+    tokens = (np.arange(32, dtype=np.int32).reshape(4, 8) * 7) % 50
+    tokens[1, 3] = tokens[0, 0]  # a repeated id
+    loss = lambda table, tokens: jnp.sum(jnp.tanh(table[tokens]) ** 2)
+    assert_matches_cpu(lambda t, ids: t[ids], table, tokens, rtol=0, atol=0)
+    assert_matches_cpu(jax.grad(loss), table, tokens)
