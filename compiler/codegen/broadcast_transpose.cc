@@ -25,6 +25,49 @@ Status CodeGenerator::EmitRowBroadcastInto(const HloInstruction& out, const Src2
   });
 }
 
+namespace {
+
+// A broadcast that only adds leading dimensions ([2,8] -> [4,8,2,8], dimensions={2,3}): the operand's
+// lines repeated, one copy after the other.
+bool IsLeadingBroadcast(const HloInstruction& broadcast) {
+  const int rank = broadcast.shape().rank(), source_rank = broadcast.operand(0)->shape().rank();
+  if (source_rank == 0 || source_rank >= rank) return false;
+  for (int i = 0; i < source_rank; ++i) {
+    if (broadcast.dimensions(i) != rank - source_rank + i) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status CodeGenerator::EmitRepeatedLines(const HloInstruction& instruction) {
+  const HloInstruction& source = *instruction.operand(0);
+  const uint32_t lines = MakeDeviceLayout(source.shape(), L()).lines;
+  const uint32_t copies = MakeDeviceLayout(instruction.shape(), L()).lines / std::max<uint32_t>(lines, 1);
+  if (lines == 0 || copies == 0) return OkStatus();
+  const uint32_t chunk = std::min(lines, options_.vmem_lines);
+  TPU_ASSIGN_OR_RETURN(ScopedReg source_hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg out_hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg remaining, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg to, NewReg());
+  LoadAddress(source_hbm, &source, 0);
+  LoadAddress(out_hbm, &instruction, 0);
+  // Each chunk of the operand is loaded once and stored into every copy.
+  return ForChunks(lines, chunk, {{source_hbm, 1}, {out_hbm, 1}}, [&](Reg count, uint32_t) {
+    asm_.DmaLoad(source_hbm, kZeroReg, count, 1);
+    asm_.Addi(to, out_hbm, 0);
+    asm_.Li(remaining, copies);
+    Assembler::Label next = asm_.NewLabel();
+    asm_.Bind(next);
+    asm_.DmaStore(to, kZeroReg, count, 1);  // same unit, in order: after the load
+    asm_.Addi(to, to, lines);
+    asm_.Addi(remaining, remaining, static_cast<uint32_t>(-1));
+    asm_.Bne(remaining, kZeroReg, next);
+    asm_.Sync(kSyncDma);  // the next chunk reuses the lines
+    return OkStatus();
+  });
+}
+
 Status CodeGenerator::EmitBroadcast(const HloInstruction& instruction) {
   const HloInstruction& source = *instruction.operand(0);
   const DeviceLayout layout = MakeDeviceLayout(instruction.shape(), L());
@@ -62,6 +105,7 @@ Status CodeGenerator::EmitBroadcast(const HloInstruction& instruction) {
     return EmitRowBroadcastInto(instruction, row);
   }
   if (source.shape() == instruction.shape()) return EmitCopy(&source, locations_.at(&instruction));
+  if (IsLeadingBroadcast(instruction)) return EmitRepeatedLines(instruction);
   if (source.shape().rank() == 1 && rank == 2 && instruction.dimensions() == std::vector<int64_t>{0}) {
     return EmitLaneBroadcast(instruction);
   }

@@ -415,6 +415,8 @@ class CodeGenerator {
   Status EmitSelect(const HloInstruction& instruction);
   Status EmitConvert(const HloInstruction& instruction);
   Status EmitBroadcast(const HloInstruction& instruction);
+  // A broadcast that adds only leading dimensions: the operand's lines stored once per copy.
+  Status EmitRepeatedLines(const HloInstruction& instruction);
   Status EmitRowBroadcastInto(const HloInstruction& out, const Src2& row);
   Status EmitDot(const HloInstruction& instruction);
   Status EmitDotSerial(const HloInstruction& instruction, const DotGeometry& geometry);

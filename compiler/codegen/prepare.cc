@@ -12,6 +12,7 @@
 #include "compiler/passes/fold_parameter_independent.h"
 #include "compiler/passes/inline_calls_and_fusions.h"
 #include "compiler/passes/matrix_dots.h"
+#include "compiler/passes/one_hot_gathers.h"
 #include "compiler/passes/reduce_minor_through_transpose.h"
 #include "compiler/passes/reshape_through_transpose.h"
 #include "compiler/passes/split_dots.h"
@@ -42,6 +43,7 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   pipeline->AddPass<ConvolutionLowering>(convolution_options);
   // Before legalization, which takes apart the transposes of rank 3 and more this adds.
   pipeline->AddPass<MatrixDots>();
+  pipeline->AddPass<OneHotGathers>();
   pipeline->AddPass<CodegenLegalization>(CodegenLegalizationOptions{options.lanes});
   pipeline->AddPass<CanonicalizeDots>();
   // Before reshape-through-transpose, which turns the column this leaves into the row.

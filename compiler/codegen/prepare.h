@@ -10,6 +10,8 @@
 //                                   (depthwise ones kept for depthwise.cc)
 //   matrix-dots                     batched dots, dots of rank 3 and more or of several contracting
 //                                   dimensions into rank-2 dots (one per batch index)
+//   one-hot-gathers                 gathers and scatters of one element along a dimension (take_along_axis)
+//                                   into selections against an iota and a max-reduce
 //   codegen-legalization            reductions and transposes into the forms codegen takes
 //   canonicalize-dots               rank-2 dots read transposed operands directly; a lhs contracting its
 //                                   dimension 0 is transposed explicitly

@@ -73,14 +73,9 @@ StatusOr<int64_t> RequiredInt(const HloInstruction& instruction, const char* nam
   return value;
 }
 
-Status RejectBatching(const HloInstruction& instruction, std::initializer_list<const char*> names) {
-  for (const char* name : names) {
-    const std::string* raw = instruction.raw_attribute(name);
-    std::vector<int64_t> values;
-    if (raw != nullptr && (!ParseIntList(*raw, &values) || !values.empty()))
-      return Unimplemented("instruction %" + instruction.name() + ": " + name + " (batching dimensions) is not supported");
-  }
-  return OkStatus();
+StatusOr<std::vector<int64_t>> OptionalList(const HloInstruction& instruction, const char* name) {
+  if (instruction.raw_attribute(name) == nullptr) return std::vector<int64_t>{};
+  return RequiredList(instruction, name);
 }
 
 bool AllInRange(const std::vector<int64_t>& values, int64_t limit) {
@@ -90,6 +85,26 @@ bool AllInRange(const std::vector<int64_t>& values, int64_t limit) {
 bool Distinct(std::vector<int64_t> values) {
   std::sort(values.begin(), values.end());
   return std::adjacent_find(values.begin(), values.end()) == values.end();
+}
+
+// Batching dimensions: as many of the operand's as of the indices', distinct, in range, the indices' not
+// the index vector, the operand's not `other` (collapsed or inserted) nor mapped to by an index.
+Status CheckBatching(const HloInstruction& instruction, const std::vector<int64_t>& operand_dims,
+                     const std::vector<int64_t>& index_dims, const std::vector<int64_t>& other,
+                     const std::vector<int64_t>& index_map, int64_t operand_rank, int64_t indices_rank,
+                     int64_t index_vector_dim) {
+  if (operand_dims.size() != index_dims.size())
+    return AttributeError(instruction, "the operand and the indices need as many batching dimensions");
+  if (!AllInRange(operand_dims, operand_rank) || !Distinct(operand_dims) || !AllInRange(index_dims, indices_rank) ||
+      !Distinct(index_dims))
+    return AttributeError(instruction, "batching dimensions must be distinct and in range");
+  for (int64_t d : index_dims)
+    if (d == index_vector_dim) return AttributeError(instruction, "the index vector dimension cannot be a batching dimension");
+  for (int64_t d : operand_dims)
+    if (std::find(other.begin(), other.end(), d) != other.end() ||
+        std::find(index_map.begin(), index_map.end(), d) != index_map.end())
+      return AttributeError(instruction, "an operand batching dimension cannot also be collapsed, inserted or indexed");
+  return OkStatus();
 }
 
 }  // namespace
@@ -128,8 +143,9 @@ bool ParseReplicaGroups(std::string_view text, std::vector<std::vector<int64_t>>
 }
 
 StatusOr<GatherDimensionNumbers> GetGatherDimensionNumbers(const HloInstruction& gather) {
-  TPU_RETURN_IF_ERROR(RejectBatching(gather, {"operand_batching_dims", "start_indices_batching_dims"}));
   GatherDimensionNumbers d;
+  TPU_ASSIGN_OR_RETURN(d.operand_batching_dims, OptionalList(gather, "operand_batching_dims"));
+  TPU_ASSIGN_OR_RETURN(d.start_indices_batching_dims, OptionalList(gather, "start_indices_batching_dims"));
   TPU_ASSIGN_OR_RETURN(d.offset_dims, RequiredList(gather, "offset_dims"));
   TPU_ASSIGN_OR_RETURN(d.collapsed_slice_dims, RequiredList(gather, "collapsed_slice_dims"));
   TPU_ASSIGN_OR_RETURN(d.start_index_map, RequiredList(gather, "start_index_map"));
@@ -157,10 +173,17 @@ StatusOr<GatherDimensionNumbers> GetGatherDimensionNumbers(const HloInstruction&
     return AttributeError(gather, "collapsed_slice_dims must name distinct operand dimensions");
   for (int64_t c : d.collapsed_slice_dims)
     if (d.slice_sizes[c] > 1) return AttributeError(gather, "a collapsed dimension must have slice size 0 or 1");
+  TPU_RETURN_IF_ERROR(CheckBatching(gather, d.operand_batching_dims, d.start_indices_batching_dims,
+                                    d.collapsed_slice_dims, d.start_index_map, operand.rank(), indices.rank(),
+                                    d.index_vector_dim));
+  for (int64_t b : d.operand_batching_dims)
+    if (d.slice_sizes[b] != 1) return AttributeError(gather, "a batching dimension must have slice size 1");
   int64_t batch_rank = indices.rank() - (d.index_vector_dim < indices.rank() ? 1 : 0);
   int64_t output_rank = batch_rank + static_cast<int64_t>(d.offset_dims.size());
-  if (static_cast<int64_t>(d.offset_dims.size()) != operand.rank() - static_cast<int64_t>(d.collapsed_slice_dims.size()))
-    return AttributeError(gather, "offset_dims must have one entry per operand dimension that is not collapsed");
+  if (static_cast<int64_t>(d.offset_dims.size()) !=
+      operand.rank() - static_cast<int64_t>(d.collapsed_slice_dims.size() + d.operand_batching_dims.size()))
+    return AttributeError(gather, "offset_dims must have one entry per operand dimension that is neither collapsed nor "
+                                  "batching");
   if (!AllInRange(d.offset_dims, output_rank) || !std::is_sorted(d.offset_dims.begin(), d.offset_dims.end()) ||
       !Distinct(d.offset_dims))
     return AttributeError(gather, "offset_dims must be sorted, distinct and below the output rank");
@@ -168,8 +191,9 @@ StatusOr<GatherDimensionNumbers> GetGatherDimensionNumbers(const HloInstruction&
 }
 
 StatusOr<ScatterDimensionNumbers> GetScatterDimensionNumbers(const HloInstruction& scatter) {
-  TPU_RETURN_IF_ERROR(RejectBatching(scatter, {"input_batching_dims", "scatter_indices_batching_dims"}));
   ScatterDimensionNumbers d;
+  TPU_ASSIGN_OR_RETURN(d.input_batching_dims, OptionalList(scatter, "input_batching_dims"));
+  TPU_ASSIGN_OR_RETURN(d.scatter_indices_batching_dims, OptionalList(scatter, "scatter_indices_batching_dims"));
   TPU_ASSIGN_OR_RETURN(d.update_window_dims, RequiredList(scatter, "update_window_dims"));
   TPU_ASSIGN_OR_RETURN(d.inserted_window_dims, RequiredList(scatter, "inserted_window_dims"));
   TPU_ASSIGN_OR_RETURN(d.scatter_dims_to_operand_dims, RequiredList(scatter, "scatter_dims_to_operand_dims"));
@@ -201,8 +225,13 @@ StatusOr<ScatterDimensionNumbers> GetScatterDimensionNumbers(const HloInstructio
   if (!AllInRange(d.update_window_dims, updates.rank()) || !Distinct(d.update_window_dims) ||
       !std::is_sorted(d.update_window_dims.begin(), d.update_window_dims.end()))
     return AttributeError(scatter, "update_window_dims must be sorted, distinct update dimensions");
-  if (static_cast<int64_t>(d.update_window_dims.size() + d.inserted_window_dims.size()) != operand.rank())
-    return AttributeError(scatter, "update_window_dims and inserted_window_dims must cover the operand rank");
+  TPU_RETURN_IF_ERROR(CheckBatching(scatter, d.input_batching_dims, d.scatter_indices_batching_dims,
+                                    d.inserted_window_dims, d.scatter_dims_to_operand_dims, operand.rank(),
+                                    indices.rank(), d.index_vector_dim));
+  if (static_cast<int64_t>(d.update_window_dims.size() + d.inserted_window_dims.size() + d.input_batching_dims.size()) !=
+      operand.rank())
+    return AttributeError(scatter, "update_window_dims, inserted_window_dims and input_batching_dims must cover the "
+                                   "operand rank");
   int64_t batch_rank = indices.rank() - (d.index_vector_dim < indices.rank() ? 1 : 0);
   if (updates.rank() != batch_rank + static_cast<int64_t>(d.update_window_dims.size()))
     return AttributeError(scatter, "updates " + updates.ToString() + " have the wrong rank for indices " + indices.ToString());
@@ -214,7 +243,8 @@ StatusOr<ScatterDimensionNumbers> GetScatterDimensionNumbers(const HloInstructio
   size_t window = 0;
   std::vector<int64_t> window_operand_dims;
   for (int i = 0; i < operand.rank(); ++i)
-    if (std::find(d.inserted_window_dims.begin(), d.inserted_window_dims.end(), i) == d.inserted_window_dims.end())
+    if (std::find(d.inserted_window_dims.begin(), d.inserted_window_dims.end(), i) == d.inserted_window_dims.end() &&
+        std::find(d.input_batching_dims.begin(), d.input_batching_dims.end(), i) == d.input_batching_dims.end())
       window_operand_dims.push_back(i);
   for (int i = 0; i < updates.rank(); ++i) {
     bool is_window = std::find(d.update_window_dims.begin(), d.update_window_dims.end(), i) != d.update_window_dims.end();

@@ -22,16 +22,22 @@ struct GatherDimensionNumbers {
   std::vector<int64_t> start_index_map;
   int64_t index_vector_dim = 0;
   std::vector<int64_t> slice_sizes;
+  // Dimensions of the operand that pair up with dimensions of the indices (each index picks within its
+  // own batch: take_along_axis); empty when the attributes are absent.
+  std::vector<int64_t> operand_batching_dims;
+  std::vector<int64_t> start_indices_batching_dims;
 };
 struct ScatterDimensionNumbers {
   std::vector<int64_t> update_window_dims;
   std::vector<int64_t> inserted_window_dims;
   std::vector<int64_t> scatter_dims_to_operand_dims;
   int64_t index_vector_dim = 0;
+  std::vector<int64_t> input_batching_dims;
+  std::vector<int64_t> scatter_indices_batching_dims;
 };
 
-// Reads and range-checks the attributes of a gather / scatter (InvalidArgument naming what is wrong).
-// Batching dimensions (operand_batching_dims=...) are not supported and give Unimplemented.
+// Reads and range-checks the attributes of a gather / scatter (InvalidArgument naming what is wrong),
+// batching dimensions included.
 StatusOr<GatherDimensionNumbers> GetGatherDimensionNumbers(const HloInstruction& gather);
 StatusOr<ScatterDimensionNumbers> GetScatterDimensionNumbers(const HloInstruction& scatter);
 

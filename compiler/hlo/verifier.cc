@@ -514,7 +514,9 @@ StatusOr<Shape> InferShape(const HloInstruction& instruction) {
       std::vector<int64_t> offsets;
       for (size_t i = 0; i < d.slice_sizes.size(); ++i)
         if (std::find(d.collapsed_slice_dims.begin(), d.collapsed_slice_dims.end(), static_cast<int64_t>(i)) ==
-            d.collapsed_slice_dims.end())
+                d.collapsed_slice_dims.end() &&
+            std::find(d.operand_batching_dims.begin(), d.operand_batching_dims.end(), static_cast<int64_t>(i)) ==
+                d.operand_batching_dims.end())
           offsets.push_back(d.slice_sizes[i]);
       Shape result = Shape::Make(operand_shape(0).element_type, {});
       size_t next_batch = 0, next_offset = 0;

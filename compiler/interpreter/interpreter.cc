@@ -1191,7 +1191,7 @@ StatusOr<Literal> Evaluator::Gather(const HloInstruction& instruction, const Lit
   for (int i = 0; i < os.rank(); ++i)
     if (!Contains(d.offset_dims, i)) batch_dims.push_back(i);
   for (int i = 0; i < in.rank(); ++i)
-    if (!Contains(d.collapsed_slice_dims, i)) window_operand_dims.push_back(i);
+    if (!Contains(d.collapsed_slice_dims, i) && !Contains(d.operand_batching_dims, i)) window_operand_dims.push_back(i);
   std::vector<int64_t> start(static_cast<size_t>(in.rank()));
   std::vector<int64_t> index_position(static_cast<size_t>(is.rank()));
   return GatherElements(operand, os, [&](const std::vector<int64_t>& out) -> int64_t {
@@ -1206,12 +1206,17 @@ StatusOr<Literal> Evaluator::Gather(const HloInstruction& instruction, const Lit
       // Starts are clamped so the slice stays inside the operand, as XLA defines it.
       start[dim] = std::clamp<int64_t>(value, 0, in.dimensions[dim] - d.slice_sizes[dim]);
     }
+    // A batching dimension of the operand is at the index's own position along its paired dimension.
+    for (size_t b = 0; b < d.operand_batching_dims.size(); ++b) {
+      start[d.operand_batching_dims[b]] = index_position[d.start_indices_batching_dims[b]];
+    }
     int64_t linear = 0;
     for (size_t w = 0; w < window_operand_dims.size(); ++w) {
       int64_t dim = window_operand_dims[w];
       linear += (start[dim] + out[d.offset_dims[w]]) * in_strides[dim];
     }
     for (int64_t dim : d.collapsed_slice_dims) linear += start[dim] * in_strides[dim];
+    for (int64_t dim : d.operand_batching_dims) linear += start[dim] * in_strides[dim];
     return linear;
   });
 }
@@ -1234,8 +1239,8 @@ StatusOr<Literal> Evaluator::Scatter(const HloInstruction& instruction, const st
   for (int i = 0; i < us.rank(); ++i)
     if (!Contains(d.update_window_dims, i)) scatter_dims.push_back(i);
   for (int i = 0; i < in.rank(); ++i)
-    if (!Contains(d.inserted_window_dims, i)) window_operand_dims.push_back(i);
-  // Window extent per operand dimension (1 for inserted dimensions).
+    if (!Contains(d.inserted_window_dims, i) && !Contains(d.input_batching_dims, i)) window_operand_dims.push_back(i);
+  // Window extent per operand dimension (1 for inserted and batching dimensions).
   std::vector<int64_t> window_size(static_cast<size_t>(in.rank()), 1);
   for (size_t w = 0; w < window_operand_dims.size(); ++w) window_size[window_operand_dims[w]] = us.dimensions[d.update_window_dims[w]];
   std::vector<int64_t> update_index(static_cast<size_t>(us.rank()), 0);
@@ -1250,6 +1255,10 @@ StatusOr<Literal> Evaluator::Scatter(const HloInstruction& instruction, const st
     for (size_t k = 0; k < d.scatter_dims_to_operand_dims.size(); ++k) {
       if (d.index_vector_dim < is.rank()) index_position[d.index_vector_dim] = static_cast<int64_t>(k);
       start[d.scatter_dims_to_operand_dims[k]] = static_cast<int64_t>(indices.GetAsDouble(Linear(index_position, index_strides)));
+    }
+    // A batching dimension of the operand is at the update's own position along its paired dimension.
+    for (size_t b = 0; b < d.input_batching_dims.size(); ++b) {
+      start[d.input_batching_dims[b]] = index_position[d.scatter_indices_batching_dims[b]];
     }
     // A window that does not fit the operand is skipped whole, as XLA defines it.
     bool fits = true;

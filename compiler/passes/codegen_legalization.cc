@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compiler/hlo/hlo_opcode.h"
+#include "compiler/passes/hlo_builder.h"
 
 namespace tpu::compiler {
 namespace {
@@ -361,6 +362,41 @@ HloInstruction* LegalizeBroadcast(HloComputation* computation, HloInstruction* b
   return b.Reshape(spread, dims);
 }
 
+// A reduction of pred values with and (or) is the minimum (maximum) of their 0/1 words as s32: the
+// values converted, reduced (and legalized as an s32 reduction), and converted back.
+StatusOr<HloInstruction*> LegalizeLogicalReduce(HloComputation* computation, HloInstruction* reduce,
+                                                const CodegenLegalizationOptions& options) {
+  const hlo::HloComputation* reducer = reduce->to_apply();
+  if (reduce->operand_count() != 2 || reduce->shape().element_type != PrimitiveType::PRED || reducer == nullptr ||
+      reducer->root_instruction() == nullptr || reducer->num_parameters() != 2) {
+    return nullptr;
+  }
+  const HloOpcode logical = reducer->root_instruction()->opcode();
+  if (logical != HloOpcode::kAnd && logical != HloOpcode::kOr) return nullptr;
+  Builder b(computation, PrimitiveType::S32);
+  auto words = [&](HloInstruction* x) { return b.Add(HloInstruction::CreateConvert(b.Shape(x->shape().dimensions), x)); };
+  const HloOpcode op = logical == HloOpcode::kAnd ? HloOpcode::kMinimum : HloOpcode::kMaximum;
+  HloInstruction* reduced = b.Add(HloInstruction::CreateReduce(
+      b.Shape(reduce->shape().dimensions), words(reduce->operand(0)), words(reduce->operand(1)), reduce->dimensions(),
+      HloBuilder::ScalarReducer(computation->parent(), op, PrimitiveType::S32)));
+  TPU_ASSIGN_OR_RETURN(HloInstruction* legal, LegalizeReduce(computation, reduced, options));
+  if (legal != nullptr) TPU_RETURN_IF_ERROR(computation->ReplaceInstruction(reduced, legal));
+  return b.Add(HloInstruction::CreateConvert(reduce->shape(), legal != nullptr ? legal : reduced));
+}
+
+// is-finite(x) = (x - x == 0): infinities and NaN give NaN, every finite value (and, DAZ, a subnormal)
+// gives 0.
+HloInstruction* LegalizeIsFinite(HloComputation* computation, HloInstruction* is_finite) {
+  HloInstruction* x = is_finite->operand(0);
+  if (x->shape().element_type != PrimitiveType::F32) return nullptr;
+  Builder b(computation, PrimitiveType::F32);
+  const Dims& dims = x->shape().dimensions;
+  HloInstruction* difference = b.Add(HloInstruction::CreateBinary(b.Shape(dims), HloOpcode::kSubtract, x, x));
+  HloInstruction* zero = b.Add(HloInstruction::CreateConstant(hlo::Literal(b.Shape({}))));
+  HloInstruction* zeros = b.Add(HloInstruction::CreateBroadcast(b.Shape(dims), zero, {}));
+  return b.Add(HloInstruction::CreateCompare(is_finite->shape(), difference, zeros, hlo::ComparisonDirection::kEq));
+}
+
 StatusOr<bool> CodegenLegalization::Run(hlo::HloModule* module) {
   if (options_.lane_multiple <= 0) return InvalidArgument("codegen-legalization: lane_multiple must be positive");
   bool changed = false;
@@ -368,11 +404,16 @@ StatusOr<bool> CodegenLegalization::Run(hlo::HloModule* module) {
     for (HloInstruction* instruction : computation->MakeInstructionPostOrder()) {
       HloInstruction* replacement = nullptr;
       if (instruction->opcode() == HloOpcode::kReduce) {
-        TPU_ASSIGN_OR_RETURN(replacement, LegalizeReduce(computation, instruction, options_));
+        TPU_ASSIGN_OR_RETURN(replacement, LegalizeLogicalReduce(computation, instruction, options_));
+        if (replacement == nullptr) {
+          TPU_ASSIGN_OR_RETURN(replacement, LegalizeReduce(computation, instruction, options_));
+        }
       } else if (instruction->opcode() == HloOpcode::kTranspose) {
         replacement = LegalizeTranspose(computation, instruction, options_);
       } else if (instruction->opcode() == HloOpcode::kBroadcast) {
         replacement = LegalizeBroadcast(computation, instruction);
+      } else if (instruction->opcode() == HloOpcode::kIsFinite) {
+        replacement = LegalizeIsFinite(computation, instruction);
       }
       if (replacement == nullptr) continue;
       TPU_RETURN_IF_ERROR(computation->ReplaceInstruction(instruction, replacement));

@@ -29,6 +29,8 @@
 // Broadcasts that add a new minor dimension to a value of rank 2 or more ([A,B] -> [A,B,C],
 // dimensions={0,1}: softmax over the last axis of a rank-3 value) go through the column [A*B]: reshape,
 // broadcast along dimension 0, reshape.
+// is-finite of f32 values becomes x - x == 0 (NaN for infinities and NaN); and/or reductions of pred
+// values become min/max reductions of their s32 words.
 // All rewrites are exact except the order in which add reductions sum.
 #pragma once
 

@@ -88,6 +88,17 @@ class HloBuilder {
   hlo::HloInstruction* Accumulate(hlo::HloInstruction* acc, hlo::HloInstruction* term) {
     return acc == nullptr ? term : Binary(hlo::HloOpcode::kAdd, acc, term);
   }
+  // The computation `op`(a, b) of two scalars of `type` (a reducer), added to `module` once and shared.
+  static hlo::HloComputation* ScalarReducer(hlo::HloModule* module, hlo::HloOpcode op, hlo::PrimitiveType type) {
+    const std::string name = std::string("reducer_") + hlo::HloOpcodeString(op) + "_" + hlo::PrimitiveTypeName(type);
+    if (hlo::HloComputation* existing = module->GetComputationWithName(name)) return existing;
+    auto computation = std::make_unique<hlo::HloComputation>(name);
+    const hlo::Shape scalar = hlo::Shape::Make(type, {});
+    hlo::HloInstruction* a = computation->AddInstruction(hlo::HloInstruction::CreateParameter(0, scalar, "a"));
+    hlo::HloInstruction* b = computation->AddInstruction(hlo::HloInstruction::CreateParameter(1, scalar, "b"));
+    computation->set_root_instruction(computation->AddInstruction(hlo::HloInstruction::CreateBinary(scalar, op, a, b)));
+    return module->AddEmbeddedComputation(std::move(computation));
+  }
   hlo::HloInstruction* Concatenate(const std::vector<hlo::HloInstruction*>& parts, int64_t dimension) {
     if (parts.size() == 1) return parts[0];
     std::vector<int64_t> dimensions = parts[0]->shape().dimensions;

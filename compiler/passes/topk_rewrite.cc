@@ -1,5 +1,7 @@
 #include "compiler/passes/topk_rewrite.h"
 
+#include "compiler/passes/hlo_builder.h"
+
 #include <limits>
 #include <memory>
 #include <vector>
@@ -78,18 +80,6 @@ bool Match(HloInstruction* sort, TopKMatch* match) {
   return match->k > 0;
 }
 
-HloComputation* Reducer(hlo::HloModule* module, HloOpcode op, PrimitiveType type) {
-  const std::string name =
-      std::string("topk_") + (op == HloOpcode::kMaximum ? "max_" : "min_") + hlo::PrimitiveTypeName(type);
-  if (HloComputation* existing = module->GetComputationWithName(name)) return existing;
-  auto computation = std::make_unique<HloComputation>(name);
-  const Shape scalar = Shape::Make(type, {});
-  HloInstruction* a = computation->AddInstruction(HloInstruction::CreateParameter(0, scalar, "a"));
-  HloInstruction* b = computation->AddInstruction(HloInstruction::CreateParameter(1, scalar, "b"));
-  computation->set_root_instruction(computation->AddInstruction(HloInstruction::CreateBinary(scalar, op, a, b)));
-  return module->AddEmbeddedComputation(std::move(computation));
-}
-
 Status Rewrite(hlo::HloModule* module, HloComputation* computation, const TopKMatch& m) {
   HloInstruction* values = m.sort->operand(0);
   HloInstruction* iota = m.sort->operand(1);
@@ -107,8 +97,8 @@ Status Rewrite(hlo::HloModule* module, HloComputation* computation, const TopKMa
   HloInstruction* worst_full = add(HloInstruction::CreateBroadcast(full_f32, worst_value, {}));
   HloInstruction* no_index = add(HloInstruction::CreateConstant(hlo::Literal::CreateR0<int32_t>(int32_t(cols))));
   HloInstruction* no_index_full = add(HloInstruction::CreateBroadcast(full_s32, no_index, {}));
-  HloComputation* best_of = Reducer(module, m.descending ? HloOpcode::kMaximum : HloOpcode::kMinimum, PrimitiveType::F32);
-  HloComputation* first_of = Reducer(module, HloOpcode::kMinimum, PrimitiveType::S32);
+  HloComputation* best_of = HloBuilder::ScalarReducer(module, m.descending ? HloOpcode::kMaximum : HloOpcode::kMinimum, PrimitiveType::F32);
+  HloComputation* first_of = HloBuilder::ScalarReducer(module, HloOpcode::kMinimum, PrimitiveType::S32);
   // The reductions start from their identities (what code generators expect of an init value).
   HloInstruction* largest_index = add(
       HloInstruction::CreateConstant(hlo::Literal::CreateR0<int32_t>(std::numeric_limits<int32_t>::max())));

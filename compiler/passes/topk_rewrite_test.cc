@@ -46,7 +46,7 @@ ENTRY %main (x: f32[3,4]) -> (f32[3,2], s32[3,2]) {
   %iota = s32[4]{0} iota(), iota_dimension=0
   %b = s32[3,4]{1,0} broadcast(s32[4]{0} %iota), dimensions={1}
   %constant.0 = f32[] constant(-inf)
-  %reduce.5 = f32[3]{0} reduce(f32[3,4]{1,0} %x, f32[] %constant.0), dimensions={1}, to_apply=%topk_max_f32
+  %reduce.5 = f32[3]{0} reduce(f32[3,4]{1,0} %x, f32[] %constant.0), dimensions={1}, to_apply=%reducer_maximum_f32
   %reshape.10 = f32[1,3]{1,0} reshape(f32[3]{0} %reduce.5)
   %broadcast.6 = f32[3,4]{1,0} broadcast(f32[3]{0} %reduce.5), dimensions={0}
   %compare.7 = pred[3,4]{1,0} compare(f32[3,4]{1,0} %x, f32[3,4]{1,0} %broadcast.6), direction=EQ
@@ -54,12 +54,12 @@ ENTRY %main (x: f32[3,4]) -> (f32[3,2], s32[3,2]) {
   %broadcast.3 = s32[3,4]{1,0} broadcast(s32[] %constant.2), dimensions={}
   %select.8 = s32[3,4]{1,0} select(pred[3,4]{1,0} %compare.7, s32[3,4]{1,0} %b, s32[3,4]{1,0} %broadcast.3)
   %constant.4 = s32[] constant(2147483647)
-  %reduce.9 = s32[3]{0} reduce(s32[3,4]{1,0} %select.8, s32[] %constant.4), dimensions={1}, to_apply=%topk_min_s32
+  %reduce.9 = s32[3]{0} reduce(s32[3,4]{1,0} %select.8, s32[] %constant.4), dimensions={1}, to_apply=%reducer_minimum_s32
   %broadcast.12 = s32[3,4]{1,0} broadcast(s32[3]{0} %reduce.9), dimensions={0}
   %compare.13 = pred[3,4]{1,0} compare(s32[3,4]{1,0} %b, s32[3,4]{1,0} %broadcast.12), direction=NE
   %broadcast.1 = f32[3,4]{1,0} broadcast(f32[] %constant.0), dimensions={}
   %select.14 = f32[3,4]{1,0} select(pred[3,4]{1,0} %compare.13, f32[3,4]{1,0} %x, f32[3,4]{1,0} %broadcast.1)
-  %reduce.16 = f32[3]{0} reduce(f32[3,4]{1,0} %select.14, f32[] %constant.0), dimensions={1}, to_apply=%topk_max_f32
+  %reduce.16 = f32[3]{0} reduce(f32[3,4]{1,0} %select.14, f32[] %constant.0), dimensions={1}, to_apply=%reducer_maximum_f32
   %reshape.21 = f32[1,3]{1,0} reshape(f32[3]{0} %reduce.16)
   %concatenate.23 = f32[2,3]{1,0} concatenate(f32[1,3]{1,0} %reshape.10, f32[1,3]{1,0} %reshape.21), dimensions={0}
   %transpose.24 = f32[3,2]{1,0} transpose(f32[2,3]{1,0} %concatenate.23), dimensions={1,0}
@@ -68,20 +68,20 @@ ENTRY %main (x: f32[3,4]) -> (f32[3,2], s32[3,2]) {
   %compare.18 = pred[3,4]{1,0} compare(f32[3,4]{1,0} %select.14, f32[3,4]{1,0} %broadcast.17), direction=EQ
   %select.15 = s32[3,4]{1,0} select(pred[3,4]{1,0} %compare.13, s32[3,4]{1,0} %b, s32[3,4]{1,0} %broadcast.3)
   %select.19 = s32[3,4]{1,0} select(pred[3,4]{1,0} %compare.18, s32[3,4]{1,0} %select.15, s32[3,4]{1,0} %broadcast.3)
-  %reduce.20 = s32[3]{0} reduce(s32[3,4]{1,0} %select.19, s32[] %constant.4), dimensions={1}, to_apply=%topk_min_s32
+  %reduce.20 = s32[3]{0} reduce(s32[3,4]{1,0} %select.19, s32[] %constant.4), dimensions={1}, to_apply=%reducer_minimum_s32
   %reshape.22 = s32[1,3]{1,0} reshape(s32[3]{0} %reduce.20)
   %concatenate.25 = s32[2,3]{1,0} concatenate(s32[1,3]{1,0} %reshape.11, s32[1,3]{1,0} %reshape.22), dimensions={0}
   %transpose.26 = s32[3,2]{1,0} transpose(s32[2,3]{1,0} %concatenate.25), dimensions={1,0}
   ROOT %t = (f32[3,2]{1,0}, s32[3,2]{1,0}) tuple(f32[3,2]{1,0} %transpose.24, s32[3,2]{1,0} %transpose.26)
 }
 
-%topk_max_f32 (a: f32[], b: f32[]) -> f32[] {
+%reducer_maximum_f32 (a: f32[], b: f32[]) -> f32[] {
   %a = f32[] parameter(0)
   %b = f32[] parameter(1)
   ROOT %maximum.0 = f32[] maximum(f32[] %a, f32[] %b)
 }
 
-%topk_min_s32 (a: s32[], b: s32[]) -> s32[] {
+%reducer_minimum_s32 (a: s32[], b: s32[]) -> s32[] {
   %a = s32[] parameter(0)
   %b = s32[] parameter(1)
   ROOT %minimum.0 = s32[] minimum(s32[] %a, s32[] %b)

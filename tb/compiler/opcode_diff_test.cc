@@ -806,6 +806,63 @@ Generator GatherScatterCase(const std::string& kind) {
   };
 }
 
+// One element along the minor dimension per row (take_along_axis through batching dimensions), or at one
+// position for all rows, gathered or scatter-added (one-hot-gathers): indices from 3 below 0 to 3 past the
+// end (a gather clamps, a scatter skips).
+Generator TakeAlongCase(bool scatter) {
+  return [scatter](Rng& rng, int index) {
+    ModuleBuilder b;
+    const bool per_row = index % 2 == 0;
+    const int64_t a = 1 + static_cast<int64_t>(rng() % 5), r = RandomSize(rng) % 12 + 1, v = RandomSize(rng);
+    Value p = b.Parameter(F32, {a, r, v}, Domain::kSpecial);
+    Value indices = per_row ? b.Parameter(S32, {a, r, 1, 1}, Domain::kInteger) : b.Parameter(S32, {1}, Domain::kInteger);
+    const std::string batching = per_row ? "operand_batching_dims={0,1}, start_indices_batching_dims={0,1}, index_vector_dim=3"
+                                         : "index_vector_dim=0";
+    Value result;
+    if (!scatter) {
+      const std::vector<int64_t> out = per_row ? std::vector<int64_t>{a, r, 1} : std::vector<int64_t>{a, r};
+      const std::string sizes = per_row ? "{1,1,1}" : "{" + std::to_string(a) + "," + std::to_string(r) + ",1}";
+      result = b.Op(F32, out, "gather", {p, indices},
+                    std::string("offset_dims=") + (per_row ? "{}" : "{0,1}") + ", collapsed_slice_dims={2}, " +
+                        "start_index_map={2}, " + batching + ", slice_sizes=" + sizes);
+    } else {
+      Value updates = b.Parameter(F32, per_row ? std::vector<int64_t>{a, r, 1} : std::vector<int64_t>{a, r}, Domain::kSpecial);
+      const std::string window = per_row ? "update_window_dims={}" : "update_window_dims={0,1}";
+      const std::string batching_scatter = per_row ? "input_batching_dims={0,1}, scatter_indices_batching_dims={0,1}, index_vector_dim=3"
+                                                   : "index_vector_dim=0";
+      result = b.Op(F32, {a, r, v}, "scatter", {p, indices, updates},
+                    window + ", inserted_window_dims={2}, scatter_dims_to_operand_dims={2}, " + batching_scatter +
+                        ", to_apply=" + b.Reducer("add", F32));
+    }
+    DiffCase c = Finish(b, scatter ? "take_along_scatter" : "take_along", {result}, rng, true);
+    Literal& values = c.arguments[1];
+    for (int64_t i = 0; i < values.element_count(); ++i) {
+      values.Set<int32_t>(i, static_cast<int32_t>(static_cast<int64_t>(rng() % static_cast<uint32_t>(v + 6)) - 3));
+    }
+    return c;
+  };
+}
+
+// Reductions of pred values with and / or (min / max of their 0/1 words).
+Generator LogicalReduceCase(const std::string& op) {
+  return [op](Rng& rng, int index) {
+    ModuleBuilder b;
+    const int rank = 1 + index % 3;
+    const std::vector<int64_t> dims = RandomDims(rng, rank);
+    Value x = b.Parameter(PRED, dims, Domain::kInteger);
+    const int64_t reduced = static_cast<int64_t>(rng() % static_cast<uint32_t>(rank));
+    std::vector<int64_t> out;
+    for (int d = 0; d < rank; ++d) {
+      if (d != reduced) out.push_back(dims[d]);
+    }
+    Value init = b.ScalarConstant(PRED, op == "and" ? 1 : 0);
+    return Finish(b, "reduce_" + op,
+                  {b.Op(PRED, out, "reduce", {x, init}, "dimensions={" + std::to_string(reduced) + "}, to_apply=" +
+                                                            b.Reducer(op, PRED))},
+                  rng, true);
+  };
+}
+
 // bitcast-convert between f32, s32 and u32 (no code: the same words): f32 specials (NaN, infinities,
 // signed zeros) to s32, their sign flipped as integers and read back as f32; u32 words read as f32.
 DiffCase BitcastConvertCase(Rng& rng, int index) {
@@ -1040,6 +1097,12 @@ std::vector<OpcodeSpec> AllSpecs() {
   for (const char* op : {"floor", "ceil", "round-nearest-even", "round-nearest-afz"}) {
     add(op, UnaryCase(op, F32, Domain::kSpecial, true));
   }
+  add("is_finite", [](Rng& rng, int index) {
+    ModuleBuilder b;
+    const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
+    Value x = b.Parameter(F32, dims, Domain::kSpecial);  // infinities and NaN among them
+    return Finish(b, "is_finite", {b.Op(PRED, dims, "is-finite", {x})}, rng, true);
+  });
   add("exponential", UnaryCase("exponential", F32, Domain::kExp, false));
   add("log", UnaryCase("log", F32, Domain::kPositive, false));
   add("rsqrt", UnaryCase("rsqrt", F32, Domain::kPositive, false));
@@ -1052,6 +1115,19 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("power", PowerCase);
   add("broadcast_f32", [](Rng& rng, int i) { return BroadcastCase(F32, rng, i); });
   add("broadcast_s32", [](Rng& rng, int i) { return BroadcastCase(S32, rng, i); });
+  // Leading dimensions added to an operand of rank 1 to 3 (its lines repeated).
+  add("broadcast_leading", [](Rng& rng, int index) {
+    ModuleBuilder b;
+    const int source_rank = 1 + index % 3;
+    const std::vector<int64_t> source = RandomDims(rng, source_rank, 2000);
+    std::vector<int64_t> dims = {1 + static_cast<int64_t>(rng() % 5)};
+    if (index % 2) dims.push_back(1 + static_cast<int64_t>(rng() % 4));
+    std::vector<int64_t> mapped;
+    for (int i = 0; i < source_rank; ++i) mapped.push_back(static_cast<int64_t>(dims.size()) + i);
+    dims.insert(dims.end(), source.begin(), source.end());
+    Value x = b.Parameter(F32, source, Domain::kSpecial);
+    return Finish(b, "broadcast_leading", {b.Op(F32, dims, "broadcast", {x}, "dimensions=" + Dims(mapped))}, rng, true);
+  });
   add("reshape", ReshapeCase);
   add("transpose_f32", [](Rng& rng, int i) { return TransposeCase(F32, rng, i); });
   add("transpose_s32", [](Rng& rng, int i) { return TransposeCase(S32, rng, i); });
@@ -1076,6 +1152,10 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("bitcast_convert", BitcastConvertCase);
   add("dot_general", GeneralDotCase);
   for (const char* kind : {"gather", "scatter_add", "scatter_add_s32", "scatter_replace"}) add(kind, GatherScatterCase(kind));
+  add("take_along_gather", TakeAlongCase(false));
+  add("take_along_scatter", TakeAlongCase(true));
+  add("reduce_and", LogicalReduceCase("and"));
+  add("reduce_or", LogicalReduceCase("or"));
   add("dynamic_slice", DynamicSliceCase(false));
   add("dynamic_update_slice", DynamicSliceCase(true));
   for (const char* kind : {"pred", "index", "in_loop", "loop_in_branch"}) {

@@ -296,3 +296,13 @@ def test_embedding_lookup_and_its_gradient_match_cpu():
     loss = lambda table, tokens: jnp.sum(jnp.tanh(table[tokens]) ** 2)
     assert_matches_cpu(lambda t, ids: t[ids], table, tokens, rtol=0, atol=0)
     assert_matches_cpu(jax.grad(loss), table, tokens)
+
+
+def test_integer_label_cross_entropy_and_its_gradient_match_cpu():
+    """optax's cross-entropy with integer labels: take_along_axis (a gather with batching dimensions), its
+    gradient (a scatter-add), and the label range check (is-finite, and-reductions)."""
+    import optax
+    logits = random((4, 8, 50), 70, scale=2.0)
+    labels = ((np.arange(32) * 7) % 50).astype(np.int32).reshape(4, 8)
+    loss = lambda logits, labels: optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+    assert_matches_cpu(jax.value_and_grad(loss), logits, labels)
