@@ -594,7 +594,7 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   for (const Loop& loop : loops_) {
     for (const HloInstruction* initial : loop.instruction->operand(0)->operands()) needed.insert(BufferOf(initial));
     for (size_t i = 0; i < loop.instruction->shape().tuple_shapes.size(); ++i) needed.insert(BufferOf(LoopResult(loop, i)));
-    needed.insert(BufferOf(LoopPredicate(loop)));
+    if (!loop.scalar_test) needed.insert(BufferOf(LoopPredicate(loop)));
   }
   // Conditionals read their selector and copy their branches' results into the result buffers.
   for (const Conditional& conditional : conditionals_) {
@@ -635,7 +635,11 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   for (const Loop& loop : loops_) {
     for (const HloInstruction* initial : loop.instruction->operand(0)->operands()) read_at(initial, loop.begin);
     for (size_t i = 0; i < loop.instruction->shape().tuple_shapes.size(); ++i) read_at(LoopResult(loop, i), loop.end);
-    read_at(LoopPredicate(loop), loop.test);
+    if (loop.scalar_test) {
+      for (const HloInstruction* side : LoopPredicate(loop)->operands()) read_at(side, loop.test);
+    } else {
+      read_at(LoopPredicate(loop), loop.test);
+    }
   }
   for (const Conditional& conditional : conditionals_) {
     const size_t branches = conditional.branches.size();

@@ -323,6 +323,9 @@ class CodeGenerator {
     std::vector<int64_t> staged;
     std::vector<uint32_t> staged_offsets;
     Assembler::Label top, exit;
+    // The condition compares two s32 scalars, each a constant or an element of the state (a counted
+    // loop): the sequencer loads them with SLD and branches itself; the compare has no code.
+    bool scalar_test = false;
   };
   static constexpr int kMaxLoopNesting = 64;
   // The instructions of `computation` in post order with, in place of each while, its condition's and
@@ -336,6 +339,7 @@ class CodeGenerator {
   const HloInstruction* LoopPredicate(const Loop& loop) const;               // the condition's root
   Status EmitLoopEntry(const Loop& loop);
   Status EmitLoopTest(const Loop& loop);
+  Status EmitScalarLoopTest(const Loop& loop);
   Status EmitLoopBack(const Loop& loop);
 
   // --- conditionals (control_flow.cc) ---

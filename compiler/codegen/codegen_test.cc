@@ -432,6 +432,50 @@ ENTRY %main (x: f32[12,20], w: f32[20,20]) -> (f32[12,20], s32[]) {
   EXPECT_GT(run.instret, uint32_t(trips) * stats.instructions / 2);
 }
 
+// A counted loop (the condition compares the s32 counter with a constant) is tested by the sequencer: the
+// compare has no code (no VCMP in the program), and the loop runs as often as the interpreter says.
+TEST(CodegenTest, CountedLoopsAreTestedOnTheSequencer) {
+  const std::string text = R"(HloModule counted
+%cond (p: (f32[4,20], s32[])) -> pred[] {
+  %p = (f32[4,20], s32[]) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=1
+  %limit = s32[] constant(7)
+  ROOT %lt = pred[] compare(%i, %limit), direction=LT
+}
+%body (p: (f32[4,20], s32[])) -> (f32[4,20], s32[]) {
+  %p = (f32[4,20], s32[]) parameter(0)
+  %x = f32[4,20] get-tuple-element(%p), index=0
+  %i = s32[] get-tuple-element(%p), index=1
+  %half = f32[] constant(0.5)
+  %halves = f32[4,20] broadcast(%half), dimensions={}
+  %y = f32[4,20] add(%x, %halves)
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  ROOT %t = (f32[4,20], s32[]) tuple(%y, %next)
+}
+ENTRY %main (x: f32[4,20]) -> (f32[4,20], s32[]) {
+  %x = f32[4,20] parameter(0)
+  %zero = s32[] constant(0)
+  %init = (f32[4,20], s32[]) tuple(%x, %zero)
+  %w = (f32[4,20], s32[]) while(%init), condition=%cond, body=%body
+  %r = f32[4,20] get-tuple-element(%w), index=0
+  %n = s32[] get-tuple-element(%w), index=1
+  ROOT %out = (f32[4,20], s32[]) tuple(%r, %n)
+}
+)";
+  std::vector<hlo::Literal> expected;
+  const RunResult run = CompileRunAndCompare(text, {}, 1, nullptr, &expected);
+  ASSERT_EQ(run.outputs.size(), 2u);
+  EXPECT_EQ(run.outputs[1].Get<int32_t>(0), 7);
+  StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
+  ASSERT_TRUE(module.ok());
+  StatusOr<Program> program = Compile(**module, {});
+  ASSERT_TRUE(program.ok()) << program.status();
+  for (uint64_t word : program->code) {
+    EXPECT_NE(static_cast<uint8_t>(word >> 56), static_cast<uint8_t>(isa::Opcode::VCMP)) << "a compare was lowered";
+  }
+}
+
 // A conditional as JAX writes lax.cond: an s32 index the device computes from the data (a converted pred),
 // a tuple passed to one branch (a dot in it) and an array to the other, a tuple result; the branch taken
 // is the one the interpreter takes, under the sync checker.

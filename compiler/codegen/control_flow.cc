@@ -7,7 +7,9 @@
 //     copy the initial values into the state buffers
 //   top:
 //     the condition's instructions
-//     DMA its pred into VMEM, SLD it into a register, branch to exit when it is 0
+//     DMA its pred into VMEM, SLD it into a register, branch to exit when it is 0 (a condition that
+//     compares two s32 scalars of the state or constants -- a counted loop -- has no code of its own:
+//     the two are loaded with SLD and compared by the branch)
 //     the body's instructions
 //     copy the body's results into the state buffers (through temps when one reads another's old value)
 //     JMP top
@@ -78,6 +80,22 @@ Status CheckWhile(const HloInstruction& loop) {
                                               "the parameter of " + computation->name()));
   }
   return CheckOnlyElementUsers(loop, loop, "its result");
+}
+
+// Whether the loop's condition is compare(a, b) of two s32 scalars, each a constant or an element of the
+// loop state: the sequencer then tests it itself (EmitLoopTest).
+bool IsScalarTest(const HloInstruction& loop) {
+  const HloInstruction* predicate = Condition(loop)->root_instruction();
+  if (predicate->opcode() != HloOpcode::kCompare) return false;
+  for (const HloInstruction* side : predicate->operands()) {
+    if (side->shape().IsTuple() || side->shape().rank() != 0 || side->shape().element_type != hlo::PrimitiveType::S32) {
+      return false;
+    }
+    const bool state = side->opcode() == HloOpcode::kGetTupleElement && side->operand(0)->opcode() == HloOpcode::kParameter;
+    const bool constant = side->opcode() == HloOpcode::kConstant && side->has_literal();
+    if (!state && !constant) return false;
+  }
+  return true;
 }
 
 Status CheckConditional(const HloInstruction& conditional) {
@@ -170,6 +188,7 @@ Status CodeGenerator::AppendProgramOrder(const hlo::HloComputation& computation,
       TPU_RETURN_IF_ERROR(CheckWhile(*instruction));
       Loop loop;
       loop.instruction = instruction;
+      loop.scalar_test = IsScalarTest(*instruction);
       loop.begin = static_cast<int64_t>(order->size());
       TPU_RETURN_IF_ERROR(append_inline(*instruction, *Condition(*instruction)));
       loop.test = static_cast<int64_t>(order->size()) - 1;  // the condition's root comes last
@@ -244,6 +263,7 @@ Status CodeGenerator::EmitLoopEntry(const Loop& loop) {
 
 Status CodeGenerator::EmitLoopTest(const Loop& loop) {
   const HloInstruction* predicate = LoopPredicate(loop);
+  if (loop.scalar_test) return EmitScalarLoopTest(loop);
   TPU_ASSIGN_OR_RETURN(ScopedReg hbm, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg one, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg value, NewReg());
@@ -253,6 +273,49 @@ Status CodeGenerator::EmitLoopTest(const Loop& loop) {
   asm_.Sync(kSyncDma);
   asm_.Sld(value, kZeroReg, 0);
   asm_.Beq(value, kZeroReg, loop.exit);
+  return OkStatus();
+}
+
+Status CodeGenerator::EmitScalarLoopTest(const Loop& loop) {
+  const HloInstruction& compare = *LoopPredicate(loop);
+  ScopedReg sides[2];
+  for (int i = 0; i < 2; ++i) {
+    const HloInstruction& side = *compare.operand(i);
+    TPU_ASSIGN_OR_RETURN(sides[i], NewReg());
+    if (side.opcode() == HloOpcode::kConstant) {
+      asm_.Li(sides[i], static_cast<uint32_t>(side.literal().Get<int32_t>(0)));
+      continue;
+    }
+    TPU_ASSIGN_OR_RETURN(ScopedReg hbm, NewReg());
+    TPU_ASSIGN_OR_RETURN(ScopedReg one, NewReg());
+    LoadAddress(hbm, &side, 0);
+    asm_.Li(one, 1);
+    asm_.DmaLoad(hbm, kZeroReg, one, 1);  // VMEM line 0: lane 0 holds the state element
+    asm_.Sync(kSyncDma);
+    asm_.Sld(sides[i], kZeroReg, 0);
+  }
+  const Reg a = sides[0], b = sides[1];
+  // Leave the loop when `a direction b` does not hold.
+  switch (compare.comparison_direction()) {
+    case hlo::ComparisonDirection::kLt: {
+      Assembler::Label body = asm_.NewLabel();
+      asm_.Blt(a, b, body);
+      asm_.Jmp(loop.exit);
+      asm_.Bind(body);
+      break;
+    }
+    case hlo::ComparisonDirection::kGt: {
+      Assembler::Label body = asm_.NewLabel();
+      asm_.Blt(b, a, body);
+      asm_.Jmp(loop.exit);
+      asm_.Bind(body);
+      break;
+    }
+    case hlo::ComparisonDirection::kLe: asm_.Blt(b, a, loop.exit); break;
+    case hlo::ComparisonDirection::kGe: asm_.Blt(a, b, loop.exit); break;
+    case hlo::ComparisonDirection::kEq: asm_.Bne(a, b, loop.exit); break;
+    case hlo::ComparisonDirection::kNe: asm_.Beq(a, b, loop.exit); break;
+  }
   return OkStatus();
 }
 

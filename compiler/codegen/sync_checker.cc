@@ -79,13 +79,27 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
   };
   std::map<uint32_t, uint32_t> scalar_loads;  // SLD executions per pc
   constexpr uint32_t kScalarLoadTrueReads = 2;
+  // Registers whose value comes from an SLD (data), and how often each branch on data ran. Such a branch
+  // goes into the loop (or branch) the first kScalarLoadTrueReads times and out afterwards, whatever the
+  // compare: falling through, except for the idiom `B.. rs1, rs2, pc+2; JMP out`, where it is taken.
+  std::array<bool, 16> data{};
+  std::map<uint32_t, uint32_t> data_branches;
+  auto data_branch = [&](const isa::Instr& in, uint32_t at) -> std::optional<bool> {
+    if (!data[in.rs1] && !data[in.rs2]) return std::nullopt;
+    const bool into = ++data_branches[at] <= kScalarLoadTrueReads;
+    const bool skips_a_jump = in.imm == at + 2 && at + 1 < code.size() &&
+                              isa::Decode(code[at + 1]).opcode == static_cast<uint8_t>(Opcode::JMP);
+    return skips_a_jump ? into : !into;
+  };
   uint32_t pc = 0;
   for (uint64_t step = 0; step < options.max_steps; ++step) {
     if (pc >= code.size()) return FailedPrecondition("pc " + std::to_string(pc) + " runs past the program");
     const isa::Instr in = isa::Decode(code[pc]);
     const Opcode op = static_cast<Opcode>(in.opcode);
-    auto set = [&](uint32_t value) {
-      if (in.rd != 0) s[in.rd] = value;
+    auto set = [&](uint32_t value, bool from_data = false) {
+      if (in.rd == 0) return;
+      s[in.rd] = value;
+      data[in.rd] = from_data;
     };
     uint32_t next = pc + 1;
     int unit = -1;
@@ -98,13 +112,20 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
       case Opcode::NOP: break;
       case Opcode::HALT: return OkStatus();
       case Opcode::LI: set(in.imm); break;
-      case Opcode::ADDI: set(s[in.rs1] + in.imm); break;
-      case Opcode::ADD: set(s[in.rs1] + s[in.rs2]); break;
-      case Opcode::SUB: set(s[in.rs1] - s[in.rs2]); break;
-      case Opcode::MUL: set(s[in.rs1] * s[in.rs2]); break;
-      case Opcode::BNE: if (s[in.rs1] != s[in.rs2]) next = in.imm; break;
-      case Opcode::BEQ: if (s[in.rs1] == s[in.rs2]) next = in.imm; break;
-      case Opcode::BLT: if (static_cast<int32_t>(s[in.rs1]) < static_cast<int32_t>(s[in.rs2])) next = in.imm; break;
+      case Opcode::ADDI: set(s[in.rs1] + in.imm, data[in.rs1]); break;
+      case Opcode::ADD: set(s[in.rs1] + s[in.rs2], data[in.rs1] || data[in.rs2]); break;
+      case Opcode::SUB: set(s[in.rs1] - s[in.rs2], data[in.rs1] || data[in.rs2]); break;
+      case Opcode::MUL: set(s[in.rs1] * s[in.rs2], data[in.rs1] || data[in.rs2]); break;
+      case Opcode::BNE:
+      case Opcode::BEQ:
+      case Opcode::BLT: {
+        bool taken = op == Opcode::BNE   ? s[in.rs1] != s[in.rs2]
+                     : op == Opcode::BEQ ? s[in.rs1] == s[in.rs2]
+                                         : static_cast<int32_t>(s[in.rs1]) < static_cast<int32_t>(s[in.rs2]);
+        if (const std::optional<bool> on_data = data_branch(in, pc)) taken = *on_data;
+        if (taken) next = in.imm;
+        break;
+      }
       case Opcode::JMP: next = in.imm; break;
       case Opcode::SLD: {
         // The sequencer reads the line at issue: no unit may still write it.
@@ -121,9 +142,9 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
             }
           }
         }
-        // The value is data: loops and branches on it are followed by reading 1 the first
-        // kScalarLoadTrueReads times each SLD executes, then 0 (a loop condition: two iterations, then out).
-        set(++scalar_loads[pc] <= kScalarLoadTrueReads ? 1u : 0u);
+        // The value is data (branches on it: data_branch); it reads 1 the first kScalarLoadTrueReads
+        // times each SLD executes, then 0, for the addresses computed from it.
+        set(++scalar_loads[pc] <= kScalarLoadTrueReads ? 1u : 0u, /*from_data=*/true);
         break;
       }
       case Opcode::SYNC:

@@ -1,6 +1,7 @@
 // Checks that a program synchronizes its units: it follows the program's control flow (scalar
-// instructions; an SLD, whose value is data, reads 1 the first two times it executes and 0 afterwards,
-// so a loop on a device-computed condition is followed through two iterations and out) and, at each unit instruction, compares the VMEM
+// instructions; a branch on a value an SLD read -- data -- goes into its loop or branch the first two
+// times it runs and out afterwards, so a loop on a device-computed condition or counter is followed
+// through two iterations and out) and, at each unit instruction, compares the VMEM
 // lines it touches with those of the instructions other units may still be executing (the last one
 // issued to each unit, until a SYNC naming that unit). A read or write of lines another unit may still
 // write, or a write of lines another unit may still read, is a race: the reference model (which runs

@@ -654,6 +654,27 @@ DiffCase ChainCase(Rng& rng, int index) {
   return Finish(b, "chain", {values.back(), values[values.size() / 2]}, rng, false);
 }
 
+// A loop condition `state` -> pred[]: element 0 (the s32 counter) below `limit`, written as i < n
+// (form 0), n > i, i <= n-1, n-1 >= i or i != n (the counter starts at 0 and counts up).
+std::string CountedCondition(const std::string& name, const std::string& state, const std::string& limit,
+                             int form = 0) {
+  static const char* kForms[] = {"compare(%i, %n), direction=LT", "compare(%n, %i), direction=GT",
+                                 "compare(%i, %m), direction=LE", "compare(%m, %i), direction=GE",
+                                 "compare(%i, %n), direction=NE"};
+  return "%" + name + " (p: " + state + ") -> pred[] {\n  %p = " + state + " parameter(0)\n"
+         "  %i = s32[] get-tuple-element(%p), index=0\n  %n = s32[] constant(" + limit + ")\n"
+         "  %m = s32[] constant(" + std::to_string(std::stoi(limit) - 1) + ")\n"
+         "  ROOT %test = pred[] " + kForms[form % 5] + "\n}\n\n";
+}
+
+// The first lines of a loop body over (s32 counter, `array` x, `array` y): %i, %x, %y and %next = %i + 1.
+std::string UnpackCountedState(const std::string& state, const std::string& array) {
+  return "  %p = " + state + " parameter(0)\n  %i = s32[] get-tuple-element(%p), index=0\n"
+         "  %x = " + array + " get-tuple-element(%p), index=1\n"
+         "  %y = " + array + " get-tuple-element(%p), index=2\n"
+         "  %one = s32[] constant(1)\n  %next = s32[] add(%i, %one)\n";
+}
+
 // while loops (control_flow.cc): `kind` "counted" (a fori loop: s32 counter against a constant trip count
 // 0..5), "swap" (the body exchanges two state elements: staged back-edge copies), "data_dependent" (the
 // condition reduces the state: the trip count depends on the values) and "nested" (a counted loop in
@@ -665,14 +686,9 @@ Generator WhileCase(const std::string& kind) {
     const std::string state = "(s32[], " + array + ", " + array + ")";
     const std::string trips = std::to_string(index % 6);
     auto counted_condition = [&](const std::string& name, const std::string& limit) {
-      return "%" + name + " (p: " + state + ") -> pred[] {\n  %p = " + state + " parameter(0)\n"
-             "  %i = s32[] get-tuple-element(%p), index=0\n  %n = s32[] constant(" + limit + ")\n"
-             "  ROOT %lt = pred[] compare(%i, %n), direction=LT\n}\n\n";
+      return CountedCondition(name, state, limit, index % 5);
     };
-    const std::string unpack = "  %p = " + state + " parameter(0)\n  %i = s32[] get-tuple-element(%p), index=0\n"
-                               "  %x = " + array + " get-tuple-element(%p), index=1\n"
-                               "  %y = " + array + " get-tuple-element(%p), index=2\n"
-                               "  %one = s32[] constant(1)\n  %next = s32[] add(%i, %one)\n";
+    const std::string unpack = UnpackCountedState(state, array);
     std::string text = "HloModule while_" + kind + "\n\n%add (a: f32[], b: f32[]) -> f32[] {\n"
                        "  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  ROOT %s = f32[] add(%a, %b)\n}\n\n";
     std::string condition = "cond", body = "body";
@@ -980,15 +996,8 @@ Generator ConditionalCase(const std::string& kind) {
     } else {
       const std::string state = "(s32[], " + array + ", " + array + ")";
       const std::string trips = std::to_string(index % 5);
-      auto counted = [&](const std::string& cond, const std::string& limit) {
-        return "%" + cond + " (p: " + state + ") -> pred[] {\n  %p = " + state + " parameter(0)\n"
-               "  %i = s32[] get-tuple-element(%p), index=0\n  %n = s32[] constant(" + limit + ")\n"
-               "  ROOT %lt = pred[] compare(%i, %n), direction=LT\n}\n\n";
-      };
-      const std::string unpack = "  %p = " + state + " parameter(0)\n  %i = s32[] get-tuple-element(%p), index=0\n"
-                                 "  %x = " + array + " get-tuple-element(%p), index=1\n"
-                                 "  %y = " + array + " get-tuple-element(%p), index=2\n"
-                                 "  %one = s32[] constant(1)\n  %next = s32[] add(%i, %one)\n";
+      auto counted = [&](const std::string& cond, const std::string& limit) { return CountedCondition(cond, state, limit); };
+      const std::string unpack = UnpackCountedState(state, array);
       if (kind == "in_loop") {
         // Even iterations take the tuple branch on (x, y), odd ones the array branch on y.
         text += tuple_branch("on_true") + array_branch("on_false") + counted("cond", trips);
