@@ -741,9 +741,29 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
     }
   }
 
+  // A loop body's result for an element whose old value the body no longer reads by then is computed
+  // straight into the element's state buffer: the state stays in place, the back edge copies nothing.
+  std::map<const HloInstruction*, std::pair<size_t, size_t>> in_state;  // result -> (loop, element)
+  for (size_t l = 0; l < loops_.size(); ++l) {
+    const Loop& loop = loops_[l];
+    const hlo::HloComputation* body = loop.instruction->called_computation("body");
+    for (size_t i = 0; i < loop.instruction->shape().tuple_shapes.size(); ++i) {
+      const HloInstruction* result = BufferOf(LoopResult(loop, i));
+      if (result->parent() != body || needed.count(result) == 0 || locations_.count(result) > 0 ||
+          in_state.count(result) > 0 || !OpcodeHandlers().Find(result->opcode())->emit) {
+        continue;
+      }
+      bool reads_done = true;
+      for (const HloInstruction* old : StateElements(loop, i)) {
+        if (old->parent() == body) reads_done = reads_done && InPlaceAfterLastRead(*result, *old, position, last_use);
+      }
+      if (reads_done) in_state[result] = {l, i};
+    }
+  }
+
   // Temporaries: liveness-based offsets in the temp region.
   for (const HloInstruction* instruction : order) {
-    if (needed.count(instruction) == 0 || locations_.count(instruction) > 0) continue;
+    if (needed.count(instruction) == 0 || locations_.count(instruction) > 0 || in_state.count(instruction) > 0) continue;
     if (BufferOf(instruction) != instruction) continue;
     BufferRequest request;
     request.id = position[instruction];
@@ -828,6 +848,7 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
       if (loop.staged[i] >= 0) loop.staged_offsets[i] = assignment.offsets.at(loop.staged[i]);
     }
   }
+  for (const auto& [result, element] : in_state) locations_[result] = loops_[element.first].state[element.second];
   for (const BufferRequest& request : requests) {
     if (request.id < end_position) {
       locations_[order[request.id]] = Location{RegionKind::kTemp, 0, assignment.offsets.at(request.id)};

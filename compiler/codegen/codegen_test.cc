@@ -474,6 +474,54 @@ ENTRY %main (x: f32[4,20]) -> (f32[4,20], s32[]) {
   for (uint64_t word : program->code) {
     EXPECT_NE(static_cast<uint8_t>(word >> 56), static_cast<uint8_t>(isa::Opcode::VCMP)) << "a compare was lowered";
   }
+  // Both results are computed straight into the state (the body reads neither old value afterwards): the
+  // back edge is the jump alone.
+  auto back_edge_words = [](const Program& program) {
+    for (const CodeRange& range : program.code_ranges) {
+      if (range.what.find(": next iteration") != std::string::npos) return range.end - range.begin;
+    }
+    return uint32_t{0};
+  };
+  EXPECT_EQ(back_edge_words(*program), 1u);
+  // A result computed while the body still reads its element's old value later (z reads x after y is
+  // computed) goes to a temp and is copied at the back edge; z itself, the last reader of w, is in place.
+  const std::string later_read = R"(HloModule later
+%cond (p: (f32[4,20], f32[4,20], s32[])) -> pred[] {
+  %p = (f32[4,20], f32[4,20], s32[]) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=2
+  %limit = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %limit), direction=LT
+}
+%body (p: (f32[4,20], f32[4,20], s32[])) -> (f32[4,20], f32[4,20], s32[]) {
+  %p = (f32[4,20], f32[4,20], s32[]) parameter(0)
+  %x = f32[4,20] get-tuple-element(%p), index=0
+  %w = f32[4,20] get-tuple-element(%p), index=1
+  %i = s32[] get-tuple-element(%p), index=2
+  %half = f32[] constant(0.5)
+  %halves = f32[4,20] broadcast(%half), dimensions={}
+  %y = f32[4,20] add(%x, %halves)
+  %z = f32[4,20] multiply(%x, %w)
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  ROOT %t = (f32[4,20], f32[4,20], s32[]) tuple(%y, %z, %next)
+}
+ENTRY %main (x: f32[4,20], w: f32[4,20]) -> (f32[4,20], f32[4,20]) {
+  %x = f32[4,20] parameter(0)
+  %w = f32[4,20] parameter(1)
+  %zero = s32[] constant(0)
+  %init = (f32[4,20], f32[4,20], s32[]) tuple(%x, %w, %zero)
+  %loop = (f32[4,20], f32[4,20], s32[]) while(%init), condition=%cond, body=%body
+  %rx = f32[4,20] get-tuple-element(%loop), index=0
+  %rw = f32[4,20] get-tuple-element(%loop), index=1
+  ROOT %out = (f32[4,20], f32[4,20]) tuple(%rx, %rw)
+}
+)";
+  CompileRunAndCompare(later_read);
+  StatusOr<std::unique_ptr<hlo::HloModule>> reads = hlo::ParseHloModule(later_read);
+  ASSERT_TRUE(reads.ok()) << reads.status();
+  StatusOr<Program> copied = Compile(**reads, {});
+  ASSERT_TRUE(copied.ok()) << copied.status();
+  EXPECT_GT(back_edge_words(*copied), 1u);
 }
 
 // A conditional as JAX writes lax.cond: an s32 index the device computes from the data (a converted pred),

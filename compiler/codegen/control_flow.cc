@@ -15,7 +15,9 @@
 //     JMP top
 //   exit:
 // The body's get-tuple-elements of its parameter, the condition's and the loop's own are the state
-// buffers themselves: the state stays in place across iterations and after the loop.
+// buffers themselves: the state stays in place across iterations and after the loop. A result the body
+// computes after its last read of the element's old value is computed straight into the state buffer
+// (codegen.cc, `in_state`): the back edge copies only the others.
 //
 // A conditional's branches read the values passed to them in place (branch_inputs_), and each copies its
 // results into the conditional's result buffers, one per element:
