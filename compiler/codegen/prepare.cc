@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "compiler/passes/arg_reductions.h"
 #include "compiler/passes/bf16_normalization.h"
 #include "compiler/passes/canonicalize_dots.h"
 #include "compiler/passes/codegen_legalization.h"
@@ -44,6 +45,7 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   // Before legalization, which takes apart the transposes of rank 3 and more this adds.
   pipeline->AddPass<MatrixDots>();
   pipeline->AddPass<OneHotGathers>();
+  pipeline->AddPass<ArgReductions>();
   pipeline->AddPass<CodegenLegalization>(CodegenLegalizationOptions{options.lanes});
   pipeline->AddPass<CanonicalizeDots>();
   // Before reshape-through-transpose, which turns the column this leaves into the row.

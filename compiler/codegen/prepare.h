@@ -12,6 +12,8 @@
 //                                   dimensions into rank-2 dots (one per batch index)
 //   one-hot-gathers                 gathers and scatters of one element along a dimension (take_along_axis)
 //                                   into selections against an iota and a max-reduce
+//   arg-reductions                  argmax/argmin (variadic reduce of values and positions) into max/min
+//                                   and first-index reductions
 //   codegen-legalization            reductions and transposes into the forms codegen takes
 //   canonicalize-dots               rank-2 dots read transposed operands directly; a lhs contracting its
 //                                   dimension 0 is transposed explicitly

@@ -345,20 +345,55 @@ bool ReductionInit::KeepsPaddingZero() const {
   }
 }
 
-// A broadcast that adds a new minor dimension to a value of rank 2 or more, [A,B] -> [A,B,C] with
-// dimensions={0,1} (softmax's and layer norm's keep-dims broadcasts over the last axis): the value as one
-// column [A*B], broadcast to [A*B,C] along dimension 0, read as [A,B,C].
+// A broadcast that inserts dimensions before the minor one, which it keeps ([A,C] -> [A,B,C],
+// dimensions={0,2}): the operand repeated in front ([B,A,C], its lines copied) and the rows put in order
+// by a transpose that keeps the minor dimension (a row permutation).
+HloInstruction* LegalizeInsertingBroadcast(HloComputation* computation, HloInstruction* broadcast) {
+  const std::vector<int64_t>& mapped = broadcast->dimensions();
+  const int rank = broadcast->shape().rank(), source_rank = broadcast->operand(0)->shape().rank();
+  if (source_rank < 2 || !std::is_sorted(mapped.begin(), mapped.end()) || mapped.back() != rank - 1) return nullptr;
+  Dims suffix(static_cast<size_t>(source_rank));
+  std::iota(suffix.begin(), suffix.end(), rank - source_rank);
+  if (mapped == suffix) return nullptr;  // only leading dimensions: codegen repeats the lines
+  Dims order;  // the result's dimensions in the order of the repeated operand: new ones, then the operand's
+  for (int64_t d = 0; d < rank; ++d) {
+    if (std::find(mapped.begin(), mapped.end(), d) == mapped.end()) order.push_back(d);
+  }
+  order.insert(order.end(), mapped.begin(), mapped.end());
+  const Dims& dims = broadcast->shape().dimensions;
+  Dims repeated_dims;
+  for (int64_t d : order) repeated_dims.push_back(dims[d]);
+  Builder b(computation, broadcast->shape().element_type);
+  HloInstruction* repeated = b.Add(HloInstruction::CreateBroadcast(b.Shape(repeated_dims), broadcast->operand(0), suffix));
+  Dims permutation(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < rank; ++i) permutation[order[i]] = i;
+  return b.Add(HloInstruction::CreateTranspose(b.Shape(dims), repeated, permutation));
+}
+
+// Broadcasts codegen does not take as they are: those that insert dimensions before the kept minor one
+// (above), and keep-dims broadcasts whose operand's dimensions lead and new ones follow ([A,B] -> [A,B,C]:
+// softmax's and layer norm's over the last axis; [A] -> [A,B,C]): the value as one column [A*B],
+// broadcast to [A*B, C...] along dimension 0, read as the result.
 HloInstruction* LegalizeBroadcast(HloComputation* computation, HloInstruction* broadcast) {
   const HloInstruction* source = broadcast->operand(0);
   const int rank = source->shape().rank();
   std::vector<int64_t> leading(static_cast<size_t>(rank));
   std::iota(leading.begin(), leading.end(), 0);
-  if (rank < 2 || broadcast->shape().rank() != rank + 1 || broadcast->dimensions() != leading) return nullptr;
+  if (rank >= 2 && broadcast->shape().rank() > rank && !broadcast->dimensions().empty() &&
+      broadcast->dimensions().back() == broadcast->shape().rank() - 1) {
+    return LegalizeInsertingBroadcast(computation, broadcast);
+  }
+  // Keep-dims: the operand's dimensions lead, new ones follow ([A,B] -> [A,B,C], [A] -> [A,B,C]).
+  const int result_rank = broadcast->shape().rank();
+  if (rank == 0 || broadcast->dimensions() != leading || (rank == 1 && result_rank == 2) || result_rank <= rank) {
+    return nullptr;
+  }
   Builder b(computation, broadcast->shape().element_type);
   const Dims& dims = broadcast->shape().dimensions;
   const int64_t rows = Product(dims, 0, static_cast<size_t>(rank));
+  const int64_t columns = Product(dims, static_cast<size_t>(rank), dims.size());
   HloInstruction* column = b.Reshape(broadcast->operand(0), {rows});
-  HloInstruction* spread = b.Add(HloInstruction::CreateBroadcast(b.Shape({rows, dims.back()}), column, {0}));
+  HloInstruction* spread = b.Add(HloInstruction::CreateBroadcast(b.Shape({rows, columns}), column, {0}));
   return b.Reshape(spread, dims);
 }
 

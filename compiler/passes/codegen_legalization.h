@@ -26,9 +26,10 @@
 //    [B,M,N] -> [B,N,M] and a row permutation into the output order. The batched transpose pads M to
 //    `lane_multiple`, transposes [B*M',N] -> [N,B*M'] as one rank-2 transpose, reads that as [N,B,M']
 //    (whole lines), permutes the rows to [B,N,M'] and slices M' back to M.
-// Broadcasts that add a new minor dimension to a value of rank 2 or more ([A,B] -> [A,B,C],
-// dimensions={0,1}: softmax over the last axis of a rank-3 value) go through the column [A*B]: reshape,
-// broadcast along dimension 0, reshape.
+// Broadcasts whose operand's dimensions lead and new ones follow ([A,B] -> [A,B,C], dimensions={0,1}:
+// softmax over the last axis of a rank-3 value; [A] -> [A,B,C]) go through the column [A*B] broadcast to
+// [A*B, C...]: reshape, broadcast along dimension 0, reshape. Broadcasts that insert dimensions before the kept minor one
+// ([A,C] -> [A,B,C]) repeat the operand in front and put the rows in order with a row permutation.
 // is-finite of f32 values becomes x - x == 0 (NaN for infinities and NaN); and/or reductions of pred
 // values become min/max reductions of their s32 words.
 // All rewrites are exact except the order in which add reductions sum.

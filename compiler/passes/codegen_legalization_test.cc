@@ -244,13 +244,16 @@ CHECK-NEXT: %[[S:broadcast.[0-9]+]] = f32[10,7] broadcast(f32[10] %[[C]]), dimen
 CHECK-NEXT: ROOT %{{reshape.[0-9]+}} = f32[2,5,7] reshape(f32[10,7] %[[S]])
 )";
   testing::ExpectRewrite(pass, input, checks);
-  // A broadcast into the middle is left as it is.
-  testing::ExpectUnchanged(pass, R"(HloModule middle
+  // A broadcast into the middle repeats the operand in front, then permutes the rows.
+  testing::ExpectRewrite(pass, R"(HloModule middle
 
 ENTRY %main (m: f32[2,7]) -> f32[2,5,7] {
   %m = f32[2,7]{1,0} parameter(0)
   ROOT %b = f32[2,5,7]{2,1,0} broadcast(f32[2,7]{1,0} %m), dimensions={0,2}
 }
+)", R"(
+CHECK:      %[[R:broadcast.[0-9]+]] = f32[5,2,7] broadcast(f32[2,7]{1,0} %m), dimensions={1,2}
+CHECK-NEXT: ROOT %{{transpose.[0-9]+}} = f32[2,5,7] transpose(f32[5,2,7] %[[R]]), dimensions={1,0,2}
 )");
 }
 

@@ -879,6 +879,47 @@ Generator LogicalReduceCase(const std::string& op) {
   };
 }
 
+// jnp.argmax / jnp.argmin over one dimension (arg-reductions): values with NaN, infinities and repeats
+// (ties go to the first position, NaN wins), the comparator as JAX writes it.
+Generator ArgReductionCase(bool max) {
+  return [max](Rng& rng, int index) {
+    const int rank = 1 + index % 3;
+    const std::vector<int64_t> dims = RandomDims(rng, rank, 4000);
+    const int64_t reduced = static_cast<int64_t>(rng() % static_cast<uint32_t>(rank));
+    std::vector<int64_t> out;
+    for (int d = 0; d < rank; ++d) {
+      if (d != reduced) out.push_back(dims[d]);
+    }
+    const std::string x = ShapeText(Shape::Make(F32, dims)), positions = ShapeText(Shape::Make(S32, dims));
+    const std::string values = ShapeText(Shape::Make(F32, out)), indices = ShapeText(Shape::Make(S32, out));
+    const std::string text =
+        "HloModule arg\n\n%comparator (a: f32[], i: s32[], b: f32[], j: s32[]) -> (f32[], s32[]) {\n"
+        "  %a = f32[] parameter(0)\n  %b = f32[] parameter(2)\n"
+        "  %better = pred[] compare(%a, %b), direction=" + std::string(max ? "GT" : "LT") + "\n"
+        "  %nan = pred[] compare(%a, %a), direction=NE\n  %wins = pred[] or(%better, %nan)\n"
+        "  %value = f32[] select(%wins, %a, %b)\n  %eq = pred[] compare(%a, %b), direction=EQ\n"
+        "  %i = s32[] parameter(1)\n  %j = s32[] parameter(3)\n  %lower = pred[] compare(%i, %j), direction=LT\n"
+        "  %tie = pred[] and(%eq, %lower)\n  %keep = pred[] or(%wins, %tie)\n"
+        "  %index = s32[] select(%keep, %i, %j)\n  ROOT %t = (f32[], s32[]) tuple(%value, %index)\n}\n\n"
+        "ENTRY %main (x: " + x.substr(0, x.find('{')) + ") -> (" + values + ", " + indices + ") {\n"
+        "  %x = " + x + " parameter(0)\n  %positions = " + positions + " iota(), iota_dimension=" +
+        std::to_string(reduced) + "\n  %init = f32[] constant(" + (max ? "-inf" : "inf") + ")\n"
+        "  %zero = s32[] constant(0)\n  %r = (" + values + ", " + indices + ") reduce(%x, %positions, %init, %zero), "
+        "dimensions={" + std::to_string(reduced) + "}, to_apply=%comparator\n"
+        "  %v = " + values + " get-tuple-element(%r), index=0\n  %k = " + indices + " get-tuple-element(%r), index=1\n"
+        "  ROOT %out = (" + values + ", " + indices + ") tuple(%v, %k)\n}\n";
+    DiffCase c;
+    c.hlo = text;
+    Literal input = RandomLiteral(Shape::Make(F32, dims), Domain::kSpecial, rng);
+    for (int64_t i = 0; i < input.element_count(); ++i) {
+      if (rng() % 4 == 0) input.Set<float>(i, static_cast<float>(rng() % 3));  // ties
+    }
+    c.arguments.push_back(std::move(input));
+    c.exact = true;
+    return c;
+  };
+}
+
 // bitcast-convert between f32, s32 and u32 (no code: the same words): f32 specials (NaN, infinities,
 // signed zeros) to s32, their sign flipped as integers and read back as f32; u32 words read as f32.
 DiffCase BitcastConvertCase(Rng& rng, int index) {
@@ -1163,6 +1204,8 @@ std::vector<OpcodeSpec> AllSpecs() {
   for (const char* kind : {"gather", "scatter_add", "scatter_add_s32", "scatter_replace"}) add(kind, GatherScatterCase(kind));
   add("take_along_gather", TakeAlongCase(false));
   add("take_along_scatter", TakeAlongCase(true));
+  add("argmax", ArgReductionCase(true));
+  add("argmin", ArgReductionCase(false));
   add("reduce_and", LogicalReduceCase("and"));
   add("reduce_or", LogicalReduceCase("or"));
   add("dynamic_slice", DynamicSliceCase(false));

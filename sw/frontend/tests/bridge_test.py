@@ -306,3 +306,12 @@ def test_integer_label_cross_entropy_and_its_gradient_match_cpu():
     labels = ((np.arange(32) * 7) % 50).astype(np.int32).reshape(4, 8)
     loss = lambda logits, labels: optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
     assert_matches_cpu(jax.value_and_grad(loss), logits, labels)
+
+
+def test_argmax_and_argmin_match_cpu():
+    """jnp.argmax / jnp.argmin along each axis: first position on ties, NaN first, as XLA on the CPU."""
+    x = random((5, 7, 9), 80)
+    x[1, 2, 3] = np.nan
+    x[2, :, 4] = 0.5  # ties
+    fun = lambda x: (jnp.argmax(x, axis=-1), jnp.argmin(x, axis=0), jnp.argmax(x, axis=1))
+    assert_matches_cpu(fun, x, rtol=0, atol=0)
