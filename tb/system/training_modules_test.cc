@@ -52,6 +52,8 @@ struct TrainingModule {
 // the device from the gradients), then the loss.
 // jax_mlp_dropout_train_step: an MLP 16-32-10 SGD step with dropout 0.2 drawn by jax.random (threefry:
 // u32 adds, xors, shifts and rotations in a while loop, bitcast-convert), returning the next key.
+// jax_rnn_scan_bptt: a tanh RNN over 6 time steps in `lax.scan` and its gradient through time (two while
+// loops reading and writing one time step of the sequences with dynamic-slice / dynamic-update-slice).
 const TrainingModule kModules[] = {{"jax_mlp_tanh_adam_train_step", 14},
                                    {"pytorch_xla_mlp_sigmoid_l1_momentum_train_step", 10},
                                    {"pytorch_xla_mlp_tanh_mse_adam_train_step", 14},
@@ -60,7 +62,8 @@ const TrainingModule kModules[] = {{"jax_mlp_tanh_adam_train_step", 14},
                                    {"jax_cnn2_train_step", 7},
                                    {"jax_mlp_fori_loop_10_steps", 5},
                                    {"jax_mlp_grad_clip_cond_5_steps", 5},
-                                   {"jax_mlp_dropout_train_step", 6}};
+                                   {"jax_mlp_dropout_train_step", 6},
+                                   {"jax_rnn_scan_bptt", 4}};
 
 std::string ModulePath(const char* name) { return std::string(TPU_SOURCE_DIR) + "/tb/system/hlo/" + name + ".hlo"; }
 

@@ -315,3 +315,16 @@ def test_argmax_and_argmin_match_cpu():
     x[2, :, 4] = 0.5  # ties
     fun = lambda x: (jnp.argmax(x, axis=-1), jnp.argmin(x, axis=0), jnp.argmax(x, axis=1))
     assert_matches_cpu(fun, x, rtol=0, atol=0)
+
+
+def test_rnn_scan_and_backpropagation_through_time_match_cpu():
+    """A tanh RNN in lax.scan and its gradient: while loops on the device that slice one time step of the
+    inputs (dynamic-slice) and write one of the outputs (dynamic-update-slice) per iteration."""
+    def rnn(wx, wh, xs):
+        def cell(h, x):
+            h = jnp.tanh(x @ wx + h @ wh)
+            return h, h.sum(axis=-1)
+        h, ys = jax.lax.scan(cell, jnp.zeros((xs.shape[1], wh.shape[0]), jnp.float32), xs)
+        return jnp.mean(h ** 2) + jnp.mean(ys)
+    wx, wh, xs = random((8, 16), 90, 0.5), random((16, 16), 91, 0.5), random((6, 4, 8), 92)
+    assert_matches_cpu(jax.value_and_grad(rnn, argnums=(0, 1)), wx, wh, xs)
