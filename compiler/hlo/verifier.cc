@@ -403,6 +403,9 @@ StatusOr<Shape> InferShape(const HloInstruction& instruction) {
       return result;
     }
     case HloOpcode::kReduceWindow: {
+      if (instruction.to_apply() == nullptr || instruction.to_apply()->num_parameters() != instruction.operand_count())
+        return ShapeError(instruction, "reduce-window needs to_apply= taking " +
+                                           std::to_string(instruction.operand_count()) + " parameters");
       if (instruction.operand_count() != 2) return own;  // variadic reduce-window: trust the text
       TPU_RETURN_IF_ERROR(CheckArray(instruction, 0));
       const Shape& operand = operand_shape(0);

@@ -208,6 +208,15 @@ TEST(VerifierTest, DynamicSliceShapeInference) {
   EXPECT_NE(missing.message().find("missing dynamic_slice_sizes="), std::string::npos) << missing;
 }
 
+// Found by the HLO fuzzer: a reduce-window whose to_apply= was lost reached the interpreter.
+TEST(VerifierTest, ReduceWindowNeedsItsComputation) {
+  const std::string body = "  %x = f32[4,4]{1,0} parameter(0)\n  %z = f32[] constant(0)\n";
+  EXPECT_TRUE(VerifyText(WithAdd(body + "  ROOT %r = f32[2,2]{1,0} reduce-window(%x, %z), window={size=2x2 stride=2x2}, "
+                                        "to_apply=%add\n")).ok());
+  Status missing = VerifyText(WithAdd(body + "  ROOT %r = f32[2,2]{1,0} reduce-window(%x, %z), window={size=2x2 stride=2x2}\n"));
+  EXPECT_NE(missing.message().find("reduce-window needs to_apply= taking 2 parameters"), std::string::npos) << missing;
+}
+
 TEST(VerifierTest, ScatterShapeInference) {
   const std::string prefix = "  %a = f32[3,2]{1,0} parameter(0)\n  %i = s32[4]{0} parameter(1)\n";
   const std::string attrs = "update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
