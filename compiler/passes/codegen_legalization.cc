@@ -419,6 +419,39 @@ StatusOr<HloInstruction*> LegalizeLogicalReduce(HloComputation* computation, Hlo
   return b.Add(HloInstruction::CreateConvert(reduce->shape(), legal != nullptr ? legal : reduced));
 }
 
+// An ordered compare, maximum or minimum of u32 values, which the VPU would order as s32: with the sign
+// bit flipped (x ^ 0x80000000) the u32 order is the s32 order of the words read as s32.
+HloInstruction* LegalizeUnsignedOrder(HloComputation* computation, HloInstruction* instruction) {
+  const HloOpcode op = instruction->opcode();
+  if (instruction->operand_count() != 2 || instruction->operand(0)->shape().element_type != PrimitiveType::U32) {
+    return nullptr;
+  }
+  if (op == HloOpcode::kCompare) {
+    const hlo::ComparisonDirection direction = instruction->comparison_direction();
+    if (direction == hlo::ComparisonDirection::kEq || direction == hlo::ComparisonDirection::kNe) return nullptr;
+  } else if (op != HloOpcode::kMaximum && op != HloOpcode::kMinimum) {
+    return nullptr;
+  }
+  const Dims& dims = instruction->operand(0)->shape().dimensions;
+  Builder u32(computation, PrimitiveType::U32), s32(computation, PrimitiveType::S32);
+  hlo::Literal sign(u32.Shape({}));
+  sign.Set<uint32_t>(0, 0x80000000u);
+  HloInstruction* flip = u32.Add(HloInstruction::CreateBroadcast(
+      u32.Shape(dims), u32.Add(HloInstruction::CreateConstant(std::move(sign))), {}));
+  auto as_signed = [&](HloInstruction* x) {
+    HloInstruction* flipped = u32.Add(HloInstruction::CreateBinary(u32.Shape(dims), HloOpcode::kXor, x, flip));
+    return s32.Add(HloInstruction::Create(HloOpcode::kBitcastConvert, s32.Shape(dims), {flipped}));
+  };
+  HloInstruction* a = as_signed(instruction->operand(0));
+  HloInstruction* b = as_signed(instruction->operand(1));
+  if (op == HloOpcode::kCompare) {
+    return s32.Add(HloInstruction::CreateCompare(instruction->shape(), a, b, instruction->comparison_direction()));
+  }
+  HloInstruction* ordered = s32.Add(HloInstruction::CreateBinary(s32.Shape(dims), op, a, b));
+  HloInstruction* words = u32.Add(HloInstruction::Create(HloOpcode::kBitcastConvert, u32.Shape(dims), {ordered}));
+  return u32.Add(HloInstruction::CreateBinary(u32.Shape(dims), HloOpcode::kXor, words, flip));
+}
+
 // is-finite(x) = (x - x == 0): infinities and NaN give NaN, every finite value (and, DAZ, a subnormal)
 // gives 0.
 HloInstruction* LegalizeIsFinite(HloComputation* computation, HloInstruction* is_finite) {
@@ -449,6 +482,8 @@ StatusOr<bool> CodegenLegalization::Run(hlo::HloModule* module) {
         replacement = LegalizeBroadcast(computation, instruction);
       } else if (instruction->opcode() == HloOpcode::kIsFinite) {
         replacement = LegalizeIsFinite(computation, instruction);
+      } else {
+        replacement = LegalizeUnsignedOrder(computation, instruction);
       }
       if (replacement == nullptr) continue;
       TPU_RETURN_IF_ERROR(computation->ReplaceInstruction(instruction, replacement));

@@ -257,6 +257,29 @@ CHECK-NEXT: ROOT %{{transpose.[0-9]+}} = f32[2,5,7] transpose(f32[5,2,7] %[[R]])
 )");
 }
 
+// u32 order is the s32 order of the words with the sign bit flipped.
+TEST(CodegenLegalizationTest, UnsignedOrderFlipsTheSignBit) {
+  CodegenLegalization pass;
+  testing::ExpectRewrite(pass, R"(HloModule unsigned
+
+ENTRY %main (a: u32[4], b: u32[4]) -> (pred[4], u32[4]) {
+  %a = u32[4]{0} parameter(0)
+  %b = u32[4]{0} parameter(1)
+  %lt = pred[4]{0} compare(u32[4]{0} %a, u32[4]{0} %b), direction=LT
+  %max = u32[4]{0} maximum(u32[4]{0} %a, u32[4]{0} %b)
+  ROOT %t = (pred[4], u32[4]) tuple(pred[4]{0} %lt, u32[4]{0} %max)
+}
+)", R"(
+CHECK:      %[[SIGN:constant.[0-9]+]] = u32[] constant(2147483648)
+CHECK-NEXT: %[[FLIP:broadcast.[0-9]+]] = u32[4] broadcast(u32[] %[[SIGN]]), dimensions={}
+CHECK-NEXT: %[[XA:xor.[0-9]+]] = u32[4] xor(u32[4]{0} %a, u32[4] %[[FLIP]])
+CHECK-NEXT: %[[SA:bitcast-convert.[0-9]+]] = s32[4] bitcast-convert(u32[4] %[[XA]])
+CHECK:      compare(s32[4] %[[SA]], s32[4] %{{bitcast-convert.[0-9]+}}), direction=LT
+CHECK:      s32[4] maximum(
+CHECK:      u32[4] xor(u32[4] %{{bitcast-convert.[0-9]+}}, u32[4] %{{broadcast.[0-9]+}})
+)");
+}
+
 TEST(CodegenLegalizationTest, BatchedTransposeIsOnePaddedTransposeAndARowSwap) {
   const char* expected = R"(HloModule t
 

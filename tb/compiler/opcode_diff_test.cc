@@ -1133,6 +1133,11 @@ std::vector<OpcodeSpec> AllSpecs() {
     add(std::string("compare_") + direction + "_f32", CompareCase(direction, F32));
     add(std::string("compare_") + direction + "_s32", CompareCase(direction, S32));
   }
+  for (const char* direction : {"LT", "LE", "GT", "GE"}) {
+    add(std::string("compare_") + direction + "_u32", CompareCase(direction, PrimitiveType::U32));
+  }
+  add("maximum_u32", BinaryCase("maximum", PrimitiveType::U32, Domain::kInteger, Domain::kInteger, true));
+  add("minimum_u32", BinaryCase("minimum", PrimitiveType::U32, Domain::kInteger, Domain::kInteger, true));
   add("compare_EQ_u32", CompareCase("EQ", PrimitiveType::U32));
   add("compare_NE_u32", CompareCase("NE", PrimitiveType::U32));
   add("select_f32", SelectCase(F32));
