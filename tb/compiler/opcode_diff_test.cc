@@ -920,6 +920,38 @@ Generator ArgReductionCase(bool max) {
   };
 }
 
+// reduce-window along the minor dimension (codegen-legalization moves it to the front): cumulative sums
+// (a window as wide as the dimension, padded in front) and max / sum pooling with strides and padding,
+// ranks 2 and 3.
+Generator MinorWindowCase(const std::string& op) {
+  return [op](Rng& rng, int index) {
+    ModuleBuilder b;
+    const int rank = 2 + index % 2;
+    std::vector<int64_t> dims = RandomDims(rng, rank, 3000);
+    const bool cumulative = op == "add" && index % 3 == 0;
+    // A cumulative window is unrolled per output position (pool.cc): narrow ones fit the IMEM.
+    if (cumulative) dims.back() = 1 + dims.back() % 12;
+    const int64_t cols = dims.back();
+    const int64_t size = cumulative ? cols : 1 + static_cast<int64_t>(rng() % static_cast<uint32_t>(std::min<int64_t>(cols, 4)));
+    const int64_t stride = cumulative ? 1 : 1 + static_cast<int64_t>(rng() % 2);
+    const int64_t low = cumulative ? cols - 1 : static_cast<int64_t>(rng() % 2), high = cumulative ? 0 : static_cast<int64_t>(rng() % 2);
+    std::string sizes, strides, pads;
+    std::vector<int64_t> out = dims;
+    for (int d = 0; d < rank; ++d) {
+      const bool minor = d == rank - 1;
+      sizes += (d ? "x" : "") + std::to_string(minor ? size : 1);
+      strides += (d ? "x" : "") + std::to_string(minor ? stride : 1);
+      pads += std::string(d ? "x" : "") + (minor ? std::to_string(low) + "_" + std::to_string(high) : "0_0");
+    }
+    out.back() = (cols + low + high - size) / stride + 1;
+    Value x = b.Parameter(F32, dims, Domain::kUnit);
+    Value init = b.ScalarConstant(F32, op == "add" ? 0.0 : -INFINITY);
+    Value r = b.Op(F32, out, "reduce-window", {x, init},
+                   "window={size=" + sizes + " stride=" + strides + " pad=" + pads + "}, to_apply=" + b.Reducer(op, F32));
+    return Finish(b, "minor_window", {r}, rng, op != "add");
+  };
+}
+
 // bitcast-convert between f32, s32 and u32 (no code: the same words): f32 specials (NaN, infinities,
 // signed zeros) to s32, their sign flipped as integers and read back as f32; u32 words read as f32.
 DiffCase BitcastConvertCase(Rng& rng, int index) {
@@ -1209,6 +1241,8 @@ std::vector<OpcodeSpec> AllSpecs() {
   for (const char* kind : {"gather", "scatter_add", "scatter_add_s32", "scatter_replace"}) add(kind, GatherScatterCase(kind));
   add("take_along_gather", TakeAlongCase(false));
   add("take_along_scatter", TakeAlongCase(true));
+  add("reduce_window_minor_add", MinorWindowCase("add"));
+  add("reduce_window_minor_max", MinorWindowCase("maximum"));
   add("argmax", ArgReductionCase(true));
   add("argmin", ArgReductionCase(false));
   add("reduce_and", LogicalReduceCase("and"));

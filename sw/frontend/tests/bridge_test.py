@@ -328,3 +328,11 @@ def test_rnn_scan_and_backpropagation_through_time_match_cpu():
         return jnp.mean(h ** 2) + jnp.mean(ys)
     wx, wh, xs = random((8, 16), 90, 0.5), random((16, 16), 91, 0.5), random((6, 4, 8), 92)
     assert_matches_cpu(jax.value_and_grad(rnn, argnums=(0, 1)), wx, wh, xs)
+
+
+def test_cumulative_sums_and_pooling_along_the_last_axis_match_cpu():
+    """Windows on the minor dimension: jnp.cumsum along the last axis and max pooling over it."""
+    x = random((6, 11), 95)
+    fun = lambda x: (jnp.cumsum(x, axis=-1),
+                     jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 3), (1, 2), "VALID"))
+    assert_matches_cpu(fun, x)
