@@ -298,17 +298,17 @@ Status CodeGenerator::EmitScalarLoopTest(const Loop& loop) {
   }
   const Reg a = sides[0], b = sides[1];
   // Leave the loop when `a direction b` does not hold.
-  switch (compare.comparison_direction()) {
-    case hlo::ComparisonDirection::kLt: {
-      Assembler::Label body = asm_.NewLabel();
-      asm_.Blt(a, b, body);
-      asm_.Jmp(loop.exit);
-      asm_.Bind(body);
-      break;
-    }
+  const hlo::ComparisonDirection direction = compare.comparison_direction();
+  switch (direction) {
+    case hlo::ComparisonDirection::kLt:
     case hlo::ComparisonDirection::kGt: {
+      // a < b (b < a): into the body, else out.
       Assembler::Label body = asm_.NewLabel();
-      asm_.Blt(b, a, body);
+      if (direction == hlo::ComparisonDirection::kLt) {
+        asm_.Blt(a, b, body);
+      } else {
+        asm_.Blt(b, a, body);
+      }
       asm_.Jmp(loop.exit);
       asm_.Bind(body);
       break;
