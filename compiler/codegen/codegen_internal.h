@@ -398,7 +398,8 @@ class CodeGenerator {
   Status EmitCompare(const HloInstruction& instruction);
   Status EmitRoundToBf16(const HloInstruction& instruction);
   enum class MathKind {
-    kExp, kLog, kDivide, kRsqrt, kSqrt, kAbs, kSign, kTanh, kLogistic, kFloor, kCeil, kRoundEven, kRoundAfz, kPower
+    kExp, kLog, kDivide, kRsqrt, kSqrt, kAbs, kSign, kTanh, kLogistic, kFloor, kCeil, kRoundEven, kRoundAfz, kPower,
+    kExpm1, kLog1p
   };
   // exp, log, rsqrt, sqrt, division by a tensor, abs, sign, tanh, logistic, floor, ceil, rounding and power
   // as fixed VPU sequences (VpuSequence) over chunks of VMEM (see the definition).

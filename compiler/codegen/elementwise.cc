@@ -314,6 +314,39 @@ StatusOr<VpuSequence> CodeGenerator::MathSequence(const HloInstruction& instruct
                Unary(Opcode::VRCP, 0, 0)};
       s.mask_padding = true;
       break;
+    case MathKind::kExpm1:
+    case MathKind::kLog1p: {
+      // Near 0 the direct forms lose the digits that cancel (e^x - 1, log of 1 + x): there, a Taylor
+      // polynomial in Horner form, x (c1 + x (c2 + ... + x cn)); elsewhere VEXP(x) - 1 or VLOG(x + 1).
+      // Buffers: 0 x, 1 the direct form, 2 the polynomial, 3 |x| then the choice. Both keep +-0 and the
+      // padding (+0) as they are; inf, -inf and NaN take the direct form.
+      s.buffers = 4;
+      s.result = 3;
+      const bool expm1 = kind == MathKind::kExpm1;
+      if (expm1) {
+        steps = {Unary(Opcode::VEXP, 1, 0), ImmF(Opcode::VADD, 1, 1, -1.0f)};
+      } else {
+        steps = {ImmF(Opcode::VADD, 1, 0, 1.0f), Unary(Opcode::VLOG, 1, 1)};
+      }
+      // expm1: 1/k! up to x^7 for |x| < 1/4; log1p: (-1)^(k+1)/k up to x^9 for |x| < 1/8 (the first
+      // term left out is below 2^-24 of the result there).
+      std::vector<float> c;
+      float factorial = 1.0f;
+      for (int k = 1; k <= (expm1 ? 7 : 9); ++k) {
+        factorial *= static_cast<float>(k);
+        c.push_back(expm1 ? 1.0f / factorial : (k % 2 ? 1.0f : -1.0f) / static_cast<float>(k));
+      }
+      steps.push_back(ImmF(Opcode::VMUL, 2, 0, c.back()));
+      for (size_t k = c.size() - 1; k-- > 0;) {
+        steps.push_back(ImmF(Opcode::VADD, 2, 2, c[k]));
+        steps.push_back(Binary(Opcode::VMUL, 2, 2, 0));
+      }
+      steps.push_back(Imm(Opcode::VAND, 3, 0, kF32Abs));
+      steps.push_back(ImmF(Opcode::VCMP, 3, 3, expm1 ? 0.25f : 0.125f));
+      steps.back().flags = CmpFlags(Dir::kLt);
+      steps.push_back(Binary(Opcode::VSEL, 3, 2, 1));
+      break;
+    }
     case MathKind::kTanh: {
       // Buffers: 0 x, 1 the exp form, 2 z = x^2 then the choice, 3 the polynomial.
       s.buffers = 4;
@@ -846,6 +879,8 @@ void CodeGenerator::AddElementwiseHandlers(OpcodeHandlerTable& table) {
            Math{HloOpcode::kSign, MathKind::kSign, ElementTypes::kF32OrSignedInteger},
            Math{HloOpcode::kTanh, MathKind::kTanh, ElementTypes::kF32},
            Math{HloOpcode::kLogistic, MathKind::kLogistic, ElementTypes::kF32},
+           Math{HloOpcode::kExpm1, MathKind::kExpm1, ElementTypes::kF32},
+           Math{HloOpcode::kLog1p, MathKind::kLog1p, ElementTypes::kF32},
            Math{HloOpcode::kFloor, MathKind::kFloor, ElementTypes::kF32},
            Math{HloOpcode::kCeil, MathKind::kCeil, ElementTypes::kF32},
            Math{HloOpcode::kRoundNearestEven, MathKind::kRoundEven, ElementTypes::kF32},

@@ -24,19 +24,20 @@ const std::set<HloOpcode> kLowered = {
     HloOpcode::kConvert,              HloOpcode::kConvolution,          HloOpcode::kCopy,
     HloOpcode::kCustomCall,           HloOpcode::kDivide,               HloOpcode::kDot,
     HloOpcode::kDynamicSlice,         HloOpcode::kDynamicUpdateSlice,   HloOpcode::kExp,
-    HloOpcode::kFloor,                HloOpcode::kFusion,               HloOpcode::kGather,
-    HloOpcode::kGetTupleElement,      HloOpcode::kLog,                  HloOpcode::kLogistic,
-    HloOpcode::kMaximum,              HloOpcode::kMinimum,              HloOpcode::kMultiply,
-    HloOpcode::kNegate,               HloOpcode::kNot,                  HloOpcode::kOr,
-    HloOpcode::kPad,                  HloOpcode::kParameter,            HloOpcode::kPower,
-    HloOpcode::kReduce,               HloOpcode::kReducePrecision,      HloOpcode::kReduceWindow,
-    HloOpcode::kReshape,              HloOpcode::kReverse,              HloOpcode::kRoundNearestAfz,
-    HloOpcode::kRoundNearestEven,     HloOpcode::kRsqrt,                HloOpcode::kScatter,
-    HloOpcode::kSelect,               HloOpcode::kSelectAndScatter,     HloOpcode::kShiftLeft,
-    HloOpcode::kShiftRightArithmetic, HloOpcode::kShiftRightLogical,    HloOpcode::kSign,
-    HloOpcode::kSlice,                HloOpcode::kSqrt,                 HloOpcode::kSubtract,
-    HloOpcode::kTanh,                 HloOpcode::kTranspose,            HloOpcode::kTuple,
-    HloOpcode::kWhile,                HloOpcode::kXor,
+    HloOpcode::kExpm1,                HloOpcode::kFloor,                HloOpcode::kFusion,
+    HloOpcode::kGather,               HloOpcode::kGetTupleElement,      HloOpcode::kLog,
+    HloOpcode::kLog1p,                HloOpcode::kLogistic,             HloOpcode::kMaximum,
+    HloOpcode::kMinimum,              HloOpcode::kMultiply,             HloOpcode::kNegate,
+    HloOpcode::kNot,                  HloOpcode::kOr,                   HloOpcode::kPad,
+    HloOpcode::kParameter,            HloOpcode::kPower,                HloOpcode::kReduce,
+    HloOpcode::kReducePrecision,      HloOpcode::kReduceWindow,         HloOpcode::kReshape,
+    HloOpcode::kReverse,              HloOpcode::kRoundNearestAfz,      HloOpcode::kRoundNearestEven,
+    HloOpcode::kRsqrt,                HloOpcode::kScatter,              HloOpcode::kSelect,
+    HloOpcode::kSelectAndScatter,     HloOpcode::kShiftLeft,            HloOpcode::kShiftRightArithmetic,
+    HloOpcode::kShiftRightLogical,    HloOpcode::kSign,                 HloOpcode::kSlice,
+    HloOpcode::kSqrt,                 HloOpcode::kSubtract,             HloOpcode::kTanh,
+    HloOpcode::kTranspose,            HloOpcode::kTuple,                HloOpcode::kWhile,
+    HloOpcode::kXor,
 };
 
 // Opcode names, for readable failures.
@@ -126,7 +127,7 @@ TEST_F(OpcodeHandlerTest, ExactlyOneHandlerPerOpcode) {
 
 TEST_F(OpcodeHandlerTest, F32OnlyOpsRejectIntegers) {
   for (const char* op : {"exponential", "log", "rsqrt", "sqrt", "tanh", "logistic", "floor", "ceil",
-                         "round-nearest-even", "round-nearest-afz"}) {
+                         "round-nearest-even", "round-nearest-afz", "exponential-minus-one", "log-plus-one"}) {
     EXPECT_TRUE(CheckOp(op, "f32[4,8]", "f32[4,8]", 1).ok()) << op;
     const Status status = CheckOp(op, "s32[4,8]", "s32[4,8]", 1);
     EXPECT_EQ(status.code(), StatusCode::kUnimplemented) << op;

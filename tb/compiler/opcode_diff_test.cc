@@ -1191,6 +1191,11 @@ std::vector<OpcodeSpec> AllSpecs() {
     return Finish(b, "is_finite", {b.Op(PRED, dims, "is-finite", {x})}, rng, true);
   });
   add("exponential", UnaryCase("exponential", F32, Domain::kExp, false));
+  add("exponential_minus_one", UnaryCase("exponential-minus-one", F32, Domain::kExp, false));
+  add("exponential_minus_one_small", UnaryCase("exponential-minus-one", F32, Domain::kTanh, false));
+  add("log_plus_one", UnaryCase("log-plus-one", F32, Domain::kPositive, false));
+  add("log_plus_one_small", UnaryCase("log-plus-one", F32, Domain::kUnit, false));
+  add("log_plus_one_specials", UnaryCase("log-plus-one", F32, Domain::kSpecial, false));
   add("log", UnaryCase("log", F32, Domain::kPositive, false));
   add("rsqrt", UnaryCase("rsqrt", F32, Domain::kPositive, false));
   add("sqrt", UnaryCase("sqrt", F32, Domain::kPositive, false));

@@ -336,3 +336,14 @@ def test_cumulative_sums_and_pooling_along_the_last_axis_match_cpu():
     fun = lambda x: (jnp.cumsum(x, axis=-1),
                      jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 3), (1, 2), "VALID"))
     assert_matches_cpu(fun, x)
+
+
+def test_expm1_log1p_and_a_sigmoid_cross_entropy_match_cpu():
+    """expm1 and log1p near 0 (where exp(x) - 1 and log(1 + x) cancel) and far from it, and optax's sigmoid
+    binary cross-entropy (log-sigmoid through softplus, a log1p of an exp)."""
+    import optax
+    x = np.concatenate([random((40,), 100, 1e-3), random((40,), 101, 3.0)]).reshape(8, 10)
+    assert_matches_cpu(lambda x: (jnp.expm1(x), jnp.log1p(jnp.abs(x))), x, rtol=1e-6, atol=0)
+    logits, labels = random((8, 10), 102, 4.0), (random((8, 10), 103) > 0).astype(np.float32)
+    loss = lambda logits: optax.sigmoid_binary_cross_entropy(logits, labels).mean()
+    assert_matches_cpu(jax.value_and_grad(loss), logits)
