@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "compiler/hlo/hlo_opcode.h"
@@ -397,6 +398,34 @@ HloInstruction* LegalizeBroadcast(HloComputation* computation, HloInstruction* b
   return b.Reshape(spread, dims);
 }
 
+// A max or min reduction of u32 values is the s32 one of their words with the sign bit flipped (the VPU
+// orders integers as s32): values and init flipped and read as s32, reduced (and legalized as an s32
+// reduction), read as u32 and flipped back.
+StatusOr<HloInstruction*> LegalizeUnsignedReduce(HloComputation* computation, HloInstruction* reduce,
+                                                 const CodegenLegalizationOptions& options) {
+  if (reduce->operand_count() != 2 || reduce->shape().element_type != PrimitiveType::U32) return nullptr;
+  const HloOpcode op = ReductionOpcode(*reduce);
+  if (op != HloOpcode::kMaximum && op != HloOpcode::kMinimum) return nullptr;
+  Builder u32(computation, PrimitiveType::U32), s32(computation, PrimitiveType::S32);
+  hlo::Literal sign(u32.Shape({}));
+  sign.Set<uint32_t>(0, 0x80000000u);
+  HloInstruction* sign_bit = u32.Add(HloInstruction::CreateConstant(std::move(sign)));
+  auto flip = [&](HloInstruction* x) {
+    const Dims& dims = x->shape().dimensions;
+    HloInstruction* bits = dims.empty() ? sign_bit : u32.Add(HloInstruction::CreateBroadcast(u32.Shape(dims), sign_bit, {}));
+    return u32.Add(HloInstruction::CreateBinary(u32.Shape(dims), HloOpcode::kXor, x, bits));
+  };
+  auto as = [&](Builder& to, HloInstruction* x) {
+    return to.Add(HloInstruction::Create(HloOpcode::kBitcastConvert, to.Shape(x->shape().dimensions), {x}));
+  };
+  HloInstruction* reduced = s32.Add(HloInstruction::CreateReduce(
+      s32.Shape(reduce->shape().dimensions), as(s32, flip(reduce->operand(0))), as(s32, flip(reduce->operand(1))),
+      reduce->dimensions(), HloBuilder::ScalarReducer(computation->parent(), op, PrimitiveType::S32)));
+  TPU_ASSIGN_OR_RETURN(HloInstruction* legal, LegalizeReduce(computation, reduced, options));
+  if (legal != nullptr) TPU_RETURN_IF_ERROR(computation->ReplaceInstruction(reduced, legal));
+  return flip(as(u32, legal != nullptr ? legal : reduced));
+}
+
 // A reduction of pred values with and (or) is the minimum (maximum) of their 0/1 words as s32: the
 // values converted, reduced (and legalized as an s32 reduction), and converted back.
 StatusOr<HloInstruction*> LegalizeLogicalReduce(HloComputation* computation, HloInstruction* reduce,
@@ -508,12 +537,17 @@ HloInstruction* LegalizeIsFinite(HloComputation* computation, HloInstruction* is
 
 StatusOr<bool> CodegenLegalization::Run(hlo::HloModule* module) {
   if (options_.lane_multiple <= 0) return InvalidArgument("codegen-legalization: lane_multiple must be positive");
+  const std::vector<HloComputation*> program_list = ProgramComputations(module);
+  const std::set<const HloComputation*> program(program_list.begin(), program_list.end());
   bool changed = false;
   for (HloComputation* computation : module->computations()) {
     for (HloInstruction* instruction : computation->MakeInstructionPostOrder()) {
       HloInstruction* replacement = nullptr;
       if (instruction->opcode() == HloOpcode::kReduce) {
         TPU_ASSIGN_OR_RETURN(replacement, LegalizeLogicalReduce(computation, instruction, options_));
+        if (replacement == nullptr) {
+          TPU_ASSIGN_OR_RETURN(replacement, LegalizeUnsignedReduce(computation, instruction, options_));
+        }
         if (replacement == nullptr) {
           TPU_ASSIGN_OR_RETURN(replacement, LegalizeReduce(computation, instruction, options_));
         }
@@ -525,7 +559,8 @@ StatusOr<bool> CodegenLegalization::Run(hlo::HloModule* module) {
         replacement = LegalizeIsFinite(computation, instruction);
       } else if (instruction->opcode() == HloOpcode::kReduceWindow) {
         replacement = LegalizeMinorWindow(computation, instruction, options_);
-      } else {
+      } else if (program.count(computation) > 0) {
+        // Not inside a reducer: its maximum of two u32 scalars is what the reduction does.
         replacement = LegalizeUnsignedOrder(computation, instruction);
       }
       if (replacement == nullptr) continue;

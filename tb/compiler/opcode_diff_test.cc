@@ -473,6 +473,27 @@ DiffCase ReduceCase(const std::string& reducer, Rng& rng, int index) {
   return Finish(b, "reduce_" + reducer, {r}, rng, false);
 }
 
+// max / min reductions of u32 words (any bit pattern; codegen-legalization flips the sign bit), with an
+// init of 0 or the largest u32 (the identities) or a value from the middle.
+Generator UnsignedReduceCase(const std::string& reducer) {
+  return [reducer](Rng& rng, int index) {
+    ModuleBuilder b;
+    const int rank = RankOf(index);
+    const std::vector<int64_t> in = RandomDims(rng, rank);
+    const int64_t reduced = static_cast<int64_t>(rng() % static_cast<uint32_t>(rank));
+    std::vector<int64_t> out;
+    for (int i = 0; i < rank; ++i) {
+      if (i != reduced) out.push_back(in[i]);
+    }
+    const double identity = reducer == "maximum" ? 0.0 : 4294967295.0;
+    Value x = b.Parameter(PrimitiveType::U32, in, Domain::kInteger);
+    Value r = b.Op(PrimitiveType::U32, out, "reduce",
+                   {x, b.ScalarConstant(PrimitiveType::U32, index % 2 ? identity : 2147483648.0)},
+                   "dimensions={" + std::to_string(reduced) + "}, to_apply=" + b.Reducer(reducer, PrimitiveType::U32));
+    return Finish(b, "reduce_u32_" + reducer, {r}, rng, true);
+  };
+}
+
 // dot of rank-2 operands: plain, the lhs contracting its dimension 0, the rhs contracting its dimension 1,
 // or an operand through an explicit transpose.
 DiffCase DotCase(Rng& rng, int index, PrimitiveType operand_type, PrimitiveType result_type) {
@@ -1225,6 +1246,8 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("transpose_s32", [](Rng& rng, int i) { return TransposeCase(S32, rng, i); });
   add("reduce_add", [](Rng& rng, int i) { return ReduceCase("add", rng, i); });
   add("reduce_max", [](Rng& rng, int i) { return ReduceCase("maximum", rng, i); });
+  add("reduce_max_u32", UnsignedReduceCase("maximum"));
+  add("reduce_min_u32", UnsignedReduceCase("minimum"));
   add("dot", [](Rng& rng, int i) { return DotCase(rng, i, F32, F32); });
   // bf16 operands reach the MXU unrounded; a bf16 result is rounded from the f32 sums.
   add("dot_bf16", [](Rng& rng, int i) { return DotCase(rng, i, PrimitiveType::BF16, i % 2 ? PrimitiveType::BF16 : F32); });
