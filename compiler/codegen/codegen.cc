@@ -120,6 +120,28 @@ void CodeGenerator::LoadAddress(Reg reg, const HloInstruction* value, uint32_t e
   asm_.LoadAddress(reg, location.kind, location.index, location.offset + extra_lines);
 }
 
+Status CodeGenerator::LoadScalar(Reg rd, const HloInstruction* value) {
+  TPU_ASSIGN_OR_RETURN(ScopedReg hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg one, NewReg());
+  LoadAddress(hbm, value, 0);
+  asm_.Li(one, 1);
+  asm_.DmaLoad(hbm, kZeroReg, one, 1);
+  asm_.Sync(kSyncDma);
+  asm_.Sld(rd, kZeroReg, 0);
+  return OkStatus();
+}
+
+void CodeGenerator::ClampScalar(Reg index, Reg bound, uint32_t limit) {
+  Assembler::Label not_negative = asm_.NewLabel(), in_range = asm_.NewLabel();
+  asm_.Li(bound, limit);
+  asm_.Blt(kZeroReg, index, not_negative);
+  asm_.Li(index, 0);
+  asm_.Bind(not_negative);
+  asm_.Blt(index, bound, in_range);
+  asm_.Addi(index, bound, 0);
+  asm_.Bind(in_range);
+}
+
 int32_t CodeGenerator::ConstantRegion(const HloInstruction& constant) {
   auto it = constant_regions_.find(&constant);
   if (it != constant_regions_.end()) return it->second;

@@ -378,6 +378,11 @@ class CodeGenerator {
   // --- code ---
   StatusOr<ScopedReg> NewReg() { return AllocateScoped(&regs_); }
   void LoadAddress(Reg reg, const HloInstruction* value, uint32_t extra_lines);
+  // s[rd] = lane 0 of the first line of `value` (a pred as 0/1, an s32 as it is): the line DMA'd into VMEM
+  // line 0, then SLD. Loop tests, branch selectors, dynamic start indices.
+  Status LoadScalar(Reg rd, const HloInstruction* value);
+  // index = min(max(index, 0), limit) as s32; `bound` is scratch.
+  void ClampScalar(Reg index, Reg bound, uint32_t limit);
   // elementwise.cc: add, subtract, multiply, maximum, minimum, and, or, xor (a folded broadcast or constant
   // second); negate as x * -1; not as x xor ones; divide by a constant as a multiplication, by a tensor with
   // EmitMath; the ReLU fusion.

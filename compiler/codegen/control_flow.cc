@@ -264,16 +264,9 @@ Status CodeGenerator::EmitLoopEntry(const Loop& loop) {
 }
 
 Status CodeGenerator::EmitLoopTest(const Loop& loop) {
-  const HloInstruction* predicate = LoopPredicate(loop);
   if (loop.scalar_test) return EmitScalarLoopTest(loop);
-  TPU_ASSIGN_OR_RETURN(ScopedReg hbm, NewReg());
-  TPU_ASSIGN_OR_RETURN(ScopedReg one, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg value, NewReg());
-  LoadAddress(hbm, predicate, 0);
-  asm_.Li(one, 1);
-  asm_.DmaLoad(hbm, kZeroReg, one, 1);  // VMEM line 0: lane 0 holds the pred as a 0/1 word
-  asm_.Sync(kSyncDma);
-  asm_.Sld(value, kZeroReg, 0);
+  TPU_RETURN_IF_ERROR(LoadScalar(value, LoopPredicate(loop)));  // the pred as a 0/1 word
   asm_.Beq(value, kZeroReg, loop.exit);
   return OkStatus();
 }
@@ -288,13 +281,7 @@ Status CodeGenerator::EmitScalarLoopTest(const Loop& loop) {
       asm_.Li(sides[i], static_cast<uint32_t>(side.literal().Get<int32_t>(0)));
       continue;
     }
-    TPU_ASSIGN_OR_RETURN(ScopedReg hbm, NewReg());
-    TPU_ASSIGN_OR_RETURN(ScopedReg one, NewReg());
-    LoadAddress(hbm, &side, 0);
-    asm_.Li(one, 1);
-    asm_.DmaLoad(hbm, kZeroReg, one, 1);  // VMEM line 0: lane 0 holds the state element
-    asm_.Sync(kSyncDma);
-    asm_.Sld(sides[i], kZeroReg, 0);
+    TPU_RETURN_IF_ERROR(LoadScalar(sides[i], &side));  // a state element
   }
   const Reg a = sides[0], b = sides[1];
   // Leave the loop when `a direction b` does not hold.
@@ -366,14 +353,8 @@ const HloInstruction* CodeGenerator::BranchResult(const Conditional& conditional
 }
 
 Status CodeGenerator::EmitDispatch(const Conditional& conditional) {
-  TPU_ASSIGN_OR_RETURN(ScopedReg hbm, NewReg());
-  TPU_ASSIGN_OR_RETURN(ScopedReg one, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg selector, NewReg());
-  LoadAddress(hbm, conditional.instruction->operand(0), 0);
-  asm_.Li(one, 1);
-  asm_.DmaLoad(hbm, kZeroReg, one, 1);  // VMEM line 0: lane 0 holds the pred (0/1) or the index
-  asm_.Sync(kSyncDma);
-  asm_.Sld(selector, kZeroReg, 0);
+  TPU_RETURN_IF_ERROR(LoadScalar(selector, conditional.instruction->operand(0)));  // the pred (0/1) or the index
   const std::vector<Assembler::Label>& branches = conditional.branches;
   if (conditional.instruction->operand(0)->shape().element_type == hlo::PrimitiveType::PRED) {
     asm_.Beq(selector, kZeroReg, branches[1]);  // true: branch 0 (true_computation), next

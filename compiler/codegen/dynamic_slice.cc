@@ -62,24 +62,10 @@ StatusOr<uint32_t> CodeGenerator::EmitDynamicRowOffset(const HloInstruction& ins
       fixed += std::clamp<int64_t>(*value, 0, limit) * steps[d];
       continue;
     }
-    TPU_ASSIGN_OR_RETURN(ScopedReg hbm, NewReg());
-    TPU_ASSIGN_OR_RETURN(ScopedReg one, NewReg());
     TPU_ASSIGN_OR_RETURN(ScopedReg index, NewReg());
     TPU_ASSIGN_OR_RETURN(ScopedReg bound, NewReg());
-    LoadAddress(hbm, &start, 0);
-    asm_.Li(one, 1);
-    asm_.DmaLoad(hbm, kZeroReg, one, 1);  // VMEM line 0: lane 0 holds the index
-    asm_.Sync(kSyncDma);
-    asm_.Sld(index, kZeroReg, 0);
-    // index = min(max(index, 0), limit)
-    Assembler::Label not_negative = asm_.NewLabel(), in_range = asm_.NewLabel();
-    asm_.Li(bound, static_cast<uint32_t>(limit));
-    asm_.Blt(kZeroReg, index, not_negative);
-    asm_.Li(index, 0);
-    asm_.Bind(not_negative);
-    asm_.Blt(index, bound, in_range);
-    asm_.Addi(index, bound, 0);
-    asm_.Bind(in_range);
+    TPU_RETURN_IF_ERROR(LoadScalar(index, &start));
+    ClampScalar(index, bound, static_cast<uint32_t>(limit));
     asm_.Li(bound, static_cast<uint32_t>(steps[d]));
     asm_.Mul(index, index, bound);
     asm_.Add(offset, offset, index);

@@ -119,23 +119,18 @@ Status CodeGenerator::EmitRowGatherScatter(const HloInstruction& instruction) {
     Assembler::Label next = asm_.NewLabel(), done = asm_.NewLabel();
     asm_.Bind(next);
     asm_.Sld(index, line, 0);
-    Assembler::Label in_range = asm_.NewLabel(), skip = asm_.NewLabel();
-    asm_.Li(bound, rows);
+    Assembler::Label skip = asm_.NewLabel();
     if (scatter) {
       // A window outside the table is skipped.
+      Assembler::Label in_range = asm_.NewLabel();
+      asm_.Li(bound, rows);
       asm_.Blt(index, kZeroReg, skip);
       asm_.Blt(index, bound, in_range);
       asm_.Jmp(skip);
+      asm_.Bind(in_range);
     } else {
-      // index = min(max(index, 0), rows - 1)
-      Assembler::Label not_negative = asm_.NewLabel();
-      asm_.Blt(kZeroReg, index, not_negative);
-      asm_.Li(index, 0);
-      asm_.Bind(not_negative);
-      asm_.Blt(index, bound, in_range);
-      asm_.Addi(index, bound, static_cast<uint32_t>(-1));
+      ClampScalar(index, bound, rows - 1);
     }
-    asm_.Bind(in_range);
     asm_.Mul(row_hbm, index, tile_count);
     asm_.Add(row_hbm, row_hbm, table_base);
     if (!scatter) {

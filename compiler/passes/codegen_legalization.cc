@@ -398,36 +398,56 @@ HloInstruction* LegalizeBroadcast(HloComputation* computation, HloInstruction* b
   return b.Reshape(spread, dims);
 }
 
-// A max or min reduction of u32 values is the s32 one of their words with the sign bit flipped (the VPU
-// orders integers as s32): values and init flipped and read as s32, reduced (and legalized as an s32
-// reduction), read as u32 and flipped back.
+// u32 values ordered as s32: with the sign bit flipped (x ^ 0x80000000) the u32 order of the words is
+// their s32 order (the VPU orders integers as s32). `bits` is SignBits of the value's shape.
+HloInstruction* SignBits(Builder& u32, const Dims& dims) {
+  hlo::Literal sign(u32.Shape({}));
+  sign.Set<uint32_t>(0, 0x80000000u);
+  HloInstruction* bit = u32.Add(HloInstruction::CreateConstant(std::move(sign)));
+  return dims.empty() ? bit : u32.Add(HloInstruction::CreateBroadcast(u32.Shape(dims), bit, {}));
+}
+HloInstruction* ToSignedOrder(Builder& u32, Builder& s32, HloInstruction* x, HloInstruction* bits) {
+  const Dims& dims = x->shape().dimensions;
+  HloInstruction* flipped = u32.Add(HloInstruction::CreateBinary(u32.Shape(dims), HloOpcode::kXor, x, bits));
+  return s32.Add(HloInstruction::Create(HloOpcode::kBitcastConvert, s32.Shape(dims), {flipped}));
+}
+HloInstruction* FromSignedOrder(Builder& u32, HloInstruction* x, HloInstruction* bits) {
+  const Dims& dims = x->shape().dimensions;
+  HloInstruction* words = u32.Add(HloInstruction::Create(HloOpcode::kBitcastConvert, u32.Shape(dims), {x}));
+  return u32.Add(HloInstruction::CreateBinary(u32.Shape(dims), HloOpcode::kXor, words, bits));
+}
+
+// reduce(x, init) over the dimensions of `like` with the s32 reducer `op`, legalized as codegen takes it.
+StatusOr<HloInstruction*> LegalS32Reduce(HloComputation* computation, Builder& s32, const HloInstruction& like,
+                                         HloInstruction* x, HloInstruction* init, HloOpcode op,
+                                         const CodegenLegalizationOptions& options) {
+  HloInstruction* reduced =
+      s32.Add(HloInstruction::CreateReduce(s32.Shape(like.shape().dimensions), x, init, like.dimensions(),
+                                           HloBuilder::ScalarReducer(computation->parent(), op, PrimitiveType::S32)));
+  TPU_ASSIGN_OR_RETURN(HloInstruction * legal, LegalizeReduce(computation, reduced, options));
+  if (legal == nullptr) return reduced;
+  TPU_RETURN_IF_ERROR(computation->ReplaceInstruction(reduced, legal));
+  return legal;
+}
+
+// A max or min reduction of u32 values is the s32 one of their words with the sign bit flipped: values
+// and init flipped and read as s32, reduced, read as u32 and flipped back.
 StatusOr<HloInstruction*> LegalizeUnsignedReduce(HloComputation* computation, HloInstruction* reduce,
                                                  const CodegenLegalizationOptions& options) {
   if (reduce->operand_count() != 2 || reduce->shape().element_type != PrimitiveType::U32) return nullptr;
   const HloOpcode op = ReductionOpcode(*reduce);
   if (op != HloOpcode::kMaximum && op != HloOpcode::kMinimum) return nullptr;
   Builder u32(computation, PrimitiveType::U32), s32(computation, PrimitiveType::S32);
-  hlo::Literal sign(u32.Shape({}));
-  sign.Set<uint32_t>(0, 0x80000000u);
-  HloInstruction* sign_bit = u32.Add(HloInstruction::CreateConstant(std::move(sign)));
-  auto flip = [&](HloInstruction* x) {
-    const Dims& dims = x->shape().dimensions;
-    HloInstruction* bits = dims.empty() ? sign_bit : u32.Add(HloInstruction::CreateBroadcast(u32.Shape(dims), sign_bit, {}));
-    return u32.Add(HloInstruction::CreateBinary(u32.Shape(dims), HloOpcode::kXor, x, bits));
-  };
-  auto as = [&](Builder& to, HloInstruction* x) {
-    return to.Add(HloInstruction::Create(HloOpcode::kBitcastConvert, to.Shape(x->shape().dimensions), {x}));
-  };
-  HloInstruction* reduced = s32.Add(HloInstruction::CreateReduce(
-      s32.Shape(reduce->shape().dimensions), as(s32, flip(reduce->operand(0))), as(s32, flip(reduce->operand(1))),
-      reduce->dimensions(), HloBuilder::ScalarReducer(computation->parent(), op, PrimitiveType::S32)));
-  TPU_ASSIGN_OR_RETURN(HloInstruction* legal, LegalizeReduce(computation, reduced, options));
-  if (legal != nullptr) TPU_RETURN_IF_ERROR(computation->ReplaceInstruction(reduced, legal));
-  return flip(as(u32, legal != nullptr ? legal : reduced));
+  HloInstruction* x = reduce->operand(0);
+  TPU_ASSIGN_OR_RETURN(
+      HloInstruction * reduced,
+      LegalS32Reduce(computation, s32, *reduce, ToSignedOrder(u32, s32, x, SignBits(u32, x->shape().dimensions)),
+                     ToSignedOrder(u32, s32, reduce->operand(1), SignBits(u32, {})), op, options));
+  return FromSignedOrder(u32, reduced, SignBits(u32, reduce->shape().dimensions));
 }
 
 // A reduction of pred values with and (or) is the minimum (maximum) of their 0/1 words as s32: the
-// values converted, reduced (and legalized as an s32 reduction), and converted back.
+// values converted, reduced, and converted back.
 StatusOr<HloInstruction*> LegalizeLogicalReduce(HloComputation* computation, HloInstruction* reduce,
                                                 const CodegenLegalizationOptions& options) {
   const hlo::HloComputation* reducer = reduce->to_apply();
@@ -438,18 +458,17 @@ StatusOr<HloInstruction*> LegalizeLogicalReduce(HloComputation* computation, Hlo
   const HloOpcode logical = reducer->root_instruction()->opcode();
   if (logical != HloOpcode::kAnd && logical != HloOpcode::kOr) return nullptr;
   Builder b(computation, PrimitiveType::S32);
-  auto words = [&](HloInstruction* x) { return b.Add(HloInstruction::CreateConvert(b.Shape(x->shape().dimensions), x)); };
-  const HloOpcode op = logical == HloOpcode::kAnd ? HloOpcode::kMinimum : HloOpcode::kMaximum;
-  HloInstruction* reduced = b.Add(HloInstruction::CreateReduce(
-      b.Shape(reduce->shape().dimensions), words(reduce->operand(0)), words(reduce->operand(1)), reduce->dimensions(),
-      HloBuilder::ScalarReducer(computation->parent(), op, PrimitiveType::S32)));
-  TPU_ASSIGN_OR_RETURN(HloInstruction* legal, LegalizeReduce(computation, reduced, options));
-  if (legal != nullptr) TPU_RETURN_IF_ERROR(computation->ReplaceInstruction(reduced, legal));
-  return b.Add(HloInstruction::CreateConvert(reduce->shape(), legal != nullptr ? legal : reduced));
+  auto words = [&](HloInstruction* x) {
+    return b.Add(HloInstruction::CreateConvert(b.Shape(x->shape().dimensions), x));
+  };
+  TPU_ASSIGN_OR_RETURN(HloInstruction * reduced,
+                       LegalS32Reduce(computation, b, *reduce, words(reduce->operand(0)), words(reduce->operand(1)),
+                                      logical == HloOpcode::kAnd ? HloOpcode::kMinimum : HloOpcode::kMaximum, options));
+  return b.Add(HloInstruction::CreateConvert(reduce->shape(), reduced));
 }
 
-// An ordered compare, maximum or minimum of u32 values, which the VPU would order as s32: with the sign
-// bit flipped (x ^ 0x80000000) the u32 order is the s32 order of the words read as s32.
+// An ordered compare, maximum or minimum of u32 values, which the VPU would order as s32: on the words
+// with the sign bit flipped (ToSignedOrder).
 HloInstruction* LegalizeUnsignedOrder(HloComputation* computation, HloInstruction* instruction) {
   const HloOpcode op = instruction->opcode();
   if (instruction->operand_count() != 2 || instruction->operand(0)->shape().element_type != PrimitiveType::U32) {
@@ -463,22 +482,13 @@ HloInstruction* LegalizeUnsignedOrder(HloComputation* computation, HloInstructio
   }
   const Dims& dims = instruction->operand(0)->shape().dimensions;
   Builder u32(computation, PrimitiveType::U32), s32(computation, PrimitiveType::S32);
-  hlo::Literal sign(u32.Shape({}));
-  sign.Set<uint32_t>(0, 0x80000000u);
-  HloInstruction* flip = u32.Add(HloInstruction::CreateBroadcast(
-      u32.Shape(dims), u32.Add(HloInstruction::CreateConstant(std::move(sign))), {}));
-  auto as_signed = [&](HloInstruction* x) {
-    HloInstruction* flipped = u32.Add(HloInstruction::CreateBinary(u32.Shape(dims), HloOpcode::kXor, x, flip));
-    return s32.Add(HloInstruction::Create(HloOpcode::kBitcastConvert, s32.Shape(dims), {flipped}));
-  };
-  HloInstruction* a = as_signed(instruction->operand(0));
-  HloInstruction* b = as_signed(instruction->operand(1));
+  HloInstruction* bits = SignBits(u32, dims);
+  HloInstruction* a = ToSignedOrder(u32, s32, instruction->operand(0), bits);
+  HloInstruction* b = ToSignedOrder(u32, s32, instruction->operand(1), bits);
   if (op == HloOpcode::kCompare) {
     return s32.Add(HloInstruction::CreateCompare(instruction->shape(), a, b, instruction->comparison_direction()));
   }
-  HloInstruction* ordered = s32.Add(HloInstruction::CreateBinary(s32.Shape(dims), op, a, b));
-  HloInstruction* words = u32.Add(HloInstruction::Create(HloOpcode::kBitcastConvert, u32.Shape(dims), {ordered}));
-  return u32.Add(HloInstruction::CreateBinary(u32.Shape(dims), HloOpcode::kXor, words, flip));
+  return FromSignedOrder(u32, s32.Add(HloInstruction::CreateBinary(s32.Shape(dims), op, a, b)), bits);
 }
 
 // A reduce-window with a window on the minor dimension (cumsum along the last axis, pooling over it),
