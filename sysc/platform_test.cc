@@ -82,7 +82,7 @@ TEST(PlatformTest, ResetThenIdAndConfigRegisters) {
   EXPECT_EQ(transport->MmioRead(csr::CFG_SREGS), cfg::kSregs);
   EXPECT_EQ(transport->MmioRead(csr::CFG_HBM_CHANNELS), cfg::kHbmChannels);
   EXPECT_EQ(transport->MmioRead(csr::STATUS), 0u);
-  EXPECT_EQ(transport->MmioRead(csr::IRQ_ENABLE), 0xfu);
+  EXPECT_EQ(transport->MmioRead(csr::IRQ_ENABLE), 0x1fu);
   EXPECT_EQ(transport->mmio_errors(), 0u);
   // Device time passes only while the kernel runs: the reset plus a few cycles per access.
   const uint64_t cycles = transport->Cycles();

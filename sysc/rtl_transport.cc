@@ -141,6 +141,8 @@ void RtlTransport::HostRead(uint64_t address, void* data, size_t bytes) {
 
 bool RtlTransport::WaitForInterrupt(uint64_t timeout_cycles) { return platform_->RunUntilIrq(timeout_cycles); }
 
+void RtlTransport::Advance(uint64_t cycles) { platform_->Run(cycles); }
+
 uint64_t RtlTransport::Cycles() const { return platform_->Cycles() - base_cycle_; }
 
 bool RtlTransport::SetProfile(ExecutionProfile* profile) {

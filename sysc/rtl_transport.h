@@ -46,6 +46,7 @@ class RtlTransport : public Transport {
   void HostWrite(uint64_t address, const void* data, size_t bytes) override;
   void HostRead(uint64_t address, void* data, size_t bytes) override;
   bool WaitForInterrupt(uint64_t timeout_cycles) override;
+  void Advance(uint64_t cycles) override;
   uint64_t Cycles() const override;
   bool SetProfile(ExecutionProfile* profile) override;
 

@@ -43,6 +43,8 @@ uint32_t Assembler::Bne(Reg rs1, Reg rs2, Label target) { return EmitBranch(isa:
 uint32_t Assembler::Beq(Reg rs1, Reg rs2, Label target) { return EmitBranch(isa::Opcode::BEQ, rs1, rs2, target); }
 uint32_t Assembler::Blt(Reg rs1, Reg rs2, Label target) { return EmitBranch(isa::Opcode::BLT, rs1, rs2, target); }
 uint32_t Assembler::Jmp(Label target) { return EmitBranch(isa::Opcode::JMP, {}, {}, target); }
+uint32_t Assembler::SemWait(uint32_t semaphore) { return Emit(isa::Opcode::SEMWAIT, {{}, {}, {}, {}, 0, semaphore}); }
+uint32_t Assembler::SemPost(uint32_t semaphore) { return Emit(isa::Opcode::SEMPOST, {{}, {}, {}, {}, 0, semaphore}); }
 uint32_t Assembler::Sld(Reg rd, Reg rs1, uint32_t line) { return Emit(isa::Opcode::SLD, {rd, rs1, {}, {}, 0, line}); }
 
 void Assembler::AppendStraightLine(const std::vector<uint64_t>& words) {

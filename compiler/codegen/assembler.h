@@ -54,6 +54,9 @@ class Assembler {
   uint32_t Sld(Reg rd, Reg rs1, uint32_t line);
   // units: isa::flag::SYNC_* bits; 0 waits for every unit.
   uint32_t Sync(uint8_t units);
+  // Host semaphores (docs/csr.md): wait until `semaphore` is non-zero and take one; add one.
+  uint32_t SemWait(uint32_t semaphore);
+  uint32_t SemPost(uint32_t semaphore);
   // VMEM[vmem + i] = HBM[hbm + i*stride] for i < count.
   uint32_t DmaLoad(Reg hbm, Reg vmem, Reg count, uint32_t stride);
   // HBM[hbm + i*stride] = VMEM[vmem + i] for i < count.

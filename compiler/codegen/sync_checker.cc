@@ -147,6 +147,15 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
         set(++scalar_loads[pc] <= kScalarLoadTrueReads ? 1u : 0u, /*from_data=*/true);
         break;
       }
+      case Opcode::SEMWAIT: break;  // the host filled HBM before posting: nothing of this core is in flight
+      case Opcode::SEMPOST:
+        // The host reads HBM the moment it sees the post: every DMA store must have landed.
+        if (!in_flight[kDma].empty()) {
+          return FailedPrecondition("pc " + std::to_string(pc) + " (SEMPOST) hands HBM to the host while pc " +
+                                    std::to_string(in_flight[kDma].back().pc) +
+                                    " (DMA) may still run; a SYNC is missing");
+        }
+        break;
       case Opcode::SYNC:
         for (int u = 0; u < 3; ++u) {
           if (in.flags == 0 || (in.flags & (1u << u))) {

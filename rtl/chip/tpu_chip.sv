@@ -48,7 +48,10 @@ module tpu_chip
   logic [7:0]        core_error_code;
   logic [31:0]       core_error_pc;
   logic [63:0]       perf_cycles, perf_mxu_busy;
-  logic [31:0]       perf_instret, perf_dma_lines, perf_vpu_busy, perf_stall;
+  logic [31:0]       perf_instret, perf_dma_lines, perf_vpu_busy, perf_stall, perf_feed_stall;
+  logic [tpu_pkg::HOST_SEMS-1:0] sem_nonzero;
+  logic              sem_take, sem_post;
+  logic [$clog2(tpu_pkg::HOST_SEMS)-1:0] sem_idx;
   logic              imem_req, imem_write, imem_hi;
   logic [ImemAw-1:0] imem_addr;
   logic [31:0]       imem_wdata, imem_rdata;
@@ -99,6 +102,11 @@ module tpu_chip
     .perf_dma_lines_i  (perf_dma_lines),
     .perf_vpu_busy_i   (perf_vpu_busy),
     .perf_stall_i      (perf_stall),
+    .perf_feed_stall_i (perf_feed_stall),
+    .sem_nonzero_o     (sem_nonzero),
+    .sem_take_i        (sem_take),
+    .sem_post_i        (sem_post),
+    .sem_idx_i         (sem_idx),
     .imem_req_o        (imem_req),
     .imem_write_o      (imem_write),
     .imem_hi_o         (imem_hi),
@@ -139,6 +147,11 @@ module tpu_chip
     .perf_dma_lines_o (perf_dma_lines),
     .perf_vpu_busy_o  (perf_vpu_busy),
     .perf_stall_o     (perf_stall),
+    .perf_feed_stall_o (perf_feed_stall),
+    .sem_nonzero_i    (sem_nonzero),
+    .sem_take_o       (sem_take),
+    .sem_post_o       (sem_post),
+    .sem_idx_o        (sem_idx),
     .trace_run_o      (trace_run_o),
     .trace_issue_o    (trace_issue_o),
     .trace_pc_o       (trace_pc_o),

@@ -1,6 +1,9 @@
 // CSR block: decodes the host's MMIO accesses (docs/csr.md), holds the writable registers and
 // IRQ_STATUS, forwards the IMEM window to the core and collects status from the core and the host DMA.
 // Every access gets a response pulse the next cycle; reads return data with it.
+// It also holds the host semaphores: HOST_SEMS saturating counters that the host posts, takes and clears
+// through SEM_POST/SEM_TAKE/SEM_CLEAR and the core through SEMPOST/SEMWAIT; a core post raises
+// IRQ_STATUS.SEM_POST. A take of a zero counter does nothing, a post to a full one neither.
 module tpu_csr
 #(
   parameter int unsigned ImemAw = $clog2(tpu_pkg::IMEM_WORDS)
@@ -34,6 +37,13 @@ module tpu_csr
   input  logic [31:0]       perf_dma_lines_i,
   input  logic [31:0]       perf_vpu_busy_i,
   input  logic [31:0]       perf_stall_i,
+  input  logic [31:0]       perf_feed_stall_i,
+
+  // Host semaphores: which are non-zero, and the core's take or post of semaphore sem_idx_i.
+  output logic [tpu_pkg::HOST_SEMS-1:0] sem_nonzero_o,
+  input  logic              sem_take_i,
+  input  logic              sem_post_i,
+  input  logic [$clog2(tpu_pkg::HOST_SEMS)-1:0] sem_idx_i,
 
   // IMEM window.
   output logic              imem_req_o,
@@ -57,11 +67,15 @@ module tpu_csr
 );
 
   localparam logic [31:0] WatchdogReset = 32'd1000000;
-  localparam logic [3:0]  IrqEnableReset = 4'hF;
+  localparam int unsigned IrqBits = 5;
+  localparam logic [IrqBits-1:0] IrqEnableReset = '1;
+  localparam int unsigned SemBits = tpu_pkg::SEM_BITS;
 
   logic [31:0] start_pc_q, watchdog_q;
   logic [31:0] hdma_host_lo_q, hdma_host_hi_q, hdma_hbm_line_q, hdma_lines_q;
-  logic [3:0]  irq_status_q, irq_status_d, irq_enable_q;
+  logic [IrqBits-1:0] irq_status_q, irq_status_d, irq_enable_q;
+  logic [SemBits-1:0] sem_q [tpu_pkg::HOST_SEMS];
+  logic [SemBits-1:0] sem_d [tpu_pkg::HOST_SEMS];
   logic        rvalid_q, imem_read_q;
   logic [31:0] rdata_q, csr_rdata;
 
@@ -85,16 +99,59 @@ module tpu_csr
   assign hdma_start_o   = wr && (mmio_addr_i == tpu_pkg::CSR_HDMA_CTRL) && mmio_wdata_i[tpu_pkg::HDMA_CTRL_START_LSB];
   assign hdma_to_host_o = mmio_wdata_i[tpu_pkg::HDMA_CTRL_TO_HOST_LSB];
 
+  // Host semaphores: the host's and the core's takes and posts of one cycle all count.
+  logic host_sem_post, host_sem_take, host_sem_clear;
+  assign host_sem_post  = wr && (mmio_addr_i == tpu_pkg::CSR_SEM_POST);
+  assign host_sem_take  = wr && (mmio_addr_i == tpu_pkg::CSR_SEM_TAKE);
+  assign host_sem_clear = wr && (mmio_addr_i == tpu_pkg::CSR_SEM_CLEAR) && mmio_wdata_i[0];
+
+  // A counter after this cycle's posts (saturating) and takes (never below zero).
+  function automatic logic [SemBits-1:0] sem_next(logic [SemBits-1:0] q, logic up_a, logic up_b,
+                                                  logic down_a, logic down_b);
+    logic [SemBits+1:0] n;
+    n = {2'b00, q} + {{(SemBits+1){1'b0}}, up_a} + {{(SemBits+1){1'b0}}, up_b};
+    if (down_a && n != '0) n = n - 1'b1;
+    if (down_b && n != '0) n = n - 1'b1;
+    sem_next = (n[SemBits+1:SemBits] != 2'b00) ? {SemBits{1'b1}} : n[SemBits-1:0];
+  endfunction
+
+  always_comb begin
+    for (int unsigned i = 0; i < tpu_pkg::HOST_SEMS; i++) begin
+      sem_d[i] = sem_next(sem_q[i],
+                          host_sem_post && (mmio_wdata_i == 32'(i)),
+                          sem_post_i && (32'(sem_idx_i) == 32'(i)),
+                          host_sem_take && (mmio_wdata_i == 32'(i)),
+                          sem_take_i && (32'(sem_idx_i) == 32'(i)));
+      if (host_sem_clear || soft_reset_o) sem_d[i] = '0;
+      sem_nonzero_o[i] = (sem_q[i] != '0);
+    end
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      for (int unsigned i = 0; i < tpu_pkg::HOST_SEMS; i++) sem_q[i] <= '0;
+    end else begin
+      for (int unsigned i = 0; i < tpu_pkg::HOST_SEMS; i++) sem_q[i] <= sem_d[i];
+    end
+  end
+
+  logic [31:0] sem_counts;
+  always_comb begin
+    sem_counts = 32'd0;
+    for (int unsigned i = 0; i < tpu_pkg::HOST_SEMS; i++) sem_counts[i*SemBits +: SemBits] = sem_q[i];
+  end
+
   // IRQ_STATUS: events set bits, writing ones clears them (an event in the same cycle wins).
-  logic [3:0] irq_events;
+  logic [IrqBits-1:0] irq_events;
   always_comb begin
     irq_events = '0;
     irq_events[tpu_pkg::IRQ_STATUS_CORE_DONE_LSB]  = core_done_i;
     irq_events[tpu_pkg::IRQ_STATUS_CORE_ERROR_LSB] = core_fail_i;
     irq_events[tpu_pkg::IRQ_STATUS_HDMA_DONE_LSB]  = hdma_done_i;
     irq_events[tpu_pkg::IRQ_STATUS_HDMA_ERROR_LSB] = hdma_fail_i;
+    irq_events[tpu_pkg::IRQ_STATUS_SEM_POST_LSB]   = sem_post_i;
     irq_status_d = irq_status_q;
-    if (wr && mmio_addr_i == tpu_pkg::CSR_IRQ_STATUS) irq_status_d = irq_status_d & ~mmio_wdata_i[3:0];
+    if (wr && mmio_addr_i == tpu_pkg::CSR_IRQ_STATUS) irq_status_d = irq_status_d & ~mmio_wdata_i[IrqBits-1:0];
     irq_status_d = irq_status_d | irq_events;
     if (soft_reset_o) irq_status_d = '0;
   end
@@ -114,7 +171,7 @@ module tpu_csr
       if (wr) begin
         unique case (mmio_addr_i)
           tpu_pkg::CSR_START_PC:       start_pc_q      <= mmio_wdata_i;
-          tpu_pkg::CSR_IRQ_ENABLE:     irq_enable_q    <= mmio_wdata_i[3:0];
+          tpu_pkg::CSR_IRQ_ENABLE:     irq_enable_q    <= mmio_wdata_i[IrqBits-1:0];
           tpu_pkg::CSR_WATCHDOG_LIMIT: watchdog_q      <= mmio_wdata_i;
           tpu_pkg::CSR_HDMA_HOST_LO:   hdma_host_lo_q  <= mmio_wdata_i;
           tpu_pkg::CSR_HDMA_HOST_HI:   hdma_host_hi_q  <= mmio_wdata_i;
@@ -158,6 +215,8 @@ module tpu_csr
       tpu_pkg::CSR_DMA_LINES:      csr_rdata = perf_dma_lines_i;
       tpu_pkg::CSR_VPU_BUSY:       csr_rdata = perf_vpu_busy_i;
       tpu_pkg::CSR_STALL_CYCLES:   csr_rdata = perf_stall_i;
+      tpu_pkg::CSR_FEED_STALL:     csr_rdata = perf_feed_stall_i;
+      tpu_pkg::CSR_SEM_COUNTS:     csr_rdata = sem_counts;
       tpu_pkg::CSR_HDMA_HOST_LO:   csr_rdata = hdma_host_lo_q;
       tpu_pkg::CSR_HDMA_HOST_HI:   csr_rdata = hdma_host_hi_q;
       tpu_pkg::CSR_HDMA_HBM_LINE:  csr_rdata = hdma_hbm_line_q;

@@ -11,6 +11,10 @@
 // their earlier instructions (drain) so memory holds exactly the effect of every issued instruction,
 // then the core stops with ERROR. The watchdog keeps counting while draining; when it expires the units
 // are flushed and the core stops at once.
+//
+// Host semaphores live in the CSR block; SEMWAIT stalls (on no unit, counted in FEED_STALL too) until its
+// semaphore is non-zero and takes one, SEMPOST adds one. The watchdog counts a SEMWAIT's wait like any
+// other stall, so a program waiting on a feed the host never fills stops with WATCHDOG.
 module tpu_sequencer
 #(
   parameter int unsigned ImemAw = $clog2(tpu_pkg::IMEM_WORDS),
@@ -72,6 +76,13 @@ module tpu_sequencer
   output logic [31:0]       perf_dma_lines_o,
   output logic [31:0]       perf_vpu_busy_o,
   output logic [31:0]       perf_stall_o,
+  output logic [31:0]       perf_feed_stall_o, // cycles SEMWAIT waited
+
+  // Host semaphores (tpu_csr): which are non-zero; a take or post of semaphore sem_idx_o.
+  input  logic [tpu_pkg::HOST_SEMS-1:0] sem_nonzero_i,
+  output logic              sem_take_o,
+  output logic              sem_post_o,
+  output logic [$clog2(tpu_pkg::HOST_SEMS)-1:0] sem_idx_o,
 
   // Issue trace (profilers, sw/driver/execution_profile.h): per cycle of a run, whether the instruction
   // at trace_pc_o issues, else which units it waits for; and the unit events of the counters. Units are
@@ -103,7 +114,7 @@ module tpu_sequencer
   logic [32*tpu_pkg::SREGS-1:0] sregs_d;
 
   logic [63:0] cycles_q, mxu_busy_q;
-  logic [31:0] instret_q, dma_lines_q, vpu_busy_q, stall_q;
+  logic [31:0] instret_q, dma_lines_q, vpu_busy_q, stall_q, feed_stall_q;
 
   // ---------------------------------------------------------------------------------------------
   // Decode
@@ -167,6 +178,10 @@ module tpu_sequencer
   logic        halt_now;
   logic        wd_expired;
   logic        sld_pending_q, sld_read;  // SLD: the line was read last cycle / is read this cycle
+  logic        feed_stall;  // SEMWAIT waits for its semaphore
+  logic        sem_legal;   // imm names a host semaphore
+  assign sem_legal = (imm < 32'(tpu_pkg::HOST_SEMS));
+  assign sem_idx_o = imm[$clog2(tpu_pkg::HOST_SEMS)-1:0];
   logic [32:0] sld_addr;
   assign sld_addr = {1'b0, rs1_val} + {1'b0, imm};
 
@@ -184,6 +199,9 @@ module tpu_sequencer
     mxu_cmd_valid_o = 1'b0;
     vpu_cmd_valid_o = 1'b0;
     sld_read        = 1'b0;
+    feed_stall      = 1'b0;
+    sem_take_o      = 1'b0;
+    sem_post_o      = 1'b0;
 
     if (state_q == StRun) begin
       if (pc_q >= 32'(tpu_pkg::IMEM_WORDS)) begin
@@ -234,6 +252,22 @@ module tpu_sequencer
               issue = 1'b1; reg_we = 1'b1; reg_wdata = vmem_rd_data_i;
             end else begin
               stall = 1'b1; sld_read = 1'b1;
+            end
+          end
+          tpu_pkg::OP_SEMWAIT: begin
+            if (!sem_legal) begin
+              raise = 1'b1; raise_code = tpu_pkg::ERR_ILLEGAL_INSTR;
+            end else if (sem_nonzero_i[sem_idx_o]) begin
+              issue = 1'b1; sem_take_o = 1'b1;
+            end else begin
+              stall = 1'b1; feed_stall = 1'b1;
+            end
+          end
+          tpu_pkg::OP_SEMPOST: begin
+            if (!sem_legal) begin
+              raise = 1'b1; raise_code = tpu_pkg::ERR_ILLEGAL_INSTR;
+            end else begin
+              issue = 1'b1; sem_post_o = 1'b1;
             end
           end
           tpu_pkg::OP_SYNC: begin
@@ -445,6 +479,7 @@ module tpu_sequencer
       dma_lines_q <= 32'd0;
       vpu_busy_q  <= 32'd0;
       stall_q     <= 32'd0;
+      feed_stall_q <= 32'd0;
     end else if (state_q == StIdle && start_i && !abort_i) begin
       cycles_q    <= 64'd0;
       mxu_busy_q  <= 64'd0;
@@ -452,6 +487,7 @@ module tpu_sequencer
       dma_lines_q <= 32'd0;
       vpu_busy_q  <= 32'd0;
       stall_q     <= 32'd0;
+      feed_stall_q <= 32'd0;
     end else if (counting) begin
       cycles_q    <= cycles_q + 64'd1;
       mxu_busy_q  <= mxu_busy_q + 64'(mxu_row_i);
@@ -459,6 +495,7 @@ module tpu_sequencer
       dma_lines_q <= dma_lines_q + 32'(dma_line_i);
       vpu_busy_q  <= vpu_busy_q + 32'(vpu_line_i);
       stall_q     <= stall_q + 32'(stall);
+      feed_stall_q <= feed_stall_q + 32'(feed_stall);
     end
   end
 
@@ -472,6 +509,7 @@ module tpu_sequencer
         tpu_pkg::OP_DMA_LD, tpu_pkg::OP_DMA_ST:  trace_wait_o = 3'b001;
         tpu_pkg::OP_MXU_LW, tpu_pkg::OP_MXU_MM:  trace_wait_o = 3'b010;
         tpu_pkg::OP_SLD:                         trace_wait_o = 3'b000;  // its VMEM read
+        tpu_pkg::OP_SEMWAIT:                     trace_wait_o = 3'b000;  // the host
         default:                                 trace_wait_o = 3'b100;  // the vector instructions
       endcase
     end
@@ -493,6 +531,7 @@ module tpu_sequencer
   assign perf_dma_lines_o = dma_lines_q;
   assign perf_vpu_busy_o  = vpu_busy_q;
   assign perf_stall_o     = stall_q;
+  assign perf_feed_stall_o = feed_stall_q;
 
 `ifndef SYNTHESIS
   // At most one unit receives a command per cycle.

@@ -17,6 +17,7 @@ namespace tpu::model {
 namespace {
 
 constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+constexpr uint32_t kSemMax = (1u << tpu::csr::SEM_BITS) - 1;  // a host semaphore saturates here
 
 using tpu::isa::Error;
 using tpu::isa::Opcode;
@@ -152,6 +153,12 @@ uint32_t ChipModel::MmioRead(uint32_t offset) {
     case csr::DMA_LINES: return dma_lines_;
     case csr::VPU_BUSY: return vpu_busy_;
     case csr::STALL_CYCLES: return stall_cycles_;
+    case csr::FEED_STALL: return feed_stall_;
+    case csr::SEM_COUNTS: {
+      uint32_t counts = 0;
+      for (uint32_t i = 0; i < csr::HOST_SEMS; ++i) counts |= sems_[i] << (i * csr::SEM_BITS);
+      return counts;
+    }
     case csr::HDMA_HOST_LO: return hdma_host_lo_;
     case csr::HDMA_HOST_HI: return hdma_host_hi_;
     case csr::HDMA_HBM_LINE: return hdma_hbm_line_;
@@ -183,7 +190,19 @@ void ChipModel::MmioWrite(uint32_t offset, uint32_t value) {
       if (value & 1u) SoftReset();
       break;
     case csr::IRQ_STATUS: irq_status_ &= ~value; break;
-    case csr::IRQ_ENABLE: irq_enable_ = value & 0xFu; break;
+    case csr::IRQ_ENABLE: irq_enable_ = value & kIrqMask; break;
+    case csr::SEM_POST:
+      if (value < csr::HOST_SEMS) {
+        sems_[value] = std::min(sems_[value] + 1, kSemMax);
+        if (sem_blocked_ && sems_[tpu::isa::Decode(imem_[pc_]).imm] != 0) WakeFromSemaphore(cycle_ + 1);
+      }
+      break;
+    case csr::SEM_TAKE:
+      if (value < csr::HOST_SEMS && sems_[value] != 0) --sems_[value];
+      break;
+    case csr::SEM_CLEAR:
+      if (value & 1u) sems_.fill(0);
+      break;
     case csr::WATCHDOG_LIMIT: watchdog_limit_ = value; break;
     case csr::HDMA_HOST_LO: hdma_host_lo_ = value; break;
     case csr::HDMA_HOST_HI: hdma_host_hi_ = value; break;
@@ -205,7 +224,7 @@ void ChipModel::DoorBell() {
   error_pc_ = 0;
   sregs_.fill(0);
   mxu_busy_ = 0;
-  instret_ = dma_lines_ = vpu_busy_ = stall_cycles_ = 0;
+  instret_ = dma_lines_ = vpu_busy_ = stall_cycles_ = feed_stall_ = 0;
   pc_ = start_pc_;
   core_time_ = cycle_ + timing_.doorbell_to_fetch;
   run_start_ = run_stop_ = core_time_;  // CYCLES counts the cycles the sequencer runs
@@ -213,6 +232,7 @@ void ChipModel::DoorBell() {
   watchdog_expired_ = false;
   draining_ = false;
   sld_read_ = false;
+  sem_blocked_ = false;
   pending_stall_on_.fill(0);
   if (profile_ != nullptr) {
     profile_->Clear(config_.imem_words);
@@ -226,6 +246,8 @@ void ChipModel::SoftReset() {
   watchdog_expired_ = false;
   draining_ = false;
   sld_read_ = false;
+  sem_blocked_ = false;
+  sems_.fill(0);
   halted_ = false;
   error_ = false;
   error_code_ = 0;
@@ -421,6 +443,33 @@ bool ChipModel::WaitUntil(uint64_t ready, UnitIndex unit) {
   return false;
 }
 
+// The RTL's SEMWAIT stalls on no unit, cycle after cycle, until the semaphore is non-zero; here the core
+// sleeps (core_time_ at the watchdog's expiry, or never) and the wait is charged when it ends.
+void ChipModel::BlockOnSemaphore() {
+  sem_blocked_ = true;
+  sem_wait_start_ = core_time_;
+  if (watchdog_limit_ != 0) {
+    core_time_ = std::max(core_time_, last_issue_ + watchdog_limit_ + 1);
+    watchdog_expired_ = true;
+  } else {
+    core_time_ = kNever;
+  }
+}
+
+void ChipModel::WakeFromSemaphore(uint64_t wake) {
+  sem_blocked_ = false;
+  if (wake < core_time_) watchdog_expired_ = false;  // a post came before the watchdog expired
+  core_time_ = std::max(wake, sem_wait_start_);
+  const uint64_t waited = core_time_ - sem_wait_start_;
+  stall_cycles_ += static_cast<uint32_t>(waited);
+  feed_stall_ += static_cast<uint32_t>(waited);
+}
+
+void ChipModel::PostSemaphore(uint32_t index) {
+  sems_[index] = std::min(sems_[index] + 1, kSemMax);
+  irq_status_ |= tpu::csr::IRQ_STATUS_SEM_POST;
+}
+
 bool ChipModel::CheckVmemRange(uint64_t base, uint64_t count) {
   if (count == 0 || base + count <= config_.vmem_lines) return true;
   RaiseCoreError(ErrorValue(Error::BAD_VMEM_ADDR));
@@ -434,6 +483,7 @@ void ChipModel::StepCore() {
   }
   if (watchdog_expired_) {
     // The units are flushed and the core stops at once.
+    if (sem_blocked_) WakeFromSemaphore(core_time_);
     watchdog_expired_ = false;
     error_code_ = ErrorValue(Error::WATCHDOG);
     error_pc_ = pc_;
@@ -499,6 +549,24 @@ void ChipModel::Issue(uint64_t word) {
       set_reg(in.rd, VmemLine(line)[0]);
       break;
     }
+    case Opcode::SEMWAIT:
+      if (in.imm >= tpu::csr::HOST_SEMS) {
+        RaiseCoreError(ErrorValue(Error::ILLEGAL_INSTR));
+        return;
+      }
+      if (sems_[in.imm] == 0) {
+        BlockOnSemaphore();
+        return;
+      }
+      --sems_[in.imm];
+      break;
+    case Opcode::SEMPOST:
+      if (in.imm >= tpu::csr::HOST_SEMS) {
+        RaiseCoreError(ErrorValue(Error::ILLEGAL_INSTR));
+        return;
+      }
+      PostSemaphore(in.imm);
+      break;
     case Opcode::SYNC: {
       const uint8_t units = (in.flags & 7u) == 0 ? 7u : (in.flags & 7u);
       uint64_t ready = 0;

@@ -27,6 +27,7 @@
 #include "sim/model/mxu_kernel.h"
 #include "sw/base/status.h"
 #include "sw/driver/execution_profile.h"
+#include "tpu_csr.h"
 
 namespace tpu::model {
 
@@ -128,6 +129,10 @@ class ChipModel {
  private:
   enum UnitIndex { kDma = 0, kMxu = 1, kVpu = 2, kNumUnits = 3 };
   enum class StopWhen { kIdle, kIrq, kNever };
+  // The IRQ_STATUS / IRQ_ENABLE bits that exist.
+  static constexpr uint32_t kIrqMask = csr::IRQ_STATUS_CORE_DONE | csr::IRQ_STATUS_CORE_ERROR |
+                                       csr::IRQ_STATUS_HDMA_DONE | csr::IRQ_STATUS_HDMA_ERROR |
+                                       csr::IRQ_STATUS_SEM_POST;
 
   // Sparse memory of fixed-size pages allocated on first write; never-written bytes read as zero.
   class SparseMemory;
@@ -138,6 +143,10 @@ class ChipModel {
   // Records the error of the instruction at pc_ and lets the units drain (RTL: StDrain); the core stops
   // with ERROR when they are idle or the watchdog expires.
   void RaiseCoreError(uint32_t code);
+  // SEMWAIT on a zero semaphore: sleep until a post or the watchdog; WakeFromSemaphore ends the sleep.
+  void BlockOnSemaphore();
+  void WakeFromSemaphore(uint64_t wake);
+  void PostSemaphore(uint32_t index);
   void FinishCoreError();
   void StopCore();
   // Stalls the sequencer until `ready`, waiting for `unit` (kNumUnits: none, SLD's VMEM read); returns
@@ -200,6 +209,10 @@ class ChipModel {
   bool watchdog_expired_ = false;  // the stall at pc_ outlasts WATCHDOG_LIMIT; the core stops at core_time_
   bool draining_ = false;          // an error was raised; the core stops with ERROR at core_time_
   bool sld_read_ = false;          // the SLD at pc_ read its VMEM line in the previous cycle
+  // SEMWAIT at pc_ found its semaphore zero in cycle sem_wait_start_: the core sleeps until a host post
+  // (MmioWrite wakes it) or the watchdog.
+  bool sem_blocked_ = false;
+  uint64_t sem_wait_start_ = 0;
   std::array<uint64_t, kNumUnits> unit_busy_until_{};
   // DMA queue: when the request side takes the next instruction, when each unfinished instruction is
   // done (oldest first) and when the last load is done. Each is bounded by unit_busy_until_[kDma].
@@ -215,13 +228,14 @@ class ChipModel {
   uint32_t start_pc_ = 0;
   bool halted_ = false, error_ = false;
   uint32_t error_code_ = 0, error_pc_ = 0;
-  uint32_t irq_status_ = 0, irq_enable_ = 0xF;
+  uint32_t irq_status_ = 0, irq_enable_ = kIrqMask;
+  std::array<uint32_t, tpu::csr::HOST_SEMS> sems_{};  // host semaphores (SEM_COUNTS)
   uint32_t watchdog_limit_ = 1000000;
 
   // Perf counters (cleared by the doorbell).
   uint64_t run_start_ = 0, run_stop_ = 0;
   uint64_t mxu_busy_ = 0;
-  uint32_t instret_ = 0, dma_lines_ = 0, vpu_busy_ = 0, stall_cycles_ = 0;
+  uint32_t instret_ = 0, dma_lines_ = 0, vpu_busy_ = 0, stall_cycles_ = 0, feed_stall_ = 0;
 
   // Host DMA engine.
   uint32_t hdma_host_lo_ = 0, hdma_host_hi_ = 0, hdma_hbm_line_ = 0, hdma_lines_ = 0;

@@ -48,7 +48,7 @@ TEST_F(ChipModelTest, ResetValuesAndIdentity) {
   EXPECT_EQ(Csr(csr::CFG_HBM_CHANNELS), config.hbm_channels);
   EXPECT_EQ(Csr(csr::STATUS), 0u);
   EXPECT_EQ(Csr(csr::IRQ_STATUS), 0u);
-  EXPECT_EQ(Csr(csr::IRQ_ENABLE), 0xFu);
+  EXPECT_EQ(Csr(csr::IRQ_ENABLE), 0x1Fu);
   EXPECT_EQ(Csr(csr::WATCHDOG_LIMIT), 1000000u);
   EXPECT_EQ(Csr(csr::HDMA_STATUS), 0u);
   EXPECT_FALSE(model_.Irq());
@@ -72,7 +72,7 @@ TEST_F(ChipModelTest, RegistersReadBack) {
   model_.MmioWrite(csr::HDMA_LINES, 3);
   EXPECT_EQ(Csr(csr::START_PC), 12u);
   EXPECT_EQ(Csr(csr::WATCHDOG_LIMIT), 0u);
-  EXPECT_EQ(Csr(csr::IRQ_ENABLE), 0xFu) << "four interrupt sources";
+  EXPECT_EQ(Csr(csr::IRQ_ENABLE), 0x1Fu) << "five interrupt sources";
   EXPECT_EQ(Csr(csr::HDMA_HOST_LO), 0x1234u);
   EXPECT_EQ(Csr(csr::HDMA_HOST_HI), 0x5u);
   EXPECT_EQ(Csr(csr::HDMA_HBM_LINE), 77u);

@@ -122,6 +122,8 @@ std::string Disassemble(uint64_t word) {
       return name + " " + Reg(in.rs1) + ", " + Reg(in.rs2) + ", " + std::to_string(in.imm) + flags;
     case Opcode::JMP: return name + " " + std::to_string(in.imm) + flags;
     case Opcode::SLD: return name + " " + Reg(in.rd) + ", " + Reg(in.rs1) + ", " + Number(in.imm) + flags;
+    case Opcode::SEMWAIT:
+    case Opcode::SEMPOST: return name + " " + Number(in.imm) + flags;
     case Opcode::SYNC: return name + ((in.flags & 7u) == 0 ? " ALL" : "") + flags;
     case Opcode::DMA_LD:
     case Opcode::DMA_ST:

@@ -27,6 +27,7 @@ class ModelTransport : public tpu::Transport {
   void HostWrite(uint64_t address, const void* data, size_t bytes) override;
   void HostRead(uint64_t address, void* data, size_t bytes) override;
   bool WaitForInterrupt(uint64_t timeout_cycles) override;
+  void Advance(uint64_t cycles) override { model_.Step(cycles); }
   uint64_t Cycles() const override { return model_.cycle(); }
   bool SetProfile(ExecutionProfile* profile) override {
     model_.set_profile(profile);

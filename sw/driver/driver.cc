@@ -1,6 +1,7 @@
 #include "sw/driver/driver.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -11,7 +12,7 @@ namespace tpu {
 namespace {
 
 constexpr uint32_t kAllIrqs = csr::IRQ_STATUS_CORE_DONE | csr::IRQ_STATUS_CORE_ERROR |
-                              csr::IRQ_STATUS_HDMA_DONE | csr::IRQ_STATUS_HDMA_ERROR;
+                              csr::IRQ_STATUS_HDMA_DONE | csr::IRQ_STATUS_HDMA_ERROR | csr::IRQ_STATUS_SEM_POST;
 constexpr uint32_t kCoreIrqs = csr::IRQ_STATUS_CORE_DONE | csr::IRQ_STATUS_CORE_ERROR;
 constexpr uint32_t kHostDmaIrqs = csr::IRQ_STATUS_HDMA_DONE | csr::IRQ_STATUS_HDMA_ERROR;
 // How long (device cycles) a soft reset may take to bring the core and the host DMA back to idle.
@@ -24,6 +25,19 @@ std::string Hex(uint64_t value, int digits) {
 }
 
 }  // namespace
+
+uint64_t HostLinkModel::TransferCycles(uint64_t bytes) const {
+  if (bytes_per_cycle <= 0) return 0;
+  return transfer_latency_cycles + static_cast<uint64_t>(std::ceil(static_cast<double>(bytes) / bytes_per_cycle));
+}
+
+HostLinkModel HostLinkModel::PcieGen3x16() {
+  HostLinkModel link;
+  link.bytes_per_cycle = 12.0;
+  link.transfer_latency_cycles = 1000;
+  link.launch_latency_cycles = 10000;
+  return link;
+}
 
 Status CoreErrorStatus(uint32_t error_code, uint32_t pc) {
   const std::string what =
@@ -153,6 +167,7 @@ Status Driver::Launch(uint32_t start_pc) {
   transport_.MmioWrite(csr::IRQ_STATUS, kCoreIrqs);
   latched_irqs_ &= ~kCoreIrqs;
   transport_.MmioWrite(csr::START_PC, start_pc);
+  transport_.Advance(host_link_.launch_latency_cycles);
   transport_.MmioWrite(csr::DOORBELL, 1);
   return OkStatus();
 }
@@ -187,9 +202,10 @@ StatusOr<uint32_t> Driver::WaitForIrq(uint32_t wanted, uint64_t timeout_cycles, 
   }
 }
 
-Status Driver::WaitForCompletion(uint64_t timeout_cycles, const Progress& progress, uint64_t progress_cycles) {
+StatusOr<RunEvent> Driver::WaitForRunEvent(uint64_t timeout_cycles, const Progress& progress,
+                                           uint64_t progress_cycles) {
   TPU_RETURN_IF_ERROR(RequireDiscovered());
-  StatusOr<uint32_t> irqs = WaitForIrq(kCoreIrqs, timeout_cycles, progress, progress_cycles);
+  StatusOr<uint32_t> irqs = WaitForIrq(kCoreIrqs | csr::IRQ_STATUS_SEM_POST, timeout_cycles, progress, progress_cycles);
   if (!irqs.ok()) {
     if (irqs.status().code() != StatusCode::kDeadlineExceeded) return irqs.status();
     Status reset = Reset();
@@ -212,8 +228,29 @@ Status Driver::WaitForCompletion(uint64_t timeout_cycles, const Progress& progre
     }
     return error;
   }
-  return OkStatus();
+  return (*irqs & csr::IRQ_STATUS_CORE_DONE) ? RunEvent::kCompleted : RunEvent::kSemaphorePosted;
 }
+
+Status Driver::WaitForCompletion(uint64_t timeout_cycles, const Progress& progress, uint64_t progress_cycles) {
+  const uint64_t start = transport_.Cycles();
+  while (true) {
+    const uint64_t elapsed = transport_.Cycles() - start;
+    TPU_ASSIGN_OR_RETURN(RunEvent event, WaitForRunEvent(timeout_cycles > elapsed ? timeout_cycles - elapsed : 0,
+                                                         progress, progress_cycles));
+    if (event == RunEvent::kCompleted) return OkStatus();
+  }
+}
+
+std::vector<uint32_t> Driver::ReadSemaphores() {
+  const uint32_t counts = transport_.MmioRead(csr::SEM_COUNTS);
+  std::vector<uint32_t> values(csr::HOST_SEMS);
+  for (uint32_t i = 0; i < csr::HOST_SEMS; ++i) values[i] = (counts >> (i * csr::SEM_BITS)) & ((1u << csr::SEM_BITS) - 1);
+  return values;
+}
+
+void Driver::PostSemaphore(uint32_t index) { transport_.MmioWrite(csr::SEM_POST, index); }
+void Driver::TakeSemaphore(uint32_t index) { transport_.MmioWrite(csr::SEM_TAKE, index); }
+void Driver::ClearSemaphores() { transport_.MmioWrite(csr::SEM_CLEAR, 1); }
 
 uint64_t Driver::StagingLines() const {
   const uint64_t bytes = std::min(transport_.HostMemoryBytes(), staging_limit_bytes_);
@@ -262,6 +299,7 @@ Status Driver::CopyToHbm(const void* data, size_t bytes, uint32_t hbm_line) {
                       std::to_string(uint64_t(hbm_line) + total_lines) + ") exceeds the 32-bit line address space");
   }
   const uint64_t chunk_lines = StagingLines();
+  transport_.Advance(host_link_.TransferCycles(bytes));
   const uint8_t* source = static_cast<const uint8_t*>(data);
   std::vector<uint8_t> zeros;
   for (uint64_t done = 0; done < total_lines;) {
@@ -287,6 +325,7 @@ Status Driver::CopyFromHbm(uint32_t hbm_line, uint32_t lines, void* out) {
   }
   const uint64_t line_bytes = info_.line_bytes;
   const uint64_t chunk_lines = StagingLines();
+  transport_.Advance(host_link_.TransferCycles(uint64_t(lines) * line_bytes));
   uint8_t* destination = static_cast<uint8_t*>(out);
   for (uint64_t done = 0; done < lines;) {
     const uint64_t count = std::min<uint64_t>(chunk_lines, lines - done);
@@ -319,6 +358,7 @@ DeviceCounters Driver::ReadCounters() {
   counters.dma_lines = transport_.MmioRead(csr::DMA_LINES);
   counters.vpu_busy_cycles = transport_.MmioRead(csr::VPU_BUSY);
   counters.stall_cycles = transport_.MmioRead(csr::STALL_CYCLES);
+  counters.feed_stall_cycles = transport_.MmioRead(csr::FEED_STALL);
   return counters;
 }
 

@@ -40,8 +40,26 @@ struct DeviceCounters {
   uint64_t instructions = 0;     // instructions issued
   uint64_t dma_lines = 0;        // lines moved by the core's DMA unit
   uint64_t vpu_busy_cycles = 0;  // cycles the VPU wrote a line
-  uint64_t stall_cycles = 0;     // cycles the sequencer waited on a unit or a SYNC
+  uint64_t stall_cycles = 0;     // cycles the sequencer waited on a unit, a SYNC or a host semaphore
+  uint64_t feed_stall_cycles = 0;  // of those, cycles SEMWAIT waited for the host (an empty infeed)
 };
+
+// The host link (PCIe-class): what a host transfer and a launch cost in device time on top of the chip's
+// own host DMA engine, which moves a line per cycle once the data is at the chip. While the link is busy
+// the device runs on (the driver lets it advance), so work the device has queued overlaps the transfer.
+// The defaults and their sources are in docs/architecture.md ("Host link").
+struct HostLinkModel {
+  double bytes_per_cycle = 0;            // link bandwidth; 0: no link model at all
+  uint64_t transfer_latency_cycles = 0;  // per transfer: descriptor, doorbell and completion round trip
+  uint64_t launch_latency_cycles = 0;    // per launch: the runtime's enqueue, doorbell, completion interrupt
+  // Device cycles one transfer of `bytes` bytes occupies the link.
+  uint64_t TransferCycles(uint64_t bytes) const;
+  // PCIe 3.0 x16 at the 1 GHz device clock: 12 bytes per cycle, 1 us per transfer, 10 us per launch.
+  static HostLinkModel PcieGen3x16();
+};
+
+// What ended a wait on a running program (Driver::WaitForRunEvent).
+enum class RunEvent { kCompleted, kSemaphorePosted };
 
 class Driver {
  public:
@@ -76,12 +94,28 @@ class Driver {
   // Rings the doorbell: the core starts at `start_pc`. FailedPrecondition if it is still busy.
   Status Launch(uint32_t start_pc = 0);
 
+  // The host link every later transfer and launch is charged for (default: none).
+  void set_host_link(const HostLinkModel& link) { host_link_ = link; }
+  const HostLinkModel& host_link() const { return host_link_; }
+
+  // Host semaphores (docs/csr.md): the counts (SEM_COUNTS, one per semaphore), a post, a take, a clear.
+  std::vector<uint32_t> ReadSemaphores();
+  void PostSemaphore(uint32_t index);
+  void TakeSemaphore(uint32_t index);
+  void ClearSemaphores();
+
   // Lets the device run until the core halts (OK), stops with an error (a typed Status naming the error
   // and its pc), or `timeout_cycles` device cycles pass (DeadlineExceeded; the device is reset).
+  // Semaphore posts on the way are ignored.
   // `progress`, if set, is called with the cycles waited so far every `progress_cycles` device cycles.
   using Progress = std::function<void(uint64_t cycles)>;
   Status WaitForCompletion(uint64_t timeout_cycles, const Progress& progress = nullptr,
                            uint64_t progress_cycles = uint64_t{1} << 20);
+  // As WaitForCompletion, but also returns (kSemaphorePosted) when the running program posts a host
+  // semaphore; the core then still runs. A completion that comes with a post reports kCompleted.
+  StatusOr<RunEvent> WaitForRunEvent(uint64_t timeout_cycles, const Progress& progress = nullptr,
+                                     uint64_t progress_cycles = uint64_t{1} << 20);
+
 
   // Host DMA: copies `bytes` bytes to HBM starting at line `hbm_line`, through host memory. A partial last
   // line is padded with zeros. Chunked when larger than host memory.
@@ -116,6 +150,7 @@ class Driver {
   DeviceInfo info_;
   bool discovered_ = false;
   uint64_t staging_limit_bytes_ = UINT64_MAX;
+  HostLinkModel host_link_;
   // Interrupt bits seen (and cleared in IRQ_STATUS) while waiting for other ones: a host DMA can finish
   // while the core runs and vice versa; neither completion may be lost.
   uint32_t latched_irqs_ = 0;

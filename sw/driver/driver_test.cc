@@ -138,6 +138,7 @@ class EmptyBus : public Transport {
   uint64_t HostMemoryBytes() const override { return 0; }
   void HostWrite(uint64_t, const void*, size_t) override {}
   void HostRead(uint64_t, void*, size_t) override {}
+  void Advance(uint64_t cycles) override { cycles_ += cycles; }
   bool WaitForInterrupt(uint64_t timeout) override {
     cycles_ += timeout;
     return false;
@@ -351,6 +352,106 @@ TEST_P(DriverTest, CompletionOfARunDuringAHostDmaIsNotLost) {
   Status done = driver_->WaitForCompletion(kTimeout);
   EXPECT_TRUE(done.ok()) << done;
   if (model()) EXPECT_EQ(model()->model().sreg(2), 12u);
+}
+
+// The infeed/outfeed handshake of docs/csr.md, in miniature: the host fills a slot and posts
+// SEM_INFEED_FULL; the program takes it, adds 1.0 to the line, stores it into the outfeed slot and posts
+// SEM_OUTFEED_FULL, three times. The host answers each post while the core runs.
+TEST_P(DriverTest, HostSemaphoresHandOverDataWhileTheCoreRuns) {
+  const uint32_t in_slot = 600, out_slot = 700, line_bytes = driver_->info().line_bytes;
+  const uint32_t one = 0x3f800000u;
+  driver_->ClearSemaphores();
+  const std::vector<uint64_t> program = {
+      Li(1, in_slot), Li(2, out_slot), Li(3, 1), Li(4, 3),
+      /*4: loop*/ Instr(Opcode::SEMWAIT, 0, 0, 0, 0, 0, csr::SEM_INFEED_FULL),
+      Instr(Opcode::DMA_LD, 0, 1, 0, 3, 0, 1), Instr(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_DMA),
+      Instr(Opcode::VADD, 0, 0, 0, 3, isa::flag::VADD_SRC2_IMM, one),
+      Instr(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_VPU),
+      Instr(Opcode::SEMWAIT, 0, 0, 0, 0, 0, csr::SEM_OUTFEED_FREE), Instr(Opcode::DMA_ST, 0, 2, 0, 3, 0, 1),
+      Instr(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_DMA),
+      Instr(Opcode::SEMPOST, 0, 0, 0, 0, 0, csr::SEM_OUTFEED_FULL), Instr(Opcode::ADDI, 4, 4, 0, 0, 0, 0xffffffffu),
+      Instr(Opcode::BNE, 0, 4, 0, 0, 0, 4), Halt()};
+  ASSERT_TRUE(driver_->LoadProgram(program).ok());
+  driver_->PostSemaphore(csr::SEM_OUTFEED_FREE);
+  ASSERT_TRUE(driver_->Launch(0).ok());
+  std::vector<float> received;
+  for (int step = 0; step < 3; ++step) {
+    std::vector<float> values(line_bytes / 4, static_cast<float>(10 * step));
+    ASSERT_TRUE(driver_->CopyToHbm(values.data(), line_bytes, in_slot).ok());
+    driver_->PostSemaphore(csr::SEM_INFEED_FULL);
+    while (driver_->ReadSemaphores()[csr::SEM_OUTFEED_FULL] == 0) {
+      StatusOr<RunEvent> event = driver_->WaitForRunEvent(kTimeout);
+      ASSERT_TRUE(event.ok()) << event.status();
+    }
+    driver_->TakeSemaphore(csr::SEM_OUTFEED_FULL);
+    std::vector<float> out(line_bytes / 4);
+    ASSERT_TRUE(driver_->CopyFromHbm(out_slot, 1, out.data()).ok());
+    driver_->PostSemaphore(csr::SEM_OUTFEED_FREE);
+    received.push_back(out[0]);
+    EXPECT_EQ(out.back(), 10.0f * step + 1.0f);
+  }
+  EXPECT_EQ(received, (std::vector<float>{1.0f, 11.0f, 21.0f}));
+  ASSERT_TRUE(driver_->WaitForCompletion(kTimeout).ok());
+  const DeviceCounters counters = driver_->ReadCounters();
+  // The core waited for each batch: the host's transfers happen after the doorbell.
+  EXPECT_GT(counters.feed_stall_cycles, 0u);
+  EXPECT_LE(counters.feed_stall_cycles, counters.stall_cycles);
+  EXPECT_EQ(driver_->ReadSemaphores(), (std::vector<uint32_t>{0, 0, 0, 1}));
+  ExpectUsable();
+}
+
+TEST_P(DriverTest, AnEmptyInfeedStopsTheCoreWithTheWatchdogAndCountsAsFeedStall) {
+  driver_->ClearSemaphores();
+  ASSERT_TRUE(driver_->SetWatchdogLimit(5000).ok());
+  Status error = RunExpectingError({Instr(Opcode::SEMWAIT, 0, 0, 0, 0, 0, csr::SEM_INFEED_FULL), Halt()});
+  EXPECT_EQ(error.code(), StatusCode::kDeadlineExceeded) << error;
+  EXPECT_NE(error.message().find("WATCHDOG"), std::string::npos) << error;
+  EXPECT_NE(error.message().find("SEMWAIT"), std::string::npos) << error;
+  const DeviceCounters counters = driver_->ReadCounters();
+  EXPECT_GE(counters.feed_stall_cycles, 4990u);
+  EXPECT_LE(counters.feed_stall_cycles, 5010u);
+  ASSERT_TRUE(driver_->SetWatchdogLimit(1'000'000).ok());
+  ExpectUsable();
+}
+
+TEST_P(DriverTest, SemaphoresSaturateNeverGoNegativeAndTheResetClearsThem) {
+  driver_->ClearSemaphores();
+  for (int i = 0; i < 300; ++i) driver_->PostSemaphore(1);
+  driver_->TakeSemaphore(0);
+  driver_->PostSemaphore(csr::HOST_SEMS);  // no such semaphore: ignored
+  EXPECT_EQ(driver_->ReadSemaphores(), (std::vector<uint32_t>{0, (1u << csr::SEM_BITS) - 1, 0, 0}));
+  // The program's own posts and takes; a post raises the interrupt.
+  RunOk({Instr(Opcode::SEMWAIT, 0, 0, 0, 0, 0, 1), Instr(Opcode::SEMPOST, 0, 0, 0, 0, 0, 3),
+         Instr(Opcode::SEMPOST, 0, 0, 0, 0, 0, 3), Halt()});
+  EXPECT_EQ(driver_->ReadSemaphores(), (std::vector<uint32_t>{0, (1u << csr::SEM_BITS) - 2, 0, 2}));
+  ASSERT_TRUE(driver_->Reset().ok());
+  EXPECT_EQ(driver_->ReadSemaphores(), (std::vector<uint32_t>{0, 0, 0, 0}));
+}
+
+TEST_P(DriverTest, ASemaphoreBeyondTheLastIsAnIllegalInstruction) {
+  Status error = RunExpectingError({Instr(Opcode::SEMPOST, 0, 0, 0, 0, 0, csr::HOST_SEMS), Halt()});
+  EXPECT_EQ(error.code(), StatusCode::kInternal) << error;
+  EXPECT_NE(error.message().find("ILLEGAL_INSTR at pc 0"), std::string::npos) << error;
+  ExpectUsable();
+}
+
+TEST_P(DriverTest, TheHostLinkChargesTransfersAndLaunchesInDeviceTime) {
+  const uint32_t line_bytes = driver_->info().line_bytes;
+  const std::vector<uint8_t> data = RandomBytes(64 * line_bytes, 7);
+  ASSERT_TRUE(driver_->CopyToHbm(data, 100).ok());  // HBM rows open: the copies below time alike
+  uint64_t before = transport_->Cycles();
+  ASSERT_TRUE(driver_->CopyToHbm(data, 100).ok());
+  const uint64_t without_link = transport_->Cycles() - before;
+  driver_->set_host_link(HostLinkModel::PcieGen3x16());
+  const uint64_t link_cycles = driver_->host_link().TransferCycles(data.size());
+  EXPECT_EQ(link_cycles, 1000 + (data.size() + 11) / 12);
+  before = transport_->Cycles();
+  ASSERT_TRUE(driver_->CopyToHbm(data, 100).ok());
+  EXPECT_NEAR(static_cast<double>(transport_->Cycles() - before), static_cast<double>(without_link + link_cycles),
+              without_link * 0.1);
+  before = transport_->Cycles();
+  RunOk(AddProgram());
+  EXPECT_GE(transport_->Cycles() - before, driver_->host_link().launch_latency_cycles);
 }
 
 #ifdef TPUSIM_HAVE_RTL

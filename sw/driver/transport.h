@@ -33,6 +33,10 @@ class Transport {
   // passed. Returns true if the interrupt line is high on return.
   virtual bool WaitForInterrupt(uint64_t timeout_cycles) = 0;
 
+  // Lets the device run for exactly `cycles` device clock cycles, interrupt or not (time the host spends
+  // elsewhere, e.g. on the host link).
+  virtual void Advance(uint64_t cycles) = 0;
+
   // Device clock cycles elapsed since the transport was created.
   virtual uint64_t Cycles() const = 0;
 

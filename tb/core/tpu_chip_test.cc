@@ -85,7 +85,7 @@ TEST(TpuChip, IdAndConfigRegisters) {
   EXPECT_EQ(chip.MmioRead(csr::CFG_HBM_CHANNELS), cfg::kHbmChannels);
   EXPECT_EQ(chip.MmioRead(csr::STATUS), 0u);
   EXPECT_EQ(chip.MmioRead(csr::IRQ_STATUS), 0u);
-  EXPECT_EQ(chip.MmioRead(csr::IRQ_ENABLE), 0xFu);
+  EXPECT_EQ(chip.MmioRead(csr::IRQ_ENABLE), 0x1Fu);
   EXPECT_EQ(chip.MmioRead(csr::WATCHDOG_LIMIT), 1000000u);
   EXPECT_FALSE(chip.irq());
   // Read/write registers hold what was written; read-only ones ignore writes.
