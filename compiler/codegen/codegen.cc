@@ -65,9 +65,12 @@ void CodeGenerator::AddBufferHandlers(OpcodeHandlerTable& table) {
   get_tuple_element.check_value = [](const HloInstruction& instruction) -> Status {
     // Of a loop, or of the parameter of its condition or body: a state buffer; of a conditional: a result
     // buffer; of a branch's parameter: what the conditional passes the branch (control_flow.cc).
+    // Of an infeed or its data tuple: a value the infeed writes (feeds.cc).
     const HloOpcode tuple = instruction.operand(0)->opcode();
+    const bool of_infeed = tuple == HloOpcode::kInfeed || (tuple == HloOpcode::kGetTupleElement &&
+                                                           instruction.operand(0)->operand(0)->opcode() == HloOpcode::kInfeed);
     if (tuple != HloOpcode::kTuple && tuple != HloOpcode::kWhile && tuple != HloOpcode::kParameter &&
-        tuple != HloOpcode::kConditional) {
+        tuple != HloOpcode::kConditional && !of_infeed) {
       return Unimplemented("get-tuple-element " + instruction.name() + " of a non-tuple instruction");
     }
     return OkStatus();
@@ -587,6 +590,7 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   std::vector<HloInstruction*> order;
   TPU_RETURN_IF_ERROR(AppendProgramOrder(*entry, 0, &order));
   for (const HloInstruction* instruction : order) TPU_RETURN_IF_ERROR(CheckSupported(*instruction));
+  TPU_RETURN_IF_ERROR(CollectFeeds(order));
 
   // Parameters.
   for (int64_t i = 0; i < entry->num_parameters(); ++i) {
@@ -617,6 +621,15 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
     for (const HloInstruction* initial : loop.instruction->operand(0)->operands()) needed.insert(BufferOf(initial));
     for (size_t i = 0; i < loop.instruction->shape().tuple_shapes.size(); ++i) needed.insert(BufferOf(LoopResult(loop, i)));
     if (!loop.scalar_test) needed.insert(BufferOf(LoopPredicate(loop)));
+  }
+  // Outfeeds copy their elements into the outfeed slot.
+  std::vector<const HloInstruction*> feeds;
+  for (const HloInstruction* instruction : order) {
+    if (instruction->opcode() == HloOpcode::kInfeed || instruction->opcode() == HloOpcode::kOutfeed) {
+      feeds.push_back(instruction);
+    }
+    if (instruction->opcode() != HloOpcode::kOutfeed) continue;
+    for (const HloInstruction* element : OutfeedElements(*instruction)) needed.insert(BufferOf(element));
   }
   // Conditionals read their selector and copy their branches' results into the result buffers.
   for (const Conditional& conditional : conditionals_) {
@@ -662,6 +675,10 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
     } else {
       read_at(LoopPredicate(loop), loop.test);
     }
+  }
+  for (const HloInstruction* feed : feeds) {
+    if (feed->opcode() != HloOpcode::kOutfeed) continue;
+    for (const HloInstruction* element : OutfeedElements(*feed)) read_at(element, position[feed]);
   }
   for (const Conditional& conditional : conditionals_) {
     const size_t branches = conditional.branches.size();
@@ -783,14 +800,23 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
     }
   }
 
-  // Temporaries: liveness-based offsets in the temp region.
+  // Temporaries: liveness-based offsets in the temp region. What an infeed receives is written at the
+  // infeed.
+  std::map<const HloInstruction*, int64_t> written_at;
+  for (const HloInstruction* feed : feeds) {
+    if (feed->opcode() != HloOpcode::kInfeed) continue;
+    for (const HloInstruction* element : InfeedElements(*feed)) {
+      if (element != nullptr) written_at[element] = position[feed];
+    }
+  }
   for (const HloInstruction* instruction : order) {
     if (needed.count(instruction) == 0 || locations_.count(instruction) > 0 || in_state.count(instruction) > 0) continue;
     if (BufferOf(instruction) != instruction) continue;
     BufferRequest request;
     request.id = position[instruction];
     request.lines = MakeDeviceLayout(instruction->shape(), L()).lines;
-    request.defined_at = position[instruction];
+    const auto written = written_at.find(instruction);
+    request.defined_at = written != written_at.end() ? written->second : position[instruction];
     request.last_use = std::max(last_use[instruction], request.defined_at);
     requests.push_back(request);
   }
@@ -948,7 +974,8 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
       }
       continue;
     }
-    if (needed.count(instruction) > 0) {
+    const bool side_effect = instruction->opcode() == HloOpcode::kInfeed || instruction->opcode() == HloOpcode::kOutfeed;
+    if (needed.count(instruction) > 0 || side_effect) {
       // No code for parameters, constants and values that are another instruction's buffer.
       const OpcodeHandler& handler = *OpcodeHandlers().Find(instruction->opcode());
       if (handler.emit && BufferOf(instruction) == instruction) {

@@ -289,6 +289,7 @@ class CodeGenerator {
   static void AddControlFlowHandlers(OpcodeHandlerTable& table);         // control_flow.cc
   static void AddDynamicSliceHandlers(OpcodeHandlerTable& table);        // dynamic_slice.cc
   static void AddGatherScatterHandlers(OpcodeHandlerTable& table);       // gather_scatter.cc
+  static void AddFeedHandlers(OpcodeHandlerTable& table);                // feeds.cc
 
   // How dots are scheduled (dot.cc): the balanced software pipeline (fastest, most code), a compact
   // one (fewer distinct steps) or one tile at a time (least code; no relayout pipelines either).
@@ -363,6 +364,19 @@ class CodeGenerator {
   Status EmitDispatch(const Conditional& conditional);
   // Copies branch `branch`'s results into the result buffers (and jumps to the exit but from the last).
   Status EmitBranchEnd(const Conditional& conditional, size_t branch);
+
+  // --- infeed and outfeed (feeds.cc) ---
+  // The values an infeed writes (its data, or the elements of a data tuple: get-tuple-elements, nullptr
+  // where nothing reads one); they are written at the infeed, so their buffers live from there.
+  std::vector<const HloInstruction*> InfeedElements(const HloInstruction& infeed) const;
+  // The values an outfeed sends, in slot order.
+  std::vector<const HloInstruction*> OutfeedElements(const HloInstruction& outfeed) const;
+  // Records the program's infeed and outfeed layouts: every infeed (outfeed) of a program one shape.
+  Status CollectFeeds(const std::vector<HloInstruction*>& order);
+  // SEMWAIT for a filled slot, copy the slot into the elements' buffers, SEMPOST that the slot is free
+  // (docs/csr.md, "Host semaphores"); the outfeed the other way round.
+  Status EmitInfeed(const HloInstruction& infeed);
+  Status EmitOutfeed(const HloInstruction& outfeed);
 
   // --- buffers and input_output_alias (codegen.cc) ---
   // Per flattened output, the parameter its value is written into (-1: none); empty without aliases.

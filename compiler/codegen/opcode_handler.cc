@@ -46,6 +46,7 @@ void AddOpcodeHandlers(OpcodeHandlerTable& table) {
   CodeGenerator::AddControlFlowHandlers(table);         // control_flow.cc
   CodeGenerator::AddDynamicSliceHandlers(table);        // dynamic_slice.cc
   CodeGenerator::AddGatherScatterHandlers(table);       // gather_scatter.cc
+  CodeGenerator::AddFeedHandlers(table);                // feeds.cc
 }
 
 const OpcodeHandlerTable& OpcodeHandlers() {
@@ -92,6 +93,8 @@ bool TakesElementTypes(ElementTypes types, const HloInstruction& instruction) {
     case ElementTypes::kInteger32:
       return type == hlo::PrimitiveType::S32 || type == hlo::PrimitiveType::U32;
     case ElementTypes::kTupleOfValues:
+    case ElementTypes::kToken:
+    case ElementTypes::kInfeedValues:
       return true;
   }
   return false;
@@ -119,6 +122,8 @@ const char* ElementTypesText(ElementTypes types) {
     case ElementTypes::kBits: return "pred, s32, u32";
     case ElementTypes::kInteger32: return "s32, u32";
     case ElementTypes::kTupleOfValues: return "a tuple of the values above";
+    case ElementTypes::kToken: return "token";
+    case ElementTypes::kInfeedValues: return "f32, s32, bf16, pred arrays (the TPU infeed types), and a token";
   }
   return "";
 }
@@ -127,9 +132,18 @@ Status CheckSupported(const HloInstruction& instruction) {
   const OpcodeHandler* handler = OpcodeHandlers().Find(instruction.opcode());
   if (handler == nullptr) return UnsupportedOp(instruction);
   if (handler->check) TPU_RETURN_IF_ERROR(handler->check(instruction));
-  if (handler->types == ElementTypes::kTupleOfValues) return OkStatus();
+  // Checked by the handler's check (an infeed) or where the values are defined.
+  if (handler->types == ElementTypes::kTupleOfValues || handler->types == ElementTypes::kToken ||
+      handler->types == ElementTypes::kInfeedValues) {
+    return OkStatus();
+  }
   const hlo::Shape& shape = instruction.shape();
+  if (shape.IsToken()) return OkStatus();  // orders side effects, holds no data, has no buffer
   if (shape.IsTuple()) {
+    // An infeed's data tuple: its elements are the buffers (feeds.cc).
+    if (instruction.opcode() == HloOpcode::kGetTupleElement && instruction.operand(0)->opcode() == HloOpcode::kInfeed) {
+      return OkStatus();
+    }
     // The parameter of a loop's condition or body is its state (checked with the while: control_flow.cc).
     const bool loop_state = instruction.opcode() == HloOpcode::kParameter && instruction.parent() != nullptr &&
                             !instruction.parent()->IsEntryComputation();

@@ -29,6 +29,8 @@ enum class ElementTypes {
   kBits,               // pred, s32 or u32: bitwise ops on the raw words
   kInteger32,          // s32 or u32: shifts of the raw words
   kTupleOfValues,      // no element type of its own: its values are checked where they are defined
+  kToken,              // a token: orders side effects, holds no data
+  kInfeedValues,       // what an infeed takes in: f32, s32, bf16 and pred arrays (hlo::CheckTpuInfeedTypes)
 };
 // The types in words, as docs/opcodes.md and the refusal of another type say them.
 const char* ElementTypesText(ElementTypes types);

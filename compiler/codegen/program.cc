@@ -156,6 +156,8 @@ const char* RegionKindName(RegionKind kind) {
     case RegionKind::kOutput: return "output";
     case RegionKind::kTemp: return "temp";
     case RegionKind::kConstant: return "constant";
+    case RegionKind::kInfeed: return "infeed";
+    case RegionKind::kOutfeed: return "outfeed";
   }
   return "unknown";
 }
@@ -168,6 +170,8 @@ size_t RegionCount(const Program& program, RegionKind kind) {
     case RegionKind::kOutput: return program.outputs.size();
     case RegionKind::kConstant: return program.constants.size();
     case RegionKind::kTemp: return 1;
+    case RegionKind::kInfeed: return program.infeed.empty() ? 0 : 1;
+    case RegionKind::kOutfeed: return program.outfeed.empty() ? 0 : 1;
   }
   return 0;
 }
@@ -178,11 +182,29 @@ uint64_t RegionLines(const Program& program, RegionKind kind, uint32_t index) {
     case RegionKind::kOutput: return program.outputs[index].lines;
     case RegionKind::kConstant: return program.constants[index].lines;
     case RegionKind::kTemp: return program.temp_lines;
+    case RegionKind::kInfeed: return FeedLines(program.infeed);
+    case RegionKind::kOutfeed: return FeedLines(program.outfeed);
   }
   return 0;
 }
 
 }  // namespace
+
+std::vector<uint32_t> FeedOffsets(const std::vector<DeviceLayout>& elements) {
+  std::vector<uint32_t> offsets;
+  uint32_t next = 0;
+  for (const DeviceLayout& element : elements) {
+    offsets.push_back(next);
+    next += element.lines;
+  }
+  return offsets;
+}
+
+uint32_t FeedLines(const std::vector<DeviceLayout>& elements) {
+  uint32_t lines = 0;
+  for (const DeviceLayout& element : elements) lines += element.lines;
+  return lines;
+}
 
 Status ValidateProgram(const Program& program) {
   if (program.lanes == 0) return InvalidArgument("program has lanes = 0");
@@ -201,7 +223,7 @@ Status ValidateProgram(const Program& program) {
                              std::to_string(uint64_t{program.constants[i].lines} * LineBytes(program.lanes)));
     }
   }
-  for (const auto* list : {&program.parameters, &program.outputs, &program.constants}) {
+  for (const auto* list : {&program.parameters, &program.outputs, &program.constants, &program.infeed, &program.outfeed}) {
     for (const DeviceLayout& layout : *list) {
       if (layout.padded_cols % program.lanes != 0 ||
           uint64_t(layout.lines) * program.lanes != uint64_t(layout.rows * layout.padded_cols)) {
@@ -272,12 +294,15 @@ uint64_t ProgramHbmLines(const Program& program) {
     if (!aliased) lines += region(program.outputs[i].lines);
   }
   for (const DeviceLayout& constant : program.constants) lines += region(constant.lines);
+  if (!program.infeed.empty()) lines += region(FeedLines(program.infeed));
+  if (!program.outfeed.empty()) lines += region(FeedLines(program.outfeed));
   return lines;
 }
 
 StatusOr<std::vector<uint64_t>> RelocateCode(const Program& program, const std::vector<uint64_t>& parameter_bases,
                                              const std::vector<uint64_t>& output_bases,
-                                             const std::vector<uint64_t>& constant_bases, uint64_t temp_base) {
+                                             const std::vector<uint64_t>& constant_bases, uint64_t temp_base,
+                                             uint64_t infeed_base, uint64_t outfeed_base) {
   if (parameter_bases.size() != program.parameters.size() || output_bases.size() != program.outputs.size() ||
       constant_bases.size() != program.constants.size()) {
     return InvalidArgument("RelocateCode: region base count does not match the program's regions");
@@ -290,9 +315,13 @@ StatusOr<std::vector<uint64_t>> RelocateCode(const Program& program, const std::
       case RegionKind::kParameter: bases = &parameter_bases; break;
       case RegionKind::kOutput: bases = &output_bases; break;
       case RegionKind::kConstant: bases = &constant_bases; break;
-      case RegionKind::kTemp: break;
+      case RegionKind::kTemp:
+      case RegionKind::kInfeed:
+      case RegionKind::kOutfeed: break;
     }
-    uint64_t base = temp_base;
+    uint64_t base = reloc.kind == RegionKind::kInfeed    ? infeed_base
+                    : reloc.kind == RegionKind::kOutfeed ? outfeed_base
+                                                         : temp_base;
     if (bases != nullptr) {
       if (reloc.region_index >= bases->size()) return InvalidArgument("relocation names a missing region");
       base = (*bases)[reloc.region_index];
@@ -452,6 +481,10 @@ std::vector<uint8_t> SerializeProgram(const Program& program) {
     w.U32(range.begin);
     w.U32(range.end);
   }
+  for (const auto* list : {&program.infeed, &program.outfeed}) {
+    w.U64(list->size());
+    for (const DeviceLayout& layout : *list) w.Layout(layout);
+  }
   return std::move(w.out());
 }
 
@@ -476,7 +509,7 @@ StatusOr<Program> DeserializeProgram(const std::vector<uint8_t>& bytes) {
     Relocation reloc;
     reloc.instr_index = r.U32("relocation");
     uint32_t kind = r.U32("relocation");
-    if (r.ok() && kind > static_cast<uint32_t>(RegionKind::kConstant)) {
+    if (r.ok() && kind > static_cast<uint32_t>(RegionKind::kOutfeed)) {
       return InvalidArgument("program file corrupt: relocation " + std::to_string(i) + " has region kind " +
                              std::to_string(kind));
     }
@@ -505,6 +538,10 @@ StatusOr<Program> DeserializeProgram(const std::vector<uint8_t>& bytes) {
     range.begin = r.U32("code range");
     range.end = r.U32("code range");
     program.code_ranges.push_back(std::move(range));
+  }
+  for (auto* list : {&program.infeed, &program.outfeed}) {
+    uint64_t n = r.Count(36, "feed layouts");
+    for (uint64_t i = 0; i < n && r.ok(); ++i) list->push_back(r.Layout("feed layout"));
   }
   if (!r.ok()) return InvalidArgument(r.error());
   if (!r.AtEnd()) return InvalidArgument("program file has trailing bytes after the program");

@@ -45,8 +45,10 @@ hlo::Literal FromDeviceBytes(const uint8_t* bytes, const DeviceLayout& layout);
 // Bytes of one HBM line of the given configuration.
 inline uint32_t LineBytes(uint32_t lanes) { return lanes * 4; }
 
-enum class RegionKind { kParameter, kOutput, kTemp, kConstant };
-const char* RegionKindName(RegionKind kind);  // "parameter", "output", "temp", "constant"
+// kInfeed / kOutfeed: the slot the host fills with the next infeed value / reads the next outfeed value
+// from (docs/csr.md, "Host semaphores"), one region each.
+enum class RegionKind { kParameter, kOutput, kTemp, kConstant, kInfeed, kOutfeed };
+const char* RegionKindName(RegionKind kind);  // "parameter", "output", "temp", "constant", "infeed", "outfeed"
 
 // The instruction code[instr_index] is an LI whose imm must become
 //   base line of (kind, region_index) + line_offset      (region_index unused for kTemp)
@@ -85,17 +87,28 @@ struct Program {
   uint64_t mxu_macs = 0;     // MACs of the padded tiles the MXU computes
   uint64_t logical_macs = 0; // MACs of the dots as written in HLO (M*K*N summed)
   std::vector<CodeRange> code_ranges;  // in program order, disjoint; words outside every range are SYNCs and HALT
+  // The values the program's infeeds take and its outfeeds give, tuples flattened (empty: none). Every
+  // infeed of a program takes values of one shape, every outfeed gives one shape. In the slot the elements
+  // follow one another, each in its device layout (FeedOffsets).
+  std::vector<DeviceLayout> infeed;
+  std::vector<DeviceLayout> outfeed;
 };
 
+// Line offsets of the elements of a feed slot, and its size in lines.
+std::vector<uint32_t> FeedOffsets(const std::vector<DeviceLayout>& elements);
+uint32_t FeedLines(const std::vector<DeviceLayout>& elements);
+
 // HBM lines the runtime allocates to run `program` (parameters, outputs that alias no parameter, constants,
-// the temp region; every region at least one line, as the allocator gives): its footprint on the device.
+// the temp region, the feed slots; every region at least one line, as the allocator gives): its footprint
+// on the device.
 uint64_t ProgramHbmLines(const Program& program);
 
 // Patches every relocated LI of `program.code` for regions based at the given HBM lines and returns the
 // code to load. Fails if a relocation names a region that does not exist or is not an LI.
 StatusOr<std::vector<uint64_t>> RelocateCode(const Program& program, const std::vector<uint64_t>& parameter_bases,
                                              const std::vector<uint64_t>& output_bases,
-                                             const std::vector<uint64_t>& constant_bases, uint64_t temp_base);
+                                             const std::vector<uint64_t>& constant_bases, uint64_t temp_base,
+                                             uint64_t infeed_base = 0, uint64_t outfeed_base = 0);
 
 // Checks the internal consistency of a program (relocations in range and on LI instructions, constant
 // bytes matching their layouts, layouts matching the lanes).
@@ -104,7 +117,7 @@ Status ValidateProgram(const Program& program);
 // Binary file format for `tpuc -o`: the magic "TPUPROG\0", a format version, then the fields in order
 // (little endian). Load checks the magic, the version, every length against the file size, and runs
 // ValidateProgram.
-inline constexpr uint32_t kProgramFormatVersion = 3;  // 2: output_aliases, 3: code_ranges
+inline constexpr uint32_t kProgramFormatVersion = 4;  // 2: output_aliases, 3: code_ranges, 4: infeed/outfeed
 std::vector<uint8_t> SerializeProgram(const Program& program);
 StatusOr<Program> DeserializeProgram(const std::vector<uint8_t>& bytes);
 Status SaveProgram(const Program& program, const std::string& path);

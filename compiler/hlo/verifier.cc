@@ -93,11 +93,25 @@ StatusOr<Shape> InferShape(const HloInstruction& instruction) {
   }
 
   switch (opcode) {
+    case HloOpcode::kInfeed:
+      // (data, token) infeed(token): what the data is, only the instruction's own shape says.
+      if (instruction.operand_count() != 1 || !operand_shape(0).IsToken())
+        return ShapeError(instruction, "infeed takes one token operand");
+      if (!own.IsTuple() || own.tuple_shapes.size() != 2 || !own.tuple_shapes[1].IsToken())
+        return ShapeError(instruction, "an infeed's shape is (data, token[]), got " + own.ToString());
+      return own;
+    case HloOpcode::kOutfeed:
+      if (instruction.operand_count() != 2 || !operand_shape(1).IsToken())
+        return ShapeError(instruction, "outfeed takes the data and a token");
+      return Shape::MakeToken();
+    case HloOpcode::kAfterAll:
+      for (int64_t i = 0; i < instruction.operand_count(); ++i) {
+        if (!operand_shape(i).IsToken()) return ShapeError(instruction, "after-all takes tokens only");
+      }
+      return Shape::MakeToken();
     case HloOpcode::kParameter:
     case HloOpcode::kIota:
     case HloOpcode::kRng:
-    case HloOpcode::kInfeed:
-    case HloOpcode::kAfterAll:
     case HloOpcode::kPartitionId:
     case HloOpcode::kReplicaId:
     case HloOpcode::kUnknown:
@@ -814,6 +828,12 @@ Status VerifyHloModule(const HloModule& module, const VerifierOptions& options) 
       return InvalidArgument("input_output_alias names parameter " + std::to_string(alias.parameter_number) +
                              ", the entry has " + std::to_string(entry->num_parameters()));
   return OkStatus();
+}
+
+Status CheckTpuInfeedTypes(const Shape& shape) {
+  VerifierOptions strict;
+  strict.strict_infeed_types = true;
+  return CheckInfeedTypes(shape, strict);
 }
 
 }  // namespace tpu::hlo

@@ -30,6 +30,11 @@ struct VerifierOptions {
 
 Status VerifyHloModule(const HloModule& module, const VerifierOptions& options = {});
 
+// The Cloud TPU guide's infeed rule for the values that really cross the infeed (the compiler's infeed
+// instructions, the runtime's TransferToInfeed): f32, s32, bf16 and pred only, else TypeError("DataType
+// u8 is not a supported TPU infeed type.").
+Status CheckTpuInfeedTypes(const Shape& shape);
+
 // Shape inference used by the verifier, available to passes that build instructions. The instruction's
 // own shape is not consulted except where the text carries information the operands do not (reshape,
 // broadcast, iota, constant, parameter, convert target type, custom-call, ...).

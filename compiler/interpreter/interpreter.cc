@@ -479,7 +479,8 @@ StatusOr<Literal> Evaluator::Evaluate(const HloInstruction& instruction, const s
       opcode != HloOpcode::kConstant && opcode != HloOpcode::kReduce && opcode != HloOpcode::kFusion &&
       opcode != HloOpcode::kWhile && opcode != HloOpcode::kConditional && opcode != HloOpcode::kAllReduce &&
       opcode != HloOpcode::kAllGather && opcode != HloOpcode::kReduceScatter && opcode != HloOpcode::kAllToAll &&
-      opcode != HloOpcode::kCollectivePermute && opcode != HloOpcode::kScatter && !shape.IsArray())
+      opcode != HloOpcode::kCollectivePermute && opcode != HloOpcode::kScatter && opcode != HloOpcode::kInfeed &&
+      opcode != HloOpcode::kOutfeed && opcode != HloOpcode::kAfterAll && !shape.IsArray())
     return Unsupported(instruction, "non-array result");
   switch (opcode) {
     case HloOpcode::kParameter: {
@@ -705,6 +706,33 @@ StatusOr<Literal> Evaluator::Evaluate(const HloInstruction& instruction, const s
       }
       return Run(*branches.at(static_cast<size_t>(branch)), {operands[static_cast<size_t>(branch) + 1]}, depth + 1);
     }
+    case HloOpcode::kAfterAll:
+      return Literal(Shape::MakeToken());
+    case HloOpcode::kInfeed: {
+      const Shape& data = shape.tuple_shapes.at(0);
+      if (!options_.infeed) {
+        return FailedPrecondition("infeed %" + instruction.name() + " of " + data.ToString() + ": no infeed source");
+      }
+      StatusOr<Literal> value = options_.infeed(data);
+      if (!value.ok()) {
+        return Status(value.status().code(), "infeed %" + instruction.name() + " of " + data.ToString() + ": " +
+                                                 value.status().message());
+      }
+      if (!(value->shape() == data)) {
+        return InvalidArgument("infeed %" + instruction.name() + " takes " + data.ToString() + " but was given " +
+                               value->shape().ToString());
+      }
+      std::vector<Literal> result;
+      result.push_back(std::move(value).value());
+      result.emplace_back(Shape::MakeToken());
+      return Literal::MakeTuple(std::move(result));
+    }
+    case HloOpcode::kOutfeed:
+      if (!options_.outfeed) {
+        return FailedPrecondition("outfeed %" + instruction.name() + ": nothing receives its data");
+      }
+      TPU_RETURN_IF_ERROR(options_.outfeed(*operands[0]));
+      return Literal(Shape::MakeToken());
     case HloOpcode::kGather:
       return Gather(instruction, *operands[0], *operands[1]);
     case HloOpcode::kScatter:
@@ -1385,6 +1413,22 @@ StatusOr<Literal> InterpretComputation(const HloComputation& computation, const 
   }
   Evaluator evaluator(options);
   return evaluator.Run(computation, pointers, 0);
+}
+
+std::function<StatusOr<Literal>(const Shape&)> InfeedQueue(std::deque<Literal>* queue) {
+  return [queue](const Shape&) -> StatusOr<Literal> {
+    if (queue->empty()) return FailedPrecondition("the infeed queue is empty");
+    Literal value = std::move(queue->front());
+    queue->pop_front();
+    return value;
+  };
+}
+
+std::function<Status(Literal)> OutfeedQueue(std::vector<Literal>* queue) {
+  return [queue](Literal value) {
+    queue->push_back(std::move(value));
+    return OkStatus();
+  };
 }
 
 StatusOr<std::vector<Literal>> Interpret(const HloModule& module, const std::vector<Literal>& arguments,

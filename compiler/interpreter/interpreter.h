@@ -3,6 +3,8 @@
 // (nested tuples flattened depth-first).
 #pragma once
 
+#include <deque>
+#include <functional>
 #include <vector>
 
 #include "compiler/hlo/hlo_ir.h"
@@ -14,7 +16,18 @@ namespace tpu::hlo {
 struct InterpreterOptions {
   // A while loop that runs more iterations than this is reported as FailedPrecondition, not run forever.
   int64_t max_while_iterations = int64_t{1} << 24;
+  // The host side of infeed and outfeed (XLA's TransferToInfeed / TransferFromOutfeed): each infeed
+  // takes its value from `infeed` (called with the data shape; a value of another shape is
+  // InvalidArgument), each outfeed hands its data to `outfeed`, in program order. Null: an infeed or
+  // outfeed is FailedPrecondition. InfeedQueue and OutfeedQueue adapt host queues.
+  std::function<StatusOr<Literal>(const Shape& data)> infeed;
+  std::function<Status(Literal data)> outfeed;
 };
+
+// Infeed values from the front of `queue` (FailedPrecondition when it is empty); outfeed values appended
+// to `queue`. The queues must outlive the interpretation.
+std::function<StatusOr<Literal>(const Shape&)> InfeedQueue(std::deque<Literal>* queue);
+std::function<Status(Literal)> OutfeedQueue(std::vector<Literal>* queue);
 
 // `arguments` has one Literal per entry parameter, of the parameter's shape (layout ignored).
 // Unsupported opcodes give Unimplemented naming the opcode; constants whose values the dump elided give

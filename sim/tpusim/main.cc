@@ -516,6 +516,42 @@ int Run(const Flags& flags, bool profile) {
   }
   host_step("transfer arguments to the device", step);
   if (StopRequested()) return kExitInterrupted;
+
+  // The reference multiplies as the device does: bf16 operands where a dot runs in one MXU pass.
+  StatusOr<int> dot_passes = DotPasses(flags);
+  if (!dot_passes.ok()) return Fail("tpusim: " + dot_passes.status().ToString());
+  // Infeed values are drawn from the seed as the interpreter's infeeds ask for them, and the device gets
+  // the same values: a program with infeeds is interpreted first, to know them.
+  std::mt19937 feed_rng(static_cast<uint32_t>(seed) ^ 0xfeedu);
+  std::vector<hlo::Literal> infeed_values, reference_outfeed;
+  hlo::InterpreterOptions interpreter_options;
+  interpreter_options.infeed = [&](const hlo::Shape& data) -> StatusOr<hlo::Literal> {
+    std::vector<hlo::Literal> elements;
+    for (const hlo::Shape& element : data.IsTuple() ? data.tuple_shapes : std::vector<hlo::Shape>{data}) {
+      elements.push_back(hlo::Literal::Random(element, feed_rng));
+    }
+    hlo::Literal value = data.IsTuple() ? hlo::Literal::MakeTuple(elements) : elements[0];
+    infeed_values.push_back(value);
+    return value;
+  };
+  interpreter_options.outfeed = hlo::OutfeedQueue(&reference_outfeed);
+  StatusOr<std::vector<hlo::Literal>> reference = std::vector<hlo::Literal>{};
+  auto interpret = [&]() -> Status {
+    TPU_RETURN_IF_ERROR(compiler::OnePassDotRounding(*dot_passes).Run(&module).status());
+    reference = hlo::Interpret(module, arguments, interpreter_options);
+    if (!reference.ok()) return Status(reference.status().code(), "interpreter: " + reference.status().message());
+    return OkStatus();
+  };
+  const compiler::Program& program = (*executable)->program();
+  const bool feeds = !program.infeed.empty() || !program.outfeed.empty();
+  if (feeds) {
+    if (Status interpreted = interpret(); !interpreted.ok()) return Fail("tpusim: " + interpreted.ToString());
+    for (const hlo::Literal& value : infeed_values) {
+      Status queued = client.TransferToInfeed(value.shape().IsTuple() ? value.tuple_elements()
+                                                                      : std::vector<hlo::Literal>{value});
+      if (!queued.ok()) return Fail("tpusim: " + queued.ToString());
+    }
+  }
   runtime::ExecuteOptions execute_options;
   execute_options.profile = profile;
   step = Clock::now();
@@ -544,6 +580,12 @@ int Run(const Flags& flags, bool profile) {
   std::cout << "dma_lines: " << counters.dma_lines << "\n";
   std::cout << "vpu_busy_cycles: " << counters.vpu_busy_cycles << "\n";
   std::cout << "stall_cycles: " << counters.stall_cycles << "\n";
+  if (feeds) {
+    // Waits for the host (an infeed not filled yet, an outfeed slot not read yet), and the run with the
+    // host link's transfers around it.
+    std::cout << "feed_stall_cycles: " << counters.feed_stall_cycles << "\n";
+    std::cout << "elapsed_cycles: " << result->elapsed_cycles << "\n";
+  }
   if (counters.cycles > 0) {
     char utilization[64];
     std::snprintf(utilization, sizeof(utilization), "mxu_utilization: %.1f%%\n",
@@ -566,13 +608,9 @@ int Run(const Flags& flags, bool profile) {
   }
 
   if (StopRequested()) return kExitInterrupted;
-  // The reference multiplies as the device does: bf16 operands where a dot runs in one MXU pass.
-  StatusOr<int> dot_passes = DotPasses(flags);
-  if (!dot_passes.ok()) return Fail("tpusim: " + dot_passes.status().ToString());
-  StatusOr<bool> rounded = compiler::OnePassDotRounding(*dot_passes).Run(&module);
-  if (!rounded.ok()) return Fail("tpusim: " + rounded.status().ToString());
-  StatusOr<std::vector<hlo::Literal>> reference = hlo::Interpret(module, arguments);
-  if (!reference.ok()) return Fail("tpusim: interpreter: " + reference.status().ToString());
+  if (!feeds) {
+    if (Status interpreted = interpret(); !interpreted.ok()) return Fail("tpusim: " + interpreted.ToString());
+  }
   if (reference->size() != result->outputs.size()) {
     return Fail("tpusim: the device returned " + std::to_string(result->outputs.size()) +
                 " outputs, the interpreter " + std::to_string(reference->size()));
@@ -593,8 +631,28 @@ int Run(const Flags& flags, bool profile) {
       device->SetFromDouble(0, device->GetAsDouble(0) + perturbation);
     }
     const OutputComparison comparison = CompareOutput(*device, (*reference)[i]);
-    std::cout << FormatComparison(static_cast<int>(i), (*reference)[i], comparison) << "\n";
+    std::cout << FormatComparison("output " + std::to_string(i), (*reference)[i], comparison) << "\n";
     all_ok = all_ok && comparison.ok;
+  }
+  // What the outfeeds sent, value by value, element by element.
+  if (feeds) {
+    std::cout << "infeed_values: " << result->infeed_values << "\noutfeed_values: " << result->outfeed_values << "\n";
+  }
+  for (size_t k = 0; k < reference_outfeed.size(); ++k) {
+    StatusOr<std::vector<hlo::Literal>> sent = client.TransferFromOutfeed();
+    if (!sent.ok()) {
+      std::cout << "outfeed " << k << ": FAIL (the device sent " << k << " values, the interpreter "
+                << reference_outfeed.size() << ")\n";
+      all_ok = false;
+      break;
+    }
+    const hlo::Literal& want = reference_outfeed[k];
+    const std::vector<hlo::Literal> wanted = want.shape().IsTuple() ? want.tuple_elements() : std::vector<hlo::Literal>{want};
+    for (size_t e = 0; e < wanted.size() && e < sent->size(); ++e) {
+      const OutputComparison comparison = CompareOutput((*sent)[e], wanted[e]);
+      std::cout << FormatComparison("outfeed " + std::to_string(k) + "." + std::to_string(e), wanted[e], comparison) << "\n";
+      all_ok = all_ok && comparison.ok;
+    }
   }
   return all_ok ? kExitOk : kExitMismatch;
 }

@@ -52,8 +52,8 @@ OutputComparison CompareOutput(const hlo::Literal& device, const hlo::Literal& r
   return result;
 }
 
-std::string FormatComparison(int index, const hlo::Literal& reference, const OutputComparison& comparison) {
-  std::string line = "output " + std::to_string(index) + ": " + reference.shape().ToString();
+std::string FormatComparison(const std::string& what, const hlo::Literal& reference, const OutputComparison& comparison) {
+  std::string line = what + ": " + reference.shape().ToString();
   if (!comparison.error.empty()) return line + " FAIL (" + comparison.error + ")";
   char numbers[96];
   std::snprintf(numbers, sizeof(numbers), " max_abs_err=%.3e max_rel_err=%.3e", comparison.max_abs_error,

@@ -27,7 +27,8 @@ struct OutputComparison {
 
 OutputComparison CompareOutput(const hlo::Literal& device, const hlo::Literal& reference);
 
-// "output 0: f32[64,128] max_abs_err=1.2e-03 max_rel_err=3.4e-03 ok" (FAIL with a note otherwise).
-std::string FormatComparison(int index, const hlo::Literal& reference, const OutputComparison& comparison);
+// `what` ("output 0", "outfeed 2.1") and the comparison: "output 0: f32[64,128] max_abs_err=1.2e-03
+// max_rel_err=3.4e-03 ok" (FAIL with a note otherwise).
+std::string FormatComparison(const std::string& what, const hlo::Literal& reference, const OutputComparison& comparison);
 
 }  // namespace tpu::tpusim

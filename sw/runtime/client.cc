@@ -1,5 +1,6 @@
 #include "sw/runtime/client.h"
 
+#include <deque>
 #include <utility>
 
 #include "compiler/codegen/codegen.h"
@@ -8,6 +9,7 @@
 #include "compiler/hlo/verifier.h"
 #include "sw/runtime/logging.h"
 #include "sw/runtime/transport_factory.h"
+#include "tpu_csr.h"
 
 namespace tpu::runtime {
 
@@ -23,6 +25,9 @@ class DeviceState {
   DeviceInfo info;
   std::unique_ptr<HbmAllocator> allocator;
   std::mutex mutex;  // one host thread talks to the chip at a time
+  // The host side of infeed and outfeed: values waiting for the device, values the device sent.
+  std::deque<std::vector<hlo::Literal>> infeed_queue;
+  std::deque<std::vector<hlo::Literal>> outfeed_queue;
 
   StatusOr<std::unique_ptr<HbmRegion>> Allocate(const std::shared_ptr<DeviceState>& self, uint64_t lines) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -72,6 +77,111 @@ Status CheckBufferShape(const hlo::Shape& shape) {
   }
   return OkStatus();
 }
+
+std::string ShapesText(const std::vector<hlo::Literal>& elements) {
+  std::string text;
+  for (const hlo::Literal& element : elements) text += (text.empty() ? "" : ", ") + element.shape().ToString();
+  return "(" + text + ")";
+}
+
+std::string ShapesText(const std::vector<compiler::DeviceLayout>& layouts) {
+  std::string text;
+  for (const compiler::DeviceLayout& layout : layouts) text += (text.empty() ? "" : ", ") + layout.shape.ToString();
+  return "(" + text + ")";
+}
+
+// Runs a launched program that has infeeds or outfeeds to its end: between the device's semaphore posts
+// the host writes the next queued infeed value into the infeed slot when the program has freed it, and
+// moves a sent outfeed value from the outfeed slot into the outfeed queue (docs/csr.md, "Host semaphores").
+class FeedService {
+ public:
+  FeedService(DeviceState& state, const compiler::Program& program, uint64_t infeed_base, uint64_t outfeed_base)
+      : state_(state), program_(program), infeed_base_(infeed_base), outfeed_base_(outfeed_base) {}
+
+  // Before the doorbell: no semaphore left from an earlier run; the outfeed slot is free.
+  void Prepare() {
+    state_.driver.ClearSemaphores();
+    if (!program_.outfeed.empty()) state_.driver.PostSemaphore(csr::SEM_OUTFEED_FREE);
+  }
+
+  Status Run(uint64_t timeout_cycles, const Driver::Progress& progress, uint64_t progress_cycles) {
+    Driver& driver = state_.driver;
+    const uint64_t start = driver.transport().Cycles();
+    while (true) {
+      TPU_RETURN_IF_ERROR(Service());
+      const uint64_t elapsed = driver.transport().Cycles() - start;
+      StatusOr<RunEvent> event = driver.WaitForRunEvent(timeout_cycles > elapsed ? timeout_cycles - elapsed : 0,
+                                                         progress, progress_cycles);
+      if (!event.ok()) return Explain(event.status());
+      if (*event == RunEvent::kCompleted) return Service();  // the last outfeed value
+    }
+  }
+
+  uint64_t infeed_values() const { return infeed_values_; }
+  uint64_t outfeed_values() const { return outfeed_values_; }
+
+ private:
+  Status Service() {
+    Driver& driver = state_.driver;
+    const std::vector<uint32_t> semaphores = driver.ReadSemaphores();
+    if (semaphores[csr::SEM_INFEED_FREE] > 0) {
+      driver.TakeSemaphore(csr::SEM_INFEED_FREE);
+      slot_full_ = false;
+    }
+    if (semaphores[csr::SEM_OUTFEED_FULL] > 0) {
+      driver.TakeSemaphore(csr::SEM_OUTFEED_FULL);
+      const uint32_t line_bytes = compiler::LineBytes(program_.lanes);
+      TPU_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, driver.CopyFromHbm(static_cast<uint32_t>(outfeed_base_),
+                                                                          compiler::FeedLines(program_.outfeed)));
+      const std::vector<uint32_t> offsets = compiler::FeedOffsets(program_.outfeed);
+      std::vector<hlo::Literal> value;
+      for (size_t i = 0; i < program_.outfeed.size(); ++i) {
+        value.push_back(compiler::FromDeviceBytes(bytes.data() + uint64_t{offsets[i]} * line_bytes, program_.outfeed[i]));
+      }
+      state_.outfeed_queue.push_back(std::move(value));
+      ++outfeed_values_;
+      driver.PostSemaphore(csr::SEM_OUTFEED_FREE);
+    }
+    if (!program_.infeed.empty() && !slot_full_ && !state_.infeed_queue.empty()) {
+      const std::vector<hlo::Literal>& value = state_.infeed_queue.front();
+      bool matches = value.size() == program_.infeed.size();
+      for (size_t i = 0; matches && i < value.size(); ++i) matches = value[i].shape() == program_.infeed[i].shape;
+      if (!matches) {
+        return InvalidArgument("infeed value " + std::to_string(infeed_values_) + " of " + program_.module_name +
+                               " is " + ShapesText(value) + " but the program's infeed takes " +
+                               ShapesText(program_.infeed) + "; the value stays queued");
+      }
+      std::vector<uint8_t> bytes;
+      for (size_t i = 0; i < value.size(); ++i) {
+        const std::vector<uint8_t> element = compiler::ToDeviceBytes(value[i], program_.infeed[i]);
+        bytes.insert(bytes.end(), element.begin(), element.end());
+      }
+      TPU_RETURN_IF_ERROR(driver.CopyToHbm(bytes, static_cast<uint32_t>(infeed_base_)));
+      state_.infeed_queue.pop_front();
+      ++infeed_values_;
+      slot_full_ = true;
+      driver.PostSemaphore(csr::SEM_INFEED_FULL);
+    }
+    return OkStatus();
+  }
+
+  // A program stopped by the watchdog while its infeed had nothing to give: say so.
+  Status Explain(const Status& error) const {
+    if (error.code() == StatusCode::kDeadlineExceeded && !program_.infeed.empty() && !slot_full_ &&
+        state_.infeed_queue.empty()) {
+      return DeadlineExceeded(program_.module_name + " waited for infeed value " + std::to_string(infeed_values_) +
+                              " but the infeed queue is empty (TransferToInfeed queues one value per infeed the "
+                              "program runs): " + error.message());
+    }
+    return error;
+  }
+
+  DeviceState& state_;
+  const compiler::Program& program_;
+  uint64_t infeed_base_, outfeed_base_;
+  bool slot_full_ = false;  // the infeed slot holds a value the program has not taken yet
+  uint64_t infeed_values_ = 0, outfeed_values_ = 0;
+};
 
 }  // namespace
 
@@ -167,9 +277,20 @@ StatusOr<ExecuteResult> LoadedExecutable::Execute(const std::vector<const Buffer
   }
   std::vector<uint64_t> constant_bases;
   for (const auto& region : constants_) constant_bases.push_back(region->first_line());
+  // The feed slots.
+  std::unique_ptr<HbmRegion> infeed_slot, outfeed_slot;
+  if (!program.infeed.empty()) {
+    TPU_ASSIGN_OR_RETURN(infeed_slot, state_->Allocate(state_, compiler::FeedLines(program.infeed)));
+  }
+  if (!program.outfeed.empty()) {
+    TPU_ASSIGN_OR_RETURN(outfeed_slot, state_->Allocate(state_, compiler::FeedLines(program.outfeed)));
+  }
+  const uint64_t infeed_base = infeed_slot ? infeed_slot->first_line() : 0;
+  const uint64_t outfeed_base = outfeed_slot ? outfeed_slot->first_line() : 0;
 
   TPU_ASSIGN_OR_RETURN(std::vector<uint64_t> code,
-                       compiler::RelocateCode(program, parameter_bases, output_bases, constant_bases, temp_base));
+                       compiler::RelocateCode(program, parameter_bases, output_bases, constant_bases, temp_base,
+                                              infeed_base, outfeed_base));
 
   Status done;
   {
@@ -183,14 +304,27 @@ StatusOr<ExecuteResult> LoadedExecutable::Execute(const std::vector<const Buffer
         return Unimplemented("the " + driver.transport().name() + " backend cannot profile (it has no issue trace)");
       }
     }
+    const uint64_t start = driver.transport().Cycles();
+    const bool feeds = !program.infeed.empty() || !program.outfeed.empty();
+    FeedService feed(*state_, program, infeed_base, outfeed_base);
     done = driver.LoadProgram(code);
+    if (done.ok() && feeds) feed.Prepare();
     if (done.ok()) done = driver.Launch(0);
     if (done.ok()) {
       TPU_LOG(INFO) << "Execute " << program.module_name << " on " << device_->name() << ": " << code.size()
                     << " instruction words";
-      done = driver.WaitForCompletion(timeout_cycles_, options.progress, options.progress_cycles);
+      done = feeds ? feed.Run(timeout_cycles_, options.progress, options.progress_cycles)
+                   : driver.WaitForCompletion(timeout_cycles_, options.progress, options.progress_cycles);
       result.counters = driver.ReadCounters();
+      if (!done.ok() && feeds) {
+        // The program may still run, waiting for a feed: stop it, leave the device usable.
+        Status reset = driver.Reset();
+        if (!reset.ok()) TPU_LOG(ERROR) << "reset after a failed run: " << reset.ToString();
+      }
     }
+    result.elapsed_cycles = driver.transport().Cycles() - start;
+    result.infeed_values = feed.infeed_values();
+    result.outfeed_values = feed.outfeed_values();
     if (profile != nullptr) {
       driver.transport().SetProfile(nullptr);
       result.profile = std::move(profile);
@@ -236,6 +370,7 @@ StatusOr<std::unique_ptr<Client>> Client::CreateWithTransport(Transport& transpo
   TPU_ASSIGN_OR_RETURN(state.info, state.driver.Discover());
   TPU_RETURN_IF_ERROR(state.driver.Reset());
   TPU_RETURN_IF_ERROR(state.driver.SetWatchdogLimit(options.watchdog_limit_cycles));
+  state.driver.set_host_link(options.host_link);
   state.allocator = std::make_unique<HbmAllocator>(state.info.hbm_lines, state.info.line_bytes);
 
   const std::string kind = "tpusim " + std::to_string(state.info.lanes) + "x" + std::to_string(state.info.lanes);
@@ -258,6 +393,43 @@ StatusOr<std::unique_ptr<Client>> Client::CreateWithTransport(Transport& transpo
 }
 
 Client::~Client() = default;
+
+Status Client::TransferToInfeed(std::vector<hlo::Literal> elements, int device) {
+  TPU_RETURN_IF_ERROR(GetDevice(device).status());
+  for (const hlo::Literal& element : elements) {
+    TPU_RETURN_IF_ERROR(hlo::CheckTpuInfeedTypes(element.shape()));
+    TPU_RETURN_IF_ERROR(CheckBufferShape(element.shape()));
+  }
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->infeed_queue.push_back(std::move(elements));
+  return OkStatus();
+}
+
+StatusOr<std::vector<hlo::Literal>> Client::TransferFromOutfeed(int device) {
+  TPU_RETURN_IF_ERROR(GetDevice(device).status());
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (state_->outfeed_queue.empty()) return NotFound("the outfeed queue of TPU:" + std::to_string(device) + " is empty");
+  std::vector<hlo::Literal> value = std::move(state_->outfeed_queue.front());
+  state_->outfeed_queue.pop_front();
+  return value;
+}
+
+size_t Client::InfeedQueueSize(int device) const {
+  (void)device;
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->infeed_queue.size();
+}
+
+size_t Client::OutfeedQueueSize(int device) const {
+  (void)device;
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->outfeed_queue.size();
+}
+
+uint64_t Client::DeviceCycles() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->driver.transport().Cycles();
+}
 
 const DeviceInfo& Client::device_info() const { return state_->info; }
 Driver& Client::driver() { return state_->driver; }

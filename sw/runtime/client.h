@@ -48,6 +48,9 @@ struct ClientOptions {
   // MXU passes per f32 dot for Compile (compiler::CompileOptions::dot_passes): 0 what each dot's
   // operand_precision asks for (DEFAULT 1, HIGH 3, HIGHEST 6, as on a TPU); 1, 3 or 6 for every dot.
   int dot_passes = 0;
+  // What host transfers and launches cost in device time (sw/driver/driver.h; docs/architecture.md,
+  // "Host link"). HostLinkModel{} turns the link model off.
+  HostLinkModel host_link = HostLinkModel::PcieGen3x16();
 };
 
 // One TPU core as the runtime exposes it ("TPU:0").
@@ -134,6 +137,10 @@ struct ExecuteOptions {
 struct ExecuteResult {
   std::vector<std::unique_ptr<Buffer>> outputs;  // the root value, tuple flattened
   DeviceCounters counters;                        // the device's performance counters of this run
+  // Device cycles from the call to its return: the launch and the host link's transfers of infeed and
+  // outfeed values as well as the run itself (counters.cycles is the run alone).
+  uint64_t elapsed_cycles = 0;
+  uint64_t infeed_values = 0, outfeed_values = 0;  // values the run took from the infeed / gave the outfeed
   std::shared_ptr<const ExecutionProfile> profile;  // with ExecuteOptions::profile, else null
 };
 
@@ -153,6 +160,11 @@ class LoadedExecutable {
   const DeviceInfo& device_info() const;  // of the chip the executable runs on
 
   // Runs the program once on `arguments` (one buffer per entry parameter, of the parameter's shape).
+  // A program with infeeds takes their values from the device's infeed queue (Client::TransferToInfeed)
+  // while it runs, the host writing each into the infeed slot as the program frees it; its outfeeds'
+  // values go to the outfeed queue (Client::TransferFromOutfeed). A program that waits for an infeed value
+  // the queue does not have stops with the watchdog (DeadlineExceeded, naming the empty queue); a queued
+  // value of the wrong shape is InvalidArgument. Either resets the device; the queue keeps what is left.
   // InvalidArgument naming both shapes when an argument does not match. An output the program aliases to
   // a parameter is written into that argument's buffer, which is donated (see Buffer): result.outputs[i]
   // then owns the region and the argument handle no longer holds data. A donated argument may not be
@@ -205,6 +217,18 @@ class Client {
   // Stops whatever the device is doing and resets it (the seeds' "stop/start the TPU"). Buffers keep
   // their contents.
   Status ResetDevice();
+
+  // libtpu's TransferToInfeed: queues one infeed value for `device` (its elements, a tuple flattened);
+  // the infeeds of the programs that run there take the values in order. The TPU infeed takes f32, s32,
+  // bf16 and pred only: other element types are the seeds' TypeError, and nothing is queued.
+  Status TransferToInfeed(std::vector<hlo::Literal> elements, int device = 0);
+  // TransferFromOutfeed: the oldest value an outfeed of a program on `device` sent (its elements);
+  // NotFound when none is waiting.
+  StatusOr<std::vector<hlo::Literal>> TransferFromOutfeed(int device = 0);
+  size_t InfeedQueueSize(int device = 0) const;
+  size_t OutfeedQueueSize(int device = 0) const;
+  // Device cycles since the client was created (the backend's clock, host link time included).
+  uint64_t DeviceCycles() const;
 
  private:
   Client() = default;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <deque>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -404,6 +405,136 @@ TEST_P(BackendTest, DeviceErrorsAreTypedAndTheDeviceStaysUsable) {
   EXPECT_EQ(timeout.status().code(), StatusCode::kDeadlineExceeded) << timeout.status();
   RunAndCheck(*client, kDotModule, 9);
   EXPECT_EQ(client->hbm_used_bytes(), 0u);
+}
+
+
+// Three steps of a loop that takes a batch from the infeed and sends a running sum and the labels to the
+// outfeed, as a steps_per_execution training loop does (the interpreter's InfeedAndOutfeed test module).
+const char kFeedLoopModule[] = R"(HloModule feed_loop
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+%body (state: (s32[], f32[20])) -> (s32[], f32[20]) {
+  %state = (s32[], f32[20]) parameter(0)
+  %i = s32[] get-tuple-element(%state), index=0
+  %w = f32[20] get-tuple-element(%state), index=1
+  %token = token[] after-all()
+  %infeed = ((f32[3,20], s32[3]), token[]) infeed(%token)
+  %batch = (f32[3,20], s32[3]) get-tuple-element(%infeed), index=0
+  %x = f32[3,20] get-tuple-element(%batch), index=0
+  %zero = f32[] constant(0)
+  %sum = f32[20] reduce(%x, %zero), dimensions={0}, to_apply=%add
+  %next = f32[20] add(%w, %sum)
+  %total = f32[] reduce(%next, %zero), dimensions={0}, to_apply=%add
+  %labels = s32[3] get-tuple-element(%batch), index=1
+  %metrics = (f32[], s32[3]) tuple(%total, %labels)
+  %out_token = token[] after-all()
+  %outfeed = token[] outfeed(%metrics, %out_token), outfeed_shape=(f32[], s32[3])
+  %one = s32[] constant(1)
+  %i1 = s32[] add(%i, %one)
+  ROOT %result = (s32[], f32[20]) tuple(%i1, %next)
+}
+
+%cond (state: (s32[], f32[20])) -> pred[] {
+  %state = (s32[], f32[20]) parameter(0)
+  %i = s32[] get-tuple-element(%state), index=0
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+
+ENTRY %main (w: f32[20]) -> f32[20] {
+  %w = f32[20] parameter(0)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[20]) tuple(%zero, %w)
+  %loop = (s32[], f32[20]) while(%init), condition=%cond, body=%body
+  ROOT %final = f32[20] get-tuple-element(%loop), index=1
+}
+)";
+
+std::vector<Literal> FeedBatch(uint32_t seed) {
+  Literal labels = RandomLiteral(Shape::Make(PrimitiveType::S32, {3}), seed + 1);
+  return {RandomLiteral(Shape::Make(PrimitiveType::F32, {3, 20}), seed), labels};
+}
+
+TEST_P(BackendTest, InfeedAndOutfeedValuesCrossWhileTheProgramRuns) {
+  std::unique_ptr<Client> client = MakeBackendClient();
+  ASSERT_NE(client, nullptr);
+  std::unique_ptr<LoadedExecutable> executable = client->Compile(kFeedLoopModule).value();
+  EXPECT_EQ(executable->program().infeed.size(), 2u);
+  EXPECT_EQ(executable->program().outfeed.size(), 2u);
+
+  const Literal w = RandomLiteral(Shape::Make(PrimitiveType::F32, {20}), 40);
+  std::deque<Literal> reference_infeed;
+  for (uint32_t step = 0; step < 3; ++step) {
+    ASSERT_TRUE(client->TransferToInfeed(FeedBatch(50 + step)).ok());
+    reference_infeed.push_back(Literal::MakeTuple(FeedBatch(50 + step)));
+  }
+  std::vector<Literal> reference_outfeed;
+  hlo::InterpreterOptions interpreter;
+  interpreter.infeed = hlo::InfeedQueue(&reference_infeed);
+  interpreter.outfeed = hlo::OutfeedQueue(&reference_outfeed);
+  auto module = hlo::ParseHloModule(kFeedLoopModule);
+  ASSERT_TRUE(module.ok());
+  std::vector<Literal> reference = hlo::Interpret(**module, {w}, interpreter).value();
+
+  std::unique_ptr<Buffer> argument = client->BufferFromHostLiteral(w).value();
+  StatusOr<ExecuteResult> result = executable->Execute({argument.get()});
+  ASSERT_TRUE(result.ok()) << result.status();
+  ExpectClose(result->outputs[0]->ToLiteral().value(), reference[0]);
+  EXPECT_EQ(result->infeed_values, 3u);
+  EXPECT_EQ(result->outfeed_values, 3u);
+  EXPECT_EQ(client->InfeedQueueSize(), 0u);
+  // The first batch crosses the host link after the launch: the program waits for it.
+  EXPECT_GT(result->counters.feed_stall_cycles, 0u);
+  EXPECT_GT(result->elapsed_cycles, result->counters.cycles);
+  for (size_t k = 0; k < 3; ++k) {
+    StatusOr<std::vector<Literal>> sent = client->TransferFromOutfeed();
+    ASSERT_TRUE(sent.ok()) << sent.status();
+    ASSERT_EQ(sent->size(), 2u);
+    ExpectClose((*sent)[0], reference_outfeed[k].tuple_elements()[0]);
+    EXPECT_EQ((*sent)[1], reference_outfeed[k].tuple_elements()[1]);  // labels pass through exactly
+  }
+  EXPECT_EQ(client->TransferFromOutfeed().status().code(), StatusCode::kNotFound);
+}
+
+TEST_P(BackendTest, AnEmptyInfeedQueueOrAWrongValueStopsTheRunAndTheDeviceStaysUsable) {
+  ClientOptions options;
+  options.watchdog_limit_cycles = 200'000;
+  std::unique_ptr<Client> client = MakeBackendClient(options);
+  ASSERT_NE(client, nullptr);
+  std::unique_ptr<LoadedExecutable> executable = client->Compile(kFeedLoopModule).value();
+  const Literal w = RandomLiteral(Shape::Make(PrimitiveType::F32, {20}), 41);
+  std::unique_ptr<Buffer> argument = client->BufferFromHostLiteral(w).value();
+
+  // Two values for three infeeds: the third waits until the watchdog.
+  ASSERT_TRUE(client->TransferToInfeed(FeedBatch(1)).ok());
+  ASSERT_TRUE(client->TransferToInfeed(FeedBatch(2)).ok());
+  StatusOr<ExecuteResult> starved = executable->Execute({argument.get()});
+  EXPECT_EQ(starved.status().code(), StatusCode::kDeadlineExceeded) << starved.status();
+  EXPECT_NE(starved.status().message().find("waited for infeed value 2 but the infeed queue is empty"),
+            std::string::npos) << starved.status();
+  EXPECT_NE(starved.status().message().find("SEMWAIT"), std::string::npos) << starved.status();
+  while (client->TransferFromOutfeed().ok()) {
+  }
+
+  // A value of another shape is refused before it reaches the device, and stays queued.
+  ASSERT_TRUE(client->TransferToInfeed({RandomLiteral(Shape::Make(PrimitiveType::F32, {3, 21}), 3)}).ok());
+  StatusOr<ExecuteResult> wrong = executable->Execute({argument.get()});
+  EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument) << wrong.status();
+  EXPECT_NE(wrong.status().message().find("is (f32[3,21]) but the program's infeed takes (f32[3,20], s32[3])"),
+            std::string::npos) << wrong.status();
+  EXPECT_EQ(client->InfeedQueueSize(), 1u);
+
+  // The seeds' infeed type rule, at the queue.
+  Status u8 = client->TransferToInfeed({Literal(Shape::Make(PrimitiveType::U8, {4}))});
+  EXPECT_EQ(u8.ToString(), "TypeError: DataType u8 is not a supported TPU infeed type.");
+
+  // The device is usable.
+  RunAndCheck(*client, kAddModule, 21);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BackendTest, ::testing::ValuesIn(Backends()),

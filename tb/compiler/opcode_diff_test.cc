@@ -1445,7 +1445,7 @@ CaseOutcome CheckCase(const DiffCase& c, const std::string& reproduce, UlpStats*
       EXPECT_TRUE(difference.empty()) << "model vs interpreter (exact): " << difference << reproduce;
     } else {
       const tpusim::OutputComparison comparison = tpusim::CompareOutput(model->outputs[i], want);
-      EXPECT_TRUE(comparison.ok) << "model vs interpreter: " << tpusim::FormatComparison(int(i), want, comparison)
+      EXPECT_TRUE(comparison.ok) << "model vs interpreter: " << tpusim::FormatComparison("output " + std::to_string(i), want, comparison)
                                  << reproduce;
       ulps->Add(model->outputs[i], want);
     }

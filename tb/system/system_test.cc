@@ -205,7 +205,7 @@ TEST(OutputCompareTest, FlagsValuesOutsideTheTolerance) {
   EXPECT_FALSE(far.ok);
   EXPECT_EQ(far.mismatches, 1);
   EXPECT_EQ(far.first_mismatch, 7);
-  EXPECT_NE(tpu::tpusim::FormatComparison(0, reference, far).find("FAIL"), std::string::npos);
+  EXPECT_NE(tpu::tpusim::FormatComparison("output 0", reference, far).find("FAIL"), std::string::npos);
 
   Literal nan = reference;
   nan.SetFromDouble(3, NAN);

@@ -1,0 +1,171 @@
+// infeed, outfeed and after-all: values that cross between the host and the running program.
+//
+// The program and the host share one HBM slot per direction and the host semaphores of docs/csr.md. An
+// infeed waits for SEM_INFEED_FULL (the host wrote the next value into the infeed slot), copies each
+// element of the slot into its own buffer and posts SEM_INFEED_FREE; an outfeed waits for
+// SEM_OUTFEED_FREE (the host has read the previous value), copies its elements into the outfeed slot and
+// posts SEM_OUTFEED_FULL. Tokens order the side effects in HLO and hold no data: after-all has no code
+// and no buffer. The order of infeeds (outfeeds) in the program is the program order, as in the HLO.
+#include "compiler/codegen/codegen_internal.h"
+#include "compiler/hlo/verifier.h"
+#include "tpu_csr.h"
+
+namespace tpu::compiler::codegen_internal {
+
+namespace {
+
+const hlo::Shape& InfeedData(const HloInstruction& infeed) { return infeed.shape().tuple_shapes.at(0); }
+
+Status CheckInfeed(const HloInstruction& infeed) {
+  const hlo::Shape& data = InfeedData(infeed);
+  const std::vector<hlo::Shape> elements = data.IsTuple() ? data.tuple_shapes : std::vector<hlo::Shape>{data};
+  for (const hlo::Shape& element : elements) {
+    if (!element.IsArray()) {
+      return Unimplemented("infeed " + infeed.name() + " of " + data.ToString() +
+                           ": the data must be an array or a tuple of arrays");
+    }
+  }
+  TPU_RETURN_IF_ERROR(hlo::CheckTpuInfeedTypes(data));
+  for (const HloInstruction* user : infeed.users()) {
+    if (user->opcode() != HloOpcode::kGetTupleElement) {
+      return Unimplemented("infeed " + infeed.name() + " is used by " + user->name() +
+                           "; only its get-tuple-elements may use it");
+    }
+    if (user->tuple_index() == 0 && data.IsTuple()) {
+      for (const HloInstruction* element : user->users()) {
+        if (element->opcode() != HloOpcode::kGetTupleElement) {
+          return Unimplemented("the data tuple " + user->name() + " of infeed " + infeed.name() + " is used by " +
+                               element->name() + "; only its get-tuple-elements may use it");
+        }
+      }
+    }
+  }
+  return OkStatus();
+}
+
+Status CheckOutfeed(const HloInstruction& outfeed) {
+  const hlo::Shape& data = outfeed.operand(0)->shape();
+  const std::vector<hlo::Shape> elements = data.IsTuple() ? data.tuple_shapes : std::vector<hlo::Shape>{data};
+  for (const hlo::Shape& element : elements) {
+    if (!element.IsArray()) {
+      return Unimplemented("outfeed " + outfeed.name() + " of " + data.ToString() +
+                           ": the data must be an array or a tuple of arrays");
+    }
+  }
+  if (data.IsTuple() && outfeed.operand(0)->opcode() != HloOpcode::kTuple) {
+    return Unimplemented("outfeed " + outfeed.name() + " sends " + outfeed.operand(0)->name() +
+                         "; a tuple it sends must be a tuple instruction");
+  }
+  return OkStatus();
+}
+
+std::string ShapesText(const std::vector<DeviceLayout>& layouts) {
+  std::string text;
+  for (const DeviceLayout& layout : layouts) text += (text.empty() ? "" : ", ") + layout.shape.ToString();
+  return "(" + text + ")";
+}
+
+}  // namespace
+
+void CodeGenerator::AddFeedHandlers(OpcodeHandlerTable& table) {
+  auto reads_nothing = [](const HloInstruction&, const HloInstruction&, uint32_t) { return false; };
+  OpcodeHandler after_all(HloOpcode::kAfterAll);
+  after_all.types = ElementTypes::kToken;
+  after_all.reads_operand = reads_nothing;
+  table.Add(std::move(after_all));
+
+  OpcodeHandler infeed(HloOpcode::kInfeed);
+  infeed.check = CheckInfeed;
+  infeed.types = ElementTypes::kInfeedValues;  // CheckInfeed
+  infeed.reads_operand = reads_nothing;
+  infeed.emit = [](CodeGenerator& gen, const HloInstruction& instruction) { return gen.EmitInfeed(instruction); };
+  table.Add(std::move(infeed));
+
+  // The outfeed reads its elements when it runs (Run counts them as read there).
+  OpcodeHandler outfeed(HloOpcode::kOutfeed);
+  outfeed.check = CheckOutfeed;
+  outfeed.types = ElementTypes::kToken;  // its data is checked where it is defined
+  outfeed.reads_operand = reads_nothing;
+  outfeed.emit = [](CodeGenerator& gen, const HloInstruction& instruction) { return gen.EmitOutfeed(instruction); };
+  table.Add(std::move(outfeed));
+}
+
+std::vector<const HloInstruction*> CodeGenerator::InfeedElements(const HloInstruction& infeed) const {
+  const hlo::Shape& data = InfeedData(infeed);
+  std::vector<const HloInstruction*> elements(data.IsTuple() ? data.tuple_shapes.size() : 1, nullptr);
+  for (const HloInstruction* user : infeed.users()) {
+    if (user->tuple_index() != 0) continue;  // the token
+    if (!data.IsTuple()) {
+      elements[0] = user;
+      continue;
+    }
+    for (const HloInstruction* element : user->users()) elements.at(element->tuple_index()) = element;
+  }
+  return elements;
+}
+
+std::vector<const HloInstruction*> CodeGenerator::OutfeedElements(const HloInstruction& outfeed) const {
+  const HloInstruction* data = outfeed.operand(0);
+  if (!data->shape().IsTuple()) return {data};
+  return std::vector<const HloInstruction*>(data->operands().begin(), data->operands().end());
+}
+
+Status CodeGenerator::CollectFeeds(const std::vector<HloInstruction*>& order) {
+  const HloInstruction* first_infeed = nullptr;
+  const HloInstruction* first_outfeed = nullptr;
+  for (const HloInstruction* instruction : order) {
+    const bool is_infeed = instruction->opcode() == HloOpcode::kInfeed;
+    if (!is_infeed && instruction->opcode() != HloOpcode::kOutfeed) continue;
+    std::vector<DeviceLayout> layouts;
+    if (is_infeed) {
+      const hlo::Shape& data = InfeedData(*instruction);
+      for (const hlo::Shape& element : data.IsTuple() ? data.tuple_shapes : std::vector<hlo::Shape>{data}) {
+        layouts.push_back(MakeDeviceLayout(element, L()));
+      }
+    } else {
+      for (const HloInstruction* element : OutfeedElements(*instruction)) {
+        layouts.push_back(MakeDeviceLayout(element->shape(), L()));
+      }
+    }
+    const HloInstruction*& first = is_infeed ? first_infeed : first_outfeed;
+    std::vector<DeviceLayout>& program_layouts = is_infeed ? program_.infeed : program_.outfeed;
+    if (first == nullptr) {
+      first = instruction;
+      program_layouts = layouts;
+    } else if (layouts != program_layouts) {
+      return Unimplemented(std::string(is_infeed ? "infeed " : "outfeed ") + instruction->name() + " of " +
+                           ShapesText(layouts) + " and " + first->name() + " of " + ShapesText(program_layouts) +
+                           ": every " + (is_infeed ? "infeed" : "outfeed") + " of a program must carry one shape");
+    }
+  }
+  return OkStatus();
+}
+
+Status CodeGenerator::EmitInfeed(const HloInstruction& infeed) {
+  const std::vector<uint32_t> offsets = FeedOffsets(program_.infeed);
+  const std::vector<const HloInstruction*> elements = InfeedElements(infeed);
+  asm_.SemWait(csr::SEM_INFEED_FULL);
+  for (size_t i = 0; i < elements.size(); ++i) {
+    if (elements[i] == nullptr || locations_.count(elements[i]) == 0) continue;  // nothing reads it
+    TPU_RETURN_IF_ERROR(EmitCopyLines(Location{RegionKind::kInfeed, 0, offsets[i]}, locations_.at(elements[i]),
+                                      program_.infeed[i].lines));
+  }
+  asm_.Sync(kSyncDma);  // the slot is read before the host may refill it
+  asm_.SemPost(csr::SEM_INFEED_FREE);
+  return OkStatus();
+}
+
+Status CodeGenerator::EmitOutfeed(const HloInstruction& outfeed) {
+  const std::vector<uint32_t> offsets = FeedOffsets(program_.outfeed);
+  const std::vector<const HloInstruction*> elements = OutfeedElements(outfeed);
+  asm_.SemWait(csr::SEM_OUTFEED_FREE);
+  for (size_t i = 0; i < elements.size(); ++i) {
+    TPU_RETURN_IF_ERROR(EmitCopyLines(locations_.at(BufferOf(elements[i])), Location{RegionKind::kOutfeed, 0, offsets[i]},
+                                      program_.outfeed[i].lines));
+  }
+  asm_.Sync(kSyncDma);  // the slot holds the value before the host reads it
+  asm_.SemPost(csr::SEM_OUTFEED_FULL);
+  return OkStatus();
+}
+
+}  // namespace tpu::compiler::codegen_internal
