@@ -707,6 +707,38 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   TPU_ASSIGN_OR_RETURN(std::vector<int32_t> aliases, OutputAliases(outputs));
   if (!aliases.empty()) program_.output_aliases = aliases;
   auto alias_of = [&](size_t output) { return aliases.empty() ? -1 : aliases[output]; };
+  // A loop of the entry whose state element starts as a donated parameter that nothing reads after the
+  // loop starts, and ends as the output aliased to that parameter, keeps the element in the parameter's
+  // buffer: no copy into the state before the loop, none into the parameter after it (a training loop's
+  // weights stay where they are from execution to execution).
+  std::map<std::pair<size_t, size_t>, int32_t> state_parameter;  // (loop, element) -> parameter
+  std::set<int32_t> parameters_holding_state;
+  for (size_t l = 0; l < loops_.size(); ++l) {
+    const Loop& loop = loops_[l];
+    if (loop.instruction->parent() != entry) continue;
+    for (size_t i = 0; i < loop.instruction->shape().tuple_shapes.size(); ++i) {
+      const HloInstruction* initial = BufferOf(loop.instruction->operand(0)->operand(static_cast<int64_t>(i)));
+      if (initial->opcode() != HloOpcode::kParameter || initial->parent() != entry) continue;
+      const int32_t parameter = static_cast<int32_t>(initial->parameter_number());
+      if (parameters_holding_state.count(parameter) > 0 || last_use[initial] > loop.begin) continue;
+      const std::vector<const HloInstruction*> elements = StateElements(loop, i);
+      for (size_t j = 0; j < outputs.size(); ++j) {
+        if (alias_of(j) != parameter) continue;
+        if (std::find(elements.begin(), elements.end(), BufferOf(outputs[j])) == elements.end()) continue;
+        state_parameter[{l, i}] = parameter;
+        parameters_holding_state.insert(parameter);
+        break;
+      }
+    }
+  }
+  auto holds_state = [&](const HloInstruction* buffer, int32_t parameter) {
+    for (const auto& [element, holder] : state_parameter) {
+      if (holder != parameter) continue;
+      const std::vector<const HloInstruction*> elements = StateElements(loops_[element.first], element.second);
+      if (std::find(elements.begin(), elements.end(), buffer) != elements.end()) return true;
+    }
+    return false;
+  };
   for (size_t i = 0; i < outputs.size(); ++i) program_.outputs.push_back(MakeDeviceLayout(outputs[i]->shape(), L()));
   // Outputs that are copied at the end read their value then.
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -740,7 +772,7 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
         continue;
       }
       ++aliased_outputs_;
-      if (buffer == entry->parameter_instruction(parameter)) continue;  // already there
+      if (buffer == entry->parameter_instruction(parameter) || holds_state(buffer, parameter)) continue;  // already there
       const HloInstruction* param = entry->parameter_instruction(parameter);
       const Location location{RegionKind::kParameter, static_cast<uint32_t>(parameter), 0};
       if (computed && locations_.count(buffer) == 0 && InPlaceAfterLastRead(*buffer, *param, position, last_use)) {
@@ -837,6 +869,7 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
       BufferRequest request;
       request.id = next_id++;
       request.lines = MakeDeviceLayout(loop.instruction->shape().tuple_shapes[i], L()).lines;
+      if (state_parameter.count({l, i}) > 0) request.lines = 0;  // in the parameter's buffer
       request.defined_at = loop.begin;
       request.last_use = loop.end;
       for (const HloInstruction* element : StateElements(loop, i)) {
@@ -890,7 +923,10 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
     loop.state.clear();
     loop.staged_offsets.assign(loop.staged.size(), 0);
     for (size_t i = 0; i < state_ids[l].size(); ++i) {
-      const Location state{RegionKind::kTemp, 0, assignment.offsets.at(state_ids[l][i])};
+      const auto holder = state_parameter.find({l, i});
+      const Location state = holder != state_parameter.end()
+                                 ? Location{RegionKind::kParameter, static_cast<uint32_t>(holder->second), 0}
+                                 : Location{RegionKind::kTemp, 0, assignment.offsets.at(state_ids[l][i])};
       loop.state.push_back(state);
       for (const HloInstruction* element : StateElements(loop, i)) locations_[element] = state;
       if (loop.staged[i] >= 0) loop.staged_offsets[i] = assignment.offsets.at(loop.staged[i]);

@@ -258,7 +258,11 @@ const HloInstruction* CodeGenerator::LoopPredicate(const Loop& loop) const {
 Status CodeGenerator::EmitLoopEntry(const Loop& loop) {
   const HloInstruction& initial = *loop.instruction->operand(0);
   for (size_t i = 0; i < loop.state.size(); ++i) {
-    TPU_RETURN_IF_ERROR(EmitCopy(initial.operand(static_cast<int64_t>(i)), loop.state[i]));
+    const HloInstruction* value = initial.operand(static_cast<int64_t>(i));
+    const Location& from = locations_.at(BufferOf(value));
+    const Location& to = loop.state[i];
+    if (from.kind == to.kind && from.index == to.index && from.offset == to.offset) continue;  // already there
+    TPU_RETURN_IF_ERROR(EmitCopy(value, to));
   }
   return OkStatus();
 }
