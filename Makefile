@@ -8,7 +8,7 @@ APT_PACKAGES := verilator libsystemc-dev gtkwave yosys libboost-dev googletest l
   python3-dev python3-venv dataset-fashion-mnist chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps venv build test test-sanitize sim wave lint synth bench-mxu bench-hbm bench-gemm bench-workloads train bench-parity fuzz clean
+.PHONY: all deps venv build test test-sanitize sim wave lint synth bench-mxu bench-hbm bench-gemm bench-workloads train bench-parity bench-steps-per-execution fuzz clean
 
 all: build
 
@@ -106,6 +106,11 @@ train: build venv
 bench-parity: build venv
 	$(FRONTEND) -m tpusim.parity --model=mlp --steps=20
 	$(FRONTEND) -m tpusim.parity --model=cnn --steps=20
+
+# 200 MLP training steps on the v2 reference model with one step per host call and with 50 in a device
+# loop fed through the infeed (docs/performance.md, "steps_per_execution").
+bench-steps-per-execution: build venv
+	$(FRONTEND) -m tpusim.spe_bench --steps=200 --steps-per-execution=50
 
 clean:
 	rm -rf build

@@ -135,7 +135,7 @@ Status CodeGenerator::CollectFeeds(const std::vector<HloInstruction*>& order) {
     } else if (layouts != program_layouts) {
       return Unimplemented(std::string(is_infeed ? "infeed " : "outfeed ") + instruction->name() + " of " +
                            ShapesText(layouts) + " and " + first->name() + " of " + ShapesText(program_layouts) +
-                           ": every " + (is_infeed ? "infeed" : "outfeed") + " of a program must carry one shape");
+                           "; a program's infeeds carry one shape, and its outfeeds one shape");
     }
   }
   return OkStatus();

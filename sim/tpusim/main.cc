@@ -649,6 +649,12 @@ int Run(const Flags& flags, bool profile) {
     const hlo::Literal& want = reference_outfeed[k];
     const std::vector<hlo::Literal> wanted = want.shape().IsTuple() ? want.tuple_elements() : std::vector<hlo::Literal>{want};
     for (size_t e = 0; e < wanted.size() && e < sent->size(); ++e) {
+      if (!outputs_dir.empty()) {
+        const std::string path = outputs_dir + "/outfeed" + std::to_string(k) + "." + std::to_string(e) + ".bin";
+        std::ofstream out(path, std::ios::binary);
+        out.write(reinterpret_cast<const char*>((*sent)[e].untyped_data()), (*sent)[e].size_bytes());
+        if (!out) return Fail("tpusim: cannot write " + path + ": " + std::strerror(errno));
+      }
       const OutputComparison comparison = CompareOutput((*sent)[e], wanted[e]);
       std::cout << FormatComparison("outfeed " + std::to_string(k) + "." + std::to_string(e), wanted[e], comparison) << "\n";
       all_ok = all_ok && comparison.ok;

@@ -129,8 +129,13 @@ struct ProfiledRun {
   profiler::OpProfile ops;
 };
 
-py::dict CountersToDict(const DeviceCounters& counters) {
+py::dict CountersToDict(const ExecuteResult& result) {
+  const DeviceCounters& counters = result.counters;
   py::dict out;
+  out["feed_stall_cycles"] = counters.feed_stall_cycles;
+  out["elapsed_cycles"] = result.elapsed_cycles;  // with the launch and the host link's transfers
+  out["infeed_values"] = result.infeed_values;
+  out["outfeed_values"] = result.outfeed_values;
   out["cycles"] = counters.cycles;
   out["mxu_busy_cycles"] = counters.mxu_busy_cycles;
   out["instructions"] = counters.instructions;
@@ -175,8 +180,8 @@ class InterruptWhileRunning {
       _exit(130);
     }
     requested_ = 1;
-    static const char kAck[] = "\nInterrupt received: the device finishes the program it is running "
-                               "(Ctrl-C again exits now)\n";
+    static const char kAck[] = "\nInterrupt received: finishing the program the device is running (with "
+                               "steps_per_execution: the current loop); Ctrl-C again exits now\n";
     (void)!write(STDERR_FILENO, kAck, sizeof(kAck) - 1);
   }
 
@@ -297,14 +302,14 @@ PYBIND11_MODULE(_tpusim, m) {
             ExecuteResult value = ValueOrThrow(std::move(result));
             py::list outputs;
             for (auto& output : value.outputs) outputs.append(py::cast(std::move(output)));
-            if (!profile) return py::make_tuple(outputs, CountersToDict(value.counters));
+            if (!profile) return py::make_tuple(outputs, CountersToDict(value));
             auto run = std::make_unique<ProfiledRun>();
             run->program = e.program();
             run->execution = value.profile;
             run->device_name = e.device().name();
             run->ops = ValueOrThrow(profiler::BuildOpProfile(run->program, *run->execution,
                                                              profiler::PeaksOf(e.device_info())));
-            return py::make_tuple(outputs, CountersToDict(value.counters), std::move(run));
+            return py::make_tuple(outputs, CountersToDict(value), std::move(run));
           },
           py::arg("arguments"), py::arg("profile") = false,
           "Runs the program once; returns (outputs, counters), and with profile=True (outputs, counters, "
@@ -418,7 +423,30 @@ PYBIND11_MODULE(_tpusim, m) {
             return ValueOrThrow(std::move(executable));
           },
           py::arg("hlo_text"), py::arg("device") = 0)
-      .def("reset_device", [](Client& c) { ThrowIfError(c.ResetDevice()); });
+      .def("reset_device", [](Client& c) { ThrowIfError(c.ResetDevice()); })
+      .def(
+          "transfer_to_infeed",
+          [](Client& c, const std::vector<py::array>& elements, int device) {
+            std::vector<hlo::Literal> literals;
+            for (const py::array& element : elements) literals.push_back(LiteralFromNumpy(element));
+            ThrowIfError(c.TransferToInfeed(std::move(literals), device));
+          },
+          py::arg("elements"), py::arg("device") = 0,
+          "Queues one infeed value (its arrays, a tuple flattened) for the device; the infeeds of the programs "
+          "that run there take the values in order (libtpu's TransferToInfeed). f32, int32, bfloat16 and bool only.")
+      .def(
+          "transfer_from_outfeed",
+          [](Client& c, int device) {
+            std::vector<hlo::Literal> value = ValueOrThrow(c.TransferFromOutfeed(device));
+            py::list arrays;
+            for (hlo::Literal& element : value) arrays.append(NumpyFromLiteral(std::move(element)));
+            return arrays;
+          },
+          py::arg("device") = 0, "The oldest value an outfeed sent, as a list of arrays; NotFoundError when none is waiting.")
+      .def("infeed_queue_size", [](const Client& c, int device) { return c.InfeedQueueSize(device); }, py::arg("device") = 0)
+      .def("outfeed_queue_size", [](const Client& c, int device) { return c.OutfeedQueueSize(device); }, py::arg("device") = 0)
+      .def_property_readonly("device_cycles", &Client::DeviceCycles,
+                             "Device clock cycles since the client was created, host link time included.");
 }
 
 }  // namespace tpu::runtime

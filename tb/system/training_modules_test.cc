@@ -27,6 +27,8 @@ using tpu::system_test::TpusimRun;
 struct TrainingModule {
   const char* name;
   int outputs;
+  int outfeed_values = 0;    // values its outfeeds send
+  int outfeed_elements = 0;  // arrays per value
 };
 
 // jax_mlp_tanh_adam_train_step: MLP 20-32-10 with tanh, softmax cross-entropy over integer labels
@@ -52,6 +54,9 @@ struct TrainingModule {
 // the device from the gradients), then the loss.
 // jax_mlp_dropout_train_step: an MLP 16-32-10 SGD step with dropout 0.2 drawn by jax.random (threefry:
 // u32 adds, xors, shifts and rotations in a while loop, bitcast-convert), returning the next key.
+// jax_mlp_infeed_loop_4_steps: four SGD steps of an MLP 16-32-10 in one device loop (tpusim's
+// steps_per_execution, training.make_train_loop): each step takes its batch (f32[8,16], s32[8]) from the
+// infeed and sends its loss and correct count to the outfeed (after-all tokens, as JAX lowers them).
 // jax_rnn_scan_bptt: a tanh RNN over 6 time steps in `lax.scan` and its gradient through time (two while
 // loops reading and writing one time step of the sequences with dynamic-slice / dynamic-update-slice).
 const TrainingModule kModules[] = {{"jax_mlp_tanh_adam_train_step", 14},
@@ -63,12 +68,18 @@ const TrainingModule kModules[] = {{"jax_mlp_tanh_adam_train_step", 14},
                                    {"jax_mlp_fori_loop_10_steps", 5},
                                    {"jax_mlp_grad_clip_cond_5_steps", 5},
                                    {"jax_mlp_dropout_train_step", 6},
-                                   {"jax_rnn_scan_bptt", 4}};
+                                   {"jax_rnn_scan_bptt", 4},
+                                   {"jax_mlp_infeed_loop_4_steps", 4, 4, 2}};
 
 std::string ModulePath(const char* name) { return std::string(TPU_SOURCE_DIR) + "/tb/system/hlo/" + name + ".hlo"; }
 
 // Every output is compared and reported ok.
-void ExpectPassingStep(const TpusimRun& run, int outputs) {
+void ExpectPassingStep(const TpusimRun& run, int outputs, int outfeed_values = 0) {
+  if (outfeed_values > 0) {
+    EXPECT_NE(run.output.find("outfeed_values: " + std::to_string(outfeed_values) + "\n"), std::string::npos) << run.output;
+    EXPECT_TRUE(std::regex_search(run.output, std::regex("outfeed " + std::to_string(outfeed_values - 1) + "\\.0: .* ok\n")))
+        << run.output;
+  }
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(std::regex_search(run.output, std::regex("(^|\n)cycles: [1-9][0-9]*\n"))) << run.output;
   for (int i = 0; i < outputs; ++i) {
@@ -85,7 +96,7 @@ TEST(TrainingModulesTest, MatchTheInterpreterOnTheModel) {
       SCOPED_TRACE(std::string(module.name) + " seed " + std::to_string(seed));
       TpusimRun run = RunTpusim("run " + ModulePath(module.name) + " --backend=model --config=" + TPU_CONFIG_NAME +
                                 " --seed=" + std::to_string(seed));
-      ExpectPassingStep(run, module.outputs);
+      ExpectPassingStep(run, module.outputs, module.outfeed_values);
     }
   }
 }
@@ -97,17 +108,25 @@ TEST(TrainingModulesTest, RtlAndModelAreByteIdentical) {
     const std::string dir = MakeTempDir("training_modules");
     const std::string common = "run " + ModulePath(module.name) + " --config=" + TPU_CONFIG_NAME + " --seed=3";
     TpusimRun model = RunTpusim(common + " --backend=model --outputs=" + dir + "/model");
-    ExpectPassingStep(model, module.outputs);
+    ExpectPassingStep(model, module.outputs, module.outfeed_values);
     const auto start = std::chrono::steady_clock::now();
     TpusimRun rtl = RunTpusim(common + " --backend=rtl --outputs=" + dir + "/rtl");
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    ExpectPassingStep(rtl, module.outputs);
+    ExpectPassingStep(rtl, module.outputs, module.outfeed_values);
     std::printf("%s on the rtl (%.1f s wall):\n%s", module.name, seconds, rtl.output.c_str());
     for (int i = 0; i < module.outputs; ++i) {
       const std::string name = "/out" + std::to_string(i) + ".bin";
       const std::string rtl_bytes = ReadBytes(dir + "/rtl" + name);
       EXPECT_FALSE(rtl_bytes.empty()) << name;
       EXPECT_TRUE(rtl_bytes == ReadBytes(dir + "/model" + name)) << "output " << i << " of " << module.name;
+    }
+    for (int k = 0; k < module.outfeed_values; ++k) {
+      for (int e = 0; e < module.outfeed_elements; ++e) {
+        const std::string name = "/outfeed" + std::to_string(k) + "." + std::to_string(e) + ".bin";
+        const std::string rtl_bytes = ReadBytes(dir + "/rtl" + name);
+        EXPECT_FALSE(rtl_bytes.empty()) << name;
+        EXPECT_TRUE(rtl_bytes == ReadBytes(dir + "/model" + name)) << name << " of " << module.name;
+      }
     }
   }
 }

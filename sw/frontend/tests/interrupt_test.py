@@ -2,6 +2,7 @@
 only runs when the call returns), then raised as KeyboardInterrupt once the program has finished."""
 
 import os
+import re
 import select
 import signal
 import subprocess
@@ -58,3 +59,33 @@ def test_ctrl_c_during_execute_is_acknowledged_at_once_and_raised_after_the_prog
     assert acknowledged is not None and acknowledged < 1.0, (acknowledged, stderr.decode())
     assert child.returncode == 130, (child.returncode, stdout.decode(), stderr.decode())
     assert b"KeyboardInterrupt after" in stdout, stdout.decode()
+
+
+def test_ctrl_c_during_a_steps_per_execution_loop_is_acknowledged_at_once_and_exits_130():
+    # The trainer with 128 steps per device loop: the first Ctrl-C is answered at once (by the runtime while
+    # the loop runs, by the trainer while it compiles), the loop finishes, training stops between
+    # executions and the trainer exits 130.
+    child = subprocess.Popen([sys.executable, "-u", "-m", "tpusim.train", "--model=mlp", "--config=" + CONFIG,
+                              "--epochs=1", "--batch-size=32", "--train-examples=8192", "--no-validation",
+                              "--optimizer=sgd", "--schedule=constant", "--steps-per-execution=128"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert child.stdout.readline().strip() == b"Epoch 1/1"
+    time.sleep(1.0)
+    assert child.poll() is None
+    sent = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    output, acknowledged = b"", None
+    streams = [child.stdout, child.stderr]
+    while acknowledged is None and streams and time.monotonic() - sent < 5:
+        for stream in select.select(streams, [], [], 0.1)[0]:
+            chunk = stream.read1(4096)
+            if not chunk:
+                streams.remove(stream)
+            output += chunk
+        if b"Interrupt received: finishing" in output or b"Interrupted: finishing the current loop" in output:
+            acknowledged = time.monotonic() - sent
+    stdout, stderr = child.communicate(timeout=600)
+    output += stdout + stderr
+    assert acknowledged is not None and acknowledged < 1.0, (acknowledged, output.decode())
+    assert child.returncode == 130, (child.returncode, output.decode())
+    assert re.search(rb"interrupted at step (128|256)\b", output), output.decode()

@@ -176,3 +176,44 @@ def test_fit_profiles_the_step_asked_for(tmp_path):
     names = {e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
     assert {"HLO operations", "DMA", "MXU", "VPU"} <= names
     assert "<svg" in (tmp_path / "step1.html").read_text()
+
+
+def test_steps_per_execution_runs_a_device_loop_with_the_same_weights(fashion):
+    (x, y), _ = fashion
+    x, y = x[:352], y[:352]  # 11 batches of 32: two loops of 4 steps and one of 3
+    one = small_model()
+    one.fit(x, y, epochs=1, batch_size=32)
+    out = io.StringIO()
+    looped = tpusim.Model(models.MLP(hidden=(32,)), optax.adam(3e-3), backend="model", config=CONFIG, seed=0,
+                          out=out, steps_per_execution=4)
+    looped.fit(x, y, epochs=1, batch_size=32)
+    assert looped.step_losses == one.step_losses
+    for a, b in zip(jax.tree_util.tree_leaves(one.state()), jax.tree_util.tree_leaves(looped.state())):
+        assert np.array_equal(a, b)
+    assert sorted(key[0] for key in looped._train_loops) == [3, 4]
+    loop = looped._train_loops[(4, (32, 28, 28), (32,))]
+    # One while loop holding infeed and outfeed, as XLA receives it.
+    for op in ("while(", "infeed(", "outfeed(", "after-all()"):
+        assert op in loop.last_hlo_text, op
+    assert re.match(r"^11/11 \[={30}\]", out.getvalue().splitlines()[1])
+    assert looped.client.infeed_queue_size() == 0 and looped.client.outfeed_queue_size() == 0
+
+
+def test_ctrl_c_finishes_the_running_loop_and_stops_between_executions(fashion):
+    (x, y), _ = fashion
+    out = InterruptingTerminal()
+    model = tpusim.Model(models.MLP(hidden=(32,)), optax.adam(3e-3), backend="model", config=CONFIG, seed=0,
+                         out=out, steps_per_execution=3)
+    model.fit(x[:320], y[:320], epochs=1, batch_size=32)
+    assert model.interrupted and model.position.global_step == 3
+    assert "Interrupted: finishing the current loop of up to 3 steps" in out.getvalue()
+
+
+def test_infeed_refuses_a_type_the_tpu_infeed_does_not_take():
+    with pytest.raises(TypeError, match="DataType float16 is not a supported TPU infeed type."):
+        tpusim.feeds.infeed([jax.ShapeDtypeStruct((8,), np.float16)])
+    client = tpusim.get_client("model", CONFIG)
+    with pytest.raises(tpusim.TpuTypeError, match="DataType u8 is not a supported TPU infeed type."):
+        client.transfer_to_infeed([np.zeros(4, np.uint8)])
+    with pytest.raises(tpusim.NotFoundError, match="outfeed queue of TPU:0 is empty"):
+        client.transfer_from_outfeed()

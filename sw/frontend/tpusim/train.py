@@ -44,6 +44,9 @@ def parse_args(argv):
     parser.add_argument("--dot-passes", type=int, default=0, choices=[0, 1, 3, 6],
                         help="MXU passes forced on every f32 dot (0: each dot's precision)")
     parser.add_argument("--seed", type=int, default=0, help="initial parameters and data order")
+    parser.add_argument("--steps-per-execution", type=int, default=1,
+                        help="training steps per host call: above 1, a device loop fed through the infeed; "
+                             "log lines, checkpoints and Ctrl-C happen between calls")
     parser.add_argument("--checkpoint", default=None, help="resume from this file if it exists; save to it")
     parser.add_argument("--stop-after-steps", type=int, default=None,
                         help="stop (and checkpoint) after this many steps in all")
@@ -77,7 +80,7 @@ def keras_model(args, total_steps: int, options) -> Model:
 def build_model(args, total_steps: int) -> Model:
     """The model, optimizer and learning-rate schedule the arguments name, for total_steps steps."""
     options = dict(backend=args.backend, config=args.config, dot_passes=args.dot_passes, seed=args.seed,
-                   precision=args.precision)
+                   precision=args.precision, steps_per_execution=args.steps_per_execution)
     if args.framework == "keras":
         return keras_model(args, total_steps, options)
     learning_rate = (optax.linear_schedule(args.learning_rate, 0.0, total_steps) if args.schedule == "linear"

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import bridge, checkpoint, data
+from . import bridge, checkpoint, data, feeds
 
 
 def sparse_categorical_crossentropy(logits, labels):
@@ -56,6 +56,23 @@ def make_train_step(module, optimizer):
         return params, opt_state, loss, jnp.sum(correct_predictions(logits, onehot))
 
     return train_step
+
+
+def make_train_loop(train_step, steps: int, batch_shapes):
+    """(params, opt_state) -> (params, opt_state): ``steps`` training steps in one device loop
+    (steps_per_execution). Each step takes its batch (x, labels) from the infeed and sends its loss and
+    correct count to the outfeed, so the host feeds batches and reads metrics while the device runs."""
+    def train_loop(params, opt_state):
+        def body(_, state):
+            params, opt_state = state
+            x, labels = feeds.infeed(batch_shapes)
+            params, opt_state, loss, correct = train_step(params, opt_state, x, labels)
+            feeds.outfeed(loss, correct)
+            return params, opt_state
+
+        return jax.lax.fori_loop(0, steps, body, (params, opt_state))
+
+    return train_loop
 
 
 def make_eval_step(apply):
@@ -120,19 +137,22 @@ def progress_bar(done: int, total: int, width: int = 30) -> str:
 
 
 class StepInterrupt:
-    """Ctrl-C during training, as on Cloud TPUs: the first SIGINT lets the running step finish (its
-    donated parameters must come back) and stops training after it; a second one interrupts at once.
-    Installed only in the main thread; elsewhere Ctrl-C keeps Python's default behaviour."""
+    """Ctrl-C during training, as on Cloud TPUs: the first SIGINT lets the running execution finish (one
+    step, or the loop of steps_per_execution steps: its donated parameters must come back) and stops
+    training after it; a second one interrupts at once. Installed only in the main thread; elsewhere
+    Ctrl-C keeps Python's default behaviour."""
 
-    def __init__(self, out):
+    def __init__(self, out, steps_per_execution: int = 1):
         self.out = out
         self.requested = False
+        self.what = ("the current step" if steps_per_execution == 1
+                     else f"the current loop of up to {steps_per_execution} steps")
 
     def _handler(self, signum, frame):
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
-        print("\nInterrupted: finishing the current step, then stopping (Ctrl-C again stops at once)",
+        print(f"\nInterrupted: finishing {self.what}, then stopping (Ctrl-C again stops at once)",
               file=self.out, flush=True)
 
     @contextlib.contextmanager
@@ -151,12 +171,21 @@ class Model:
     """A Flax module and an optax optimizer (or another framework's ``recipe``) trained on the simulated TPU.
 
     backend, config, dot_passes, precision: as ``tpusim.jit``. seed: initial parameters and the data order.
+    steps_per_execution: as Keras's ``compile`` argument: training steps per host call. Above 1 a call
+    runs a device loop of that many steps (make_train_loop) fed through the infeed, its metrics coming
+    back through the outfeed; log lines, checkpoints and Ctrl-C happen only between calls.
     """
 
     def __init__(self, module=None, optimizer=None, *, recipe=None, backend: str = "model", config: str = "tiny",
-                 dot_passes: int = 0, seed: int = 0, out=None, precision: str | None = None):
+                 dot_passes: int = 0, seed: int = 0, out=None, precision: str | None = None,
+                 steps_per_execution: int = 1):
+        if steps_per_execution < 1:
+            raise ValueError(f"steps_per_execution must be at least 1, got {steps_per_execution}")
         self.recipe = recipe or FlaxRecipe(module, optimizer)
         self.seed = seed
+        self.steps_per_execution = steps_per_execution
+        self.precision = precision
+        self._train_loops: dict[tuple, bridge.Function] = {}  # (steps, batch shapes) -> the loop
         self.client = bridge.get_client(backend, config, dot_passes)
         self.train_step = bridge.Function(self.recipe.train_step(), (0, 1), self.client, "train_step", precision)
         self.eval_step = bridge.Function(self.recipe.eval_step(), (), self.client, "eval_step", precision)
@@ -167,6 +196,7 @@ class Model:
         self.out = out or sys.stdout
         self.interrupted = False  # the last fit stopped on Ctrl-C
         self.profile = None  # the _tpusim.Profile of fit's profile_step
+        self._last_execution_cycles = 0
         self._profile_request: tuple[int | None, str | None] = (None, None)
 
     # --- state -----------------------------------------------------------------------------------
@@ -224,7 +254,9 @@ class Model:
         self._profile_request = (profile_step, profile_dir)
         if profile_dir:
             os.makedirs(profile_dir, exist_ok=True)  # before training, not after a long run
-        with StepInterrupt(self.out).installed() as interrupt:
+        if profile_step is not None and self.steps_per_execution > 1:
+            raise ValueError("profile_step profiles one step: use steps_per_execution=1")
+        with StepInterrupt(self.out, self.steps_per_execution).installed() as interrupt:
             self._epochs(x, y, steps, epochs, batch_size, validation_data, checkpoint_path, stop_after_steps,
                          verbose, history, interrupt)
         return history
@@ -258,21 +290,23 @@ class Model:
             start = time.perf_counter() - p.epoch_host_seconds
             last_draw = 0.0
             while p.step_in_epoch < steps:
-                batch = order[p.step_in_epoch * batch_size:(p.step_in_epoch + 1) * batch_size]
-                profiled = self._profile_request[0] == p.global_step
-                self.train_step.profile_next_call = profiled
-                self.params, self.opt_state, loss, correct = self.train_step(
-                    self.params, self.opt_state, x[batch], y[batch])
-                if profiled:
-                    self._report_profile(p.global_step)
-                loss = float(loss)
-                self.step_losses.append(loss)
-                p.epoch_loss_sum += loss
-                p.epoch_correct += float(correct)
-                p.epoch_examples += batch_size
-                p.epoch_device_cycles += self.train_step.last_counters["cycles"]
-                p.step_in_epoch += 1
-                p.global_step += 1
+                count = min(self.steps_per_execution, steps - p.step_in_epoch)
+                if stop_after_steps is not None:
+                    count = max(min(count, stop_after_steps - p.global_step), 1)
+                first = p.step_in_epoch * batch_size
+                batches = [order[first + k * batch_size:first + (k + 1) * batch_size] for k in range(count)]
+                if self.steps_per_execution == 1:
+                    metrics = [self._train_one_step(x[batches[0]], y[batches[0]], p.global_step)]
+                else:
+                    metrics = self._train_loop(x, y, batches)
+                for loss, correct in metrics:
+                    self.step_losses.append(loss)
+                    p.epoch_loss_sum += loss
+                    p.epoch_correct += correct
+                p.epoch_examples += batch_size * count
+                p.epoch_device_cycles += self._last_execution_cycles
+                p.step_in_epoch += count
+                p.global_step += count
                 p.epoch_host_seconds = time.perf_counter() - start
                 if live and (time.perf_counter() - last_draw > 0.1 or p.step_in_epoch == steps):
                     last_draw = time.perf_counter()
@@ -298,6 +332,33 @@ class Model:
             self.position = Position(epoch=p.epoch + 1, global_step=p.global_step)
             if checkpoint_path:
                 self.save(checkpoint_path)
+
+    def _train_one_step(self, xb, yb, global_step: int) -> tuple[float, float]:
+        """One training step per call, the batch passed as arguments: (loss, correct count)."""
+        profiled = self._profile_request[0] == global_step
+        self.train_step.profile_next_call = profiled
+        self.params, self.opt_state, loss, correct = self.train_step(self.params, self.opt_state, xb, yb)
+        if profiled:
+            self._report_profile(global_step)
+        self._last_execution_cycles = self.train_step.last_counters["cycles"]
+        return float(loss), float(correct)
+
+    def _train_loop(self, x, y, batches) -> list[tuple[float, float]]:
+        """len(batches) steps in one device loop: the batches go to the infeed queue, the loop runs, each
+        step's (loss, correct count) comes back from the outfeed queue."""
+        xb, yb = x[batches[0]], y[batches[0]]
+        shapes = (jax.ShapeDtypeStruct(xb.shape, xb.dtype), jax.ShapeDtypeStruct(yb.shape, yb.dtype))
+        key = (len(batches), xb.shape, yb.shape)
+        loop = self._train_loops.get(key)
+        if loop is None:
+            loop = bridge.Function(make_train_loop(self.recipe.train_step(), len(batches), shapes), (0, 1),
+                                   self.client, f"train_loop_{len(batches)}", self.precision)
+            self._train_loops[key] = loop
+        for batch in batches:
+            self.client.transfer_to_infeed([x[batch], y[batch]])
+        self.params, self.opt_state = loop(self.params, self.opt_state)
+        self._last_execution_cycles = loop.last_counters["cycles"]
+        return [tuple(float(v) for v in self.client.transfer_from_outfeed()) for _ in batches]
 
     def _epoch_metrics(self, steps_done: int) -> dict[str, float]:
         p = self.position
