@@ -675,10 +675,68 @@ Status CodeGenerator::EmitSelect(const HloInstruction& instruction) {
 
 // convert between f32 and integers with VCVT (f32 -> integer truncates toward zero, saturating);
 // f32 -> pred is x != 0; between integer types and pred (0/1 words) the words stay as they are.
+namespace {
+
+// The narrow integer types, kept sign- or zero-extended in a 32-bit word: their width, whether signed.
+struct NarrowInteger {
+  int bits;
+  bool is_signed;
+  int64_t min() const { return is_signed ? -(int64_t{1} << (bits - 1)) : 0; }
+  int64_t max() const { return is_signed ? (int64_t{1} << (bits - 1)) - 1 : (int64_t{1} << bits) - 1; }
+};
+
+std::optional<NarrowInteger> Narrow(hlo::PrimitiveType type) {
+  switch (type) {
+    case hlo::PrimitiveType::S8: return NarrowInteger{8, true};
+    case hlo::PrimitiveType::U8: return NarrowInteger{8, false};
+    case hlo::PrimitiveType::S16: return NarrowInteger{16, true};
+    case hlo::PrimitiveType::U16: return NarrowInteger{16, false};
+    default: return std::nullopt;
+  }
+}
+
+// Whether every value of integer type `from` is a value of `to` (the word needs no wrapping).
+bool IntegerRangeFits(hlo::PrimitiveType from, const NarrowInteger& to) {
+  if (from == hlo::PrimitiveType::PRED) return true;
+  const std::optional<NarrowInteger> narrow = Narrow(from);
+  return narrow.has_value() && narrow->min() >= to.min() && narrow->max() <= to.max();
+}
+
+}  // namespace
+
 Status CodeGenerator::EmitConvert(const HloInstruction& instruction) {
   const HloInstruction* operand = instruction.operand(0);
   const hlo::PrimitiveType from = operand->shape().element_type, to = instruction.shape().element_type;
   const bool from_f32 = from == hlo::PrimitiveType::F32, to_f32 = to == hlo::PrimitiveType::F32;
+  Src2 none;
+  none.kind = Src2::kImmediate;
+  if (const std::optional<NarrowInteger> narrow = Narrow(to); narrow.has_value()) {
+    // An integer of a wider range wraps to the narrow width (two's complement: shift the low bits up and
+    // back, sign-extending; or mask them); an f32 converts to s32 and saturates to the narrow range, as
+    // the interpreter's convert does. Zeros (the padded lanes) stay zeros.
+    if (!from_f32 && IntegerRangeFits(from, *narrow)) return EmitCopy(operand, locations_.at(&instruction));
+    auto immediate = [](int64_t value) {
+      Src2 imm;
+      imm.kind = Src2::kImmediate;
+      imm.imm = static_cast<uint32_t>(value);
+      return imm;
+    };
+    VpuOp vpu;
+    if (from_f32) {
+      vpu.opcode = isa::Opcode::VCVT;
+      vpu.flags = isa::flag::VCVT_F32_TO_S32;
+      vpu.unary = true;
+      TPU_RETURN_IF_ERROR(EmitVpu(instruction, vpu, operand, none));
+      TPU_RETURN_IF_ERROR(EmitVpu(instruction, VpuOp{isa::Opcode::VMAX, isa::flag::VMAX_INT}, &instruction,
+                                  immediate(narrow->min())));
+      return EmitVpu(instruction, VpuOp{isa::Opcode::VMIN, isa::flag::VMIN_INT}, &instruction, immediate(narrow->max()));
+    }
+    if (!narrow->is_signed) {
+      return EmitVpu(instruction, VpuOp{isa::Opcode::VAND}, operand, immediate((int64_t{1} << narrow->bits) - 1));
+    }
+    TPU_RETURN_IF_ERROR(EmitVpu(instruction, VpuOp{isa::Opcode::VSHL}, operand, immediate(32 - narrow->bits)));
+    return EmitVpu(instruction, VpuOp{isa::Opcode::VSHRA}, &instruction, immediate(32 - narrow->bits));
+  }
   if (from_f32 == to_f32 && (from_f32 || to != hlo::PrimitiveType::PRED)) {
     if (to != hlo::PrimitiveType::PRED || from == hlo::PrimitiveType::PRED) {
       return EmitCopy(operand, locations_.at(&instruction));
@@ -700,8 +758,6 @@ Status CodeGenerator::EmitConvert(const HloInstruction& instruction) {
   vpu.opcode = isa::Opcode::VCVT;
   vpu.flags = to_f32 ? 0 : isa::flag::VCVT_F32_TO_S32;
   vpu.unary = true;
-  Src2 none;
-  none.kind = Src2::kImmediate;
   return EmitVpu(instruction, vpu, operand, none);
 }
 

@@ -196,8 +196,11 @@ TEST_F(OpcodeHandlerTest, IntegerLanes) {
   // Data movement takes any device word, not f64.
   EXPECT_TRUE(CheckOp("reverse", "pred[4,8]", "pred[4,8]", 1).ok());
   EXPECT_EQ(CheckOp("copy", "f64[4,8]", "f64[4,8]", 1).message(),
-            "r has element type f64; this code generator lowers copy for f32, bf16, s32, u32, pred, s64 (its low 32 "
-            "bits) only (docs/opcodes.md)");
+            "r has element type f64; this code generator lowers copy for f32, bf16, s8, s16, s32, u8, u16, u32, pred, "
+            "s64 (its low 32 bits) only (docs/opcodes.md)");
+  // The narrow integers move as words; their arithmetic is s32's after integer-normalization.
+  EXPECT_TRUE(CheckOp("copy", "u8[4,8]", "u8[4,8]", 1).ok());
+  EXPECT_FALSE(CheckOp("add", "s8[4,8]", "s8[4,8]", 2).ok());
 }
 
 // Windows of whole rows at s32 (or constant) starts; the rest is refused with what is lowered.

@@ -4,6 +4,7 @@
 
 #include "compiler/passes/arg_reductions.h"
 #include "compiler/passes/bf16_normalization.h"
+#include "compiler/passes/integer_normalization.h"
 #include "compiler/passes/canonicalize_dots.h"
 #include "compiler/passes/codegen_legalization.h"
 #include "compiler/passes/convolution_lowering.h"
@@ -33,6 +34,7 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   // Conditions, bodies and branches are lowered in line: one computation each.
   pipeline->AddPass<UnshareComputations>();
   pipeline->AddPass<Bf16Normalization>();
+  pipeline->AddPass<IntegerNormalization>();
   // Outputs, next loop states and branch results as tuples of values (compiler/codegen/control_flow.cc).
   pipeline->AddPass<ExpandTuples>();
   // Top-k sorts and convolutions become reductions, dots and multiply-adds; their constant parts

@@ -41,7 +41,8 @@ uint64_t DeviceLines(const hlo::Shape& shape, uint32_t lanes) {
 namespace {
 
 // The 32-bit device word of element `index` of an array literal (f32 bits; integers and pred as a
-// two's-complement int32; 64-bit integers keep their low 32 bits).
+// two's-complement int32: narrow signed types sign-extended, narrow unsigned ones zero-extended; 64-bit
+// integers keep their low 32 bits).
 bool DeviceWord(const hlo::Literal& value, int64_t index, uint32_t* word) {
   return hlo::PrimitiveTypeSwitch(
       value.shape().element_type,
@@ -94,14 +95,32 @@ bool IsDeviceElementType(hlo::PrimitiveType type) {
   switch (type) {
     case hlo::PrimitiveType::F32:
     case hlo::PrimitiveType::BF16:
+    case hlo::PrimitiveType::S8:
+    case hlo::PrimitiveType::S16:
     case hlo::PrimitiveType::S32:
     case hlo::PrimitiveType::S64:
+    case hlo::PrimitiveType::U8:
+    case hlo::PrimitiveType::U16:
     case hlo::PrimitiveType::U32:
     case hlo::PrimitiveType::PRED:
       return true;
     default:
       return false;
   }
+}
+
+Status CheckDeviceValues(const hlo::Literal& value) {
+  if (value.IsTuple() || value.shape().element_type != hlo::PrimitiveType::S64) return OkStatus();
+  const int64_t* elements = reinterpret_cast<const int64_t*>(value.untyped_data());
+  for (int64_t i = 0; i < value.element_count(); ++i) {
+    if (elements[i] < std::numeric_limits<int32_t>::min() || elements[i] > std::numeric_limits<int32_t>::max()) {
+      return InvalidArgument("s64 value " + std::to_string(elements[i]) + " (element " + std::to_string(i) + " of " +
+                             value.shape().ToString() +
+                             ") does not fit the device's 32-bit integers: this TPU holds s64 values in the s32 "
+                             "range only; convert to f32, or split the value");
+    }
+  }
+  return OkStatus();
 }
 
 std::vector<uint8_t> ToDeviceBytes(const hlo::Literal& value, const DeviceLayout& layout) {

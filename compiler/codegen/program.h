@@ -35,8 +35,11 @@ uint64_t DeviceLines(const hlo::Shape& shape, uint32_t lanes);
 // Element types the device stores, each as one 32-bit word per element: f32 bits; bf16 as the f32 bits
 // of the same value (the bf16 bits in the upper half, zeros below: exact, and what the MXU and VPU read
 // as f32); s32, u32, pred (0/1) and s64 (low 32 bits, sign-extended when read back) as two's-complement
-// integers.
+// integers; s8 and s16 sign-extended, u8 and u16 zero-extended to 32 bits (their values exactly).
 bool IsDeviceElementType(hlo::PrimitiveType type);
+// OK, or InvalidArgument naming the first s64 element outside the s32 range: the device holds an s64 in
+// one 32-bit word, so such a value could not be held exactly (it is refused, never truncated).
+Status CheckDeviceValues(const hlo::Literal& value);
 // Pads with zeros. The literal must be of a device element type and the layout's dimensions (checked in debug builds; a
 // mismatch yields zeros where the literal has no data).
 std::vector<uint8_t> ToDeviceBytes(const hlo::Literal& value, const DeviceLayout& layout);

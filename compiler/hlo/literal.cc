@@ -164,11 +164,11 @@ Literal Literal::Convert(PrimitiveType type) const {
   Shape shape = shape_;
   shape.element_type = type;
   Literal result(shape);
+  // Integer to integer wraps to the target's width (two's complement), as XLA's convert does; through a
+  // double it would saturate, and 64-bit integers do not fit a double exactly.
   bool integer_source = IsIntegralType(shape_.element_type) && IsIntegralType(type);
   for (int64_t i = 0; i < element_count(); ++i) {
-    if (integer_source && (shape_.element_type == PrimitiveType::S64 || shape_.element_type == PrimitiveType::U64 ||
-                           type == PrimitiveType::S64 || type == PrimitiveType::U64)) {
-      // 64-bit integers do not fit a double exactly: convert through the integer types (wrapping).
+    if (integer_source) {
       int64_t value = 0;
       std::memcpy(&value, bytes_.data() + i * PrimitiveTypeByteSize(shape_.element_type),
                   static_cast<size_t>(PrimitiveTypeByteSize(shape_.element_type)));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -23,6 +24,28 @@ class HloBuilder {
   }
   static hlo::Shape ShapeOf(hlo::PrimitiveType type, std::vector<int64_t> dimensions) {
     return hlo::Shape::MakeWithDefaultLayout(type, std::move(dimensions));
+  }
+  // `instruction` computed on wider values: every operand whose element type `wider` maps to another is
+  // converted to it, the instruction runs on those, and a result of a widened type is converted back to
+  // it (the convert rounds or wraps). nullptr when neither the result nor an operand is widened.
+  hlo::HloInstruction* InWiderType(hlo::HloInstruction* instruction,
+                                   const std::function<hlo::PrimitiveType(hlo::PrimitiveType)>& wider) {
+    const hlo::PrimitiveType type = instruction->shape().element_type;
+    bool widened = wider(type) != type;
+    std::vector<hlo::HloInstruction*> operands;
+    for (hlo::HloInstruction* operand : instruction->operands()) {
+      const hlo::PrimitiveType from = operand->shape().element_type, to = wider(from);
+      widened = widened || to != from;
+      operands.push_back(to == from ? operand : Convert(operand, to));
+    }
+    if (!widened) return nullptr;
+    if (wider(type) == type) return Add(instruction->CloneWithNewOperands(instruction->shape(), operands));
+    hlo::HloInstruction* wide = Add(instruction->CloneWithNewOperands(
+        hlo::Shape::Make(wider(type), instruction->shape().dimensions), operands));
+    return Convert(wide, type);
+  }
+  hlo::HloInstruction* Convert(hlo::HloInstruction* x, hlo::PrimitiveType type) {
+    return Add(hlo::HloInstruction::CreateConvert(hlo::Shape::Make(type, x->shape().dimensions), x));
   }
   hlo::HloInstruction* Transpose(hlo::HloInstruction* x, const std::vector<int64_t>& permutation) {
     std::vector<int64_t> identity(permutation.size());

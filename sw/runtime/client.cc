@@ -73,7 +73,7 @@ Status CheckBufferShape(const hlo::Shape& shape) {
   if (!compiler::IsDeviceElementType(shape.element_type)) {
     return Unimplemented("device buffers of element type " +
                          std::string(hlo::PrimitiveTypeName(shape.element_type)) +
-                         " are not supported yet (only f32, bf16, s32, s64, u32 and pred): " + ShapeText(shape));
+                         " are not supported yet (only f32, bf16, s8, s16, s32, s64, u8, u16, u32 and pred): " + ShapeText(shape));
   }
   return OkStatus();
 }
@@ -462,6 +462,7 @@ StatusOr<std::unique_ptr<Buffer>> Client::CreateUninitializedBuffer(const hlo::S
 }
 
 StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHostLiteral(const hlo::Literal& literal, int device) {
+  TPU_RETURN_IF_ERROR(compiler::CheckDeviceValues(literal));
   TPU_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> buffer, CreateUninitializedBuffer(literal.shape(), device));
   const std::vector<uint8_t> bytes = compiler::ToDeviceBytes(literal, buffer->layout());
   std::lock_guard<std::mutex> lock(state_->mutex);

@@ -241,8 +241,14 @@ TEST(BufferTest, IntegerAndPredBuffersRoundTrip) {
   std::unique_ptr<Client> client = MakeClient();
   ASSERT_NE(client, nullptr);
   std::mt19937 rng(8);
-  for (PrimitiveType type : {PrimitiveType::S32, PrimitiveType::S64, PrimitiveType::PRED}) {
-    const hlo::Literal value = hlo::Literal::Random(Shape::Make(type, {5, 11}), rng);
+  for (PrimitiveType type : {PrimitiveType::S32, PrimitiveType::S64, PrimitiveType::PRED, PrimitiveType::S8,
+                             PrimitiveType::U8, PrimitiveType::S16, PrimitiveType::U16}) {
+    hlo::Literal value = hlo::Literal::Random(Shape::Make(type, {5, 11}), rng);
+    if (type != PrimitiveType::S64 && type != PrimitiveType::PRED) {
+      // The extremes of the type: sign- and zero-extension in the device word come back exactly.
+      value.SetFromDouble(0, value.GetAsDouble(0) < 0 ? -1e9 : 1e9);
+      value.SetFromDouble(1, -1e9);
+    }
     StatusOr<std::unique_ptr<Buffer>> buffer = client->BufferFromHostLiteral(value);
     ASSERT_TRUE(buffer.ok()) << buffer.status();
     StatusOr<hlo::Literal> back = (*buffer)->ToLiteral();
@@ -261,7 +267,14 @@ TEST(BufferTest, UnsupportedShapesAreRejected) {
   EXPECT_EQ(d.status().code(), StatusCode::kValueError) << d.status();
   EXPECT_NE(d.status().message().find("must have a fixed size for dimension 0 that is known at graph construction time"),
             std::string::npos) << d.status();
-  // One 32-bit device word per element: f32, s32, s64 (low word), u32 and pred; nothing wider or narrower.
+  // An s64 value outside the s32 range is refused, not truncated.
+  hlo::Literal wide(Shape::Make(PrimitiveType::S64, {3}));
+  wide.Set<int64_t>(2, int64_t{1} << 32);
+  StatusOr<std::unique_ptr<Buffer>> w = client->BufferFromHostLiteral(wide);
+  EXPECT_EQ(w.status().code(), StatusCode::kInvalidArgument) << w.status();
+  EXPECT_NE(w.status().message().find("s64 value 4294967296 (element 2 of s64[3]) does not fit the device's 32-bit "
+                                      "integers"), std::string::npos) << w.status();
+  // One 32-bit device word per element: f32, bf16, the integers up to 32 bits, s64 in the s32 range, pred.
   StatusOr<std::unique_ptr<Buffer>> s = client->CreateUninitializedBuffer(Shape::Make(PrimitiveType::F64, {4}));
   EXPECT_EQ(s.status().code(), StatusCode::kUnimplemented) << s.status();
   EXPECT_TRUE(client->CreateUninitializedBuffer(Shape::Make(PrimitiveType::S32, {4})).ok());

@@ -109,6 +109,11 @@ Literal RandomLiteral(const Shape& shape, Domain domain, Rng& rng) {
         literal.Set<uint32_t>(i, domain == Domain::kShift ? static_cast<uint32_t>(rng() % 40) : static_cast<uint32_t>(rng()));
         break;
       case PrimitiveType::BF16: literal.SetFromDouble(i, RandomFloat(rng, domain)); break;
+      // The narrow integers over their whole range (shift amounts 0..11).
+      case PrimitiveType::S8: literal.Set<int8_t>(i, static_cast<int8_t>(domain == Domain::kShift ? rng() % 12 : rng())); break;
+      case PrimitiveType::U8: literal.Set<uint8_t>(i, static_cast<uint8_t>(domain == Domain::kShift ? rng() % 12 : rng())); break;
+      case PrimitiveType::S16: literal.Set<int16_t>(i, static_cast<int16_t>(domain == Domain::kShift ? rng() % 20 : rng())); break;
+      case PrimitiveType::U16: literal.Set<uint16_t>(i, static_cast<uint16_t>(domain == Domain::kShift ? rng() % 20 : rng())); break;
       default: break;
     }
   }
@@ -986,6 +991,34 @@ DiffCase BitcastConvertCase(Rng& rng, int index) {
   return Finish(b, "bitcast_convert", {bits, flipped, words}, rng, true);
 }
 
+// The narrow integer types (s8, u8, s16, u16) in 32-bit words: arithmetic that wraps at their width
+// (integer-normalization computes in s32 and the convert back wraps), compares and bitwise ops, shifts,
+// and converts from f32 (saturating), from s32 (wrapping) and to f32 and s32 (exact).
+Generator NarrowIntegerCase(PrimitiveType type) {
+  return [type](Rng& rng, int index) {
+    ModuleBuilder b;
+    const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
+    Value x = b.Parameter(type, dims, Domain::kInteger), y = b.Parameter(type, dims, Domain::kInteger);
+    Value shift = b.Parameter(type, dims, Domain::kShift);
+    const bool is_unsigned = type == PrimitiveType::U8 || type == PrimitiveType::U16;
+    std::vector<Value> outputs = {
+        b.Op(type, dims, "add", {x, y}),
+        b.Op(type, dims, "multiply", {x, y}),
+        b.Op(type, dims, is_unsigned ? "subtract" : "negate", is_unsigned ? std::vector<Value>{x, y} : std::vector<Value>{x}),
+        b.Op(type, dims, "shift-left", {x, shift}),
+        b.Op(type, dims, is_unsigned ? "shift-right-logical" : "shift-right-arithmetic", {x, shift}),
+        b.Op(type, dims, "maximum", {x, y}),
+        b.Op(type, dims, "xor", {x, y}),
+        b.Op(PrimitiveType::PRED, dims, "compare", {x, y}, "direction=LT"),
+        b.Op(F32, dims, "convert", {x}),
+        b.Op(S32, dims, "convert", {y}),
+        b.Op(type, dims, "convert", {b.Parameter(F32, dims, Domain::kSpecial)}),
+        b.Op(type, dims, "convert", {b.Parameter(S32, dims, Domain::kInteger)}),
+    };
+    return Finish(b, "narrow_integer", outputs, rng, true);
+  };
+}
+
 // dynamic-slice / dynamic-update-slice (dynamic_slice.cc): windows of whole rows (ranks 2 and 3, the minor
 // dimension taken whole) at start indices the device reads: s32 parameters from 3 below 0 to 3 past the
 // last valid start (clamped on the device), or constants (folded, also out of range).
@@ -1265,6 +1298,9 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("elementwise_chain", ChainCase);
   for (const char* kind : {"counted", "swap", "data_dependent", "nested"}) add(std::string("while_") + kind, WhileCase(kind));
   add("bitcast_convert", BitcastConvertCase);
+  for (PrimitiveType type : {PrimitiveType::S8, PrimitiveType::U8, PrimitiveType::S16, PrimitiveType::U16}) {
+    add(std::string("narrow_integer_") + hlo::PrimitiveTypeName(type), NarrowIntegerCase(type));
+  }
   add("dot_general", GeneralDotCase);
   for (const char* kind : {"gather", "scatter_add", "scatter_add_s32", "scatter_replace"}) add(kind, GatherScatterCase(kind));
   add("take_along_gather", TakeAlongCase(false));

@@ -347,3 +347,21 @@ def test_expm1_log1p_and_a_sigmoid_cross_entropy_match_cpu():
     logits, labels = random((8, 10), 102, 4.0), (random((8, 10), 103) > 0).astype(np.float32)
     loss = lambda logits: optax.sigmoid_binary_cross_entropy(logits, labels).mean()
     assert_matches_cpu(jax.value_and_grad(loss), logits)
+
+
+def test_uint8_images_and_narrow_integer_arithmetic_match_cpu():
+    """uint8 images scaled on the device (the usual input pipeline), int8 / int16 / uint16 arithmetic that
+    wraps at its width, saturating float -> int8 and wrapping int32 -> int8 converts, as XLA on the CPU."""
+    images = ((np.arange(4 * 28 * 28) * 37) % 256).astype(np.uint8).reshape(4, 28, 28)
+    w = random((28 * 28, 10), 90)
+    assert_matches_cpu(lambda x, w: (x.reshape(4, -1).astype(jnp.float32) / 255.0) @ w, images, w)
+    a = ((np.arange(64) * 53) % 256 - 128).astype(np.int8).reshape(8, 8)
+    b = ((np.arange(64) * 29) % 256 - 128).astype(np.int8).reshape(8, 8)
+    h = ((np.arange(64) * 4099) % 65536).astype(np.uint16).reshape(8, 8)
+    big = (np.arange(64, dtype=np.int32).reshape(8, 8) - 32) * 977
+    f = random((8, 8), 91, scale=300.0)
+
+    def narrow(a, b, h, big, f):
+        return (a + b, a * b, -a, jnp.maximum(a, b), a.astype(jnp.int16) * 300, h * h, h >> 3, a < b,
+                big.astype(jnp.int8), f.astype(jnp.int8), (a ^ b).astype(jnp.float32))
+    assert_matches_cpu(narrow, a, b, h, big, f, rtol=0, atol=0)
