@@ -116,7 +116,8 @@ Status CheckSupported(const hlo::HloInstruction& instruction);
 // What an opcode without a handler gives (the message of the TensorFlow XLA bridge).
 inline Status UnsupportedOp(const hlo::HloInstruction& instruction) {
   return NotFound("No registered '" + instruction.opcode_name() +
-                  "' OpKernel for XLA_TPU_JIT devices compatible with node " + instruction.name());
+                  "' OpKernel for XLA_TPU_JIT devices compatible with node " + instruction.name() +
+                  hlo::DefinedAt(instruction));
 }
 
 }  // namespace tpu::compiler::codegen_internal

@@ -1,5 +1,6 @@
 #include "compiler/hlo/hlo_ir.h"
 
+#include <cstdlib>
 #include <algorithm>
 #include <map>
 #include <unordered_set>
@@ -550,6 +551,58 @@ int64_t HloModule::RemoveUnusedComputations() {
 
 std::string HloModule::ToString() const { return PrintHloModule(*this); }
 
+std::string StackFrameIndex::Describe(int64_t frame_id) const {
+  if (frame_id < 1 || frame_id > static_cast<int64_t>(stack_frames.size())) return "";
+  const int64_t location_id = stack_frames[frame_id - 1].file_location_id;
+  if (location_id < 1 || location_id > static_cast<int64_t>(file_locations.size())) return "";
+  const FileLocation& location = file_locations[location_id - 1];
+  auto name = [](const std::vector<std::string>& names, int64_t id) {
+    return id >= 1 && id <= static_cast<int64_t>(names.size()) ? names[id - 1] : std::string("?");
+  };
+  return name(file_names, location.file_name_id) + ":" + std::to_string(location.line) + ", in " +
+         name(function_names, location.function_name_id);
+}
+
+namespace {
+
+// The value of `key=` in a metadata text such as `{op_name="x" source_line=3 stack_frame_id=2}`.
+std::string MetadataField(const std::string& metadata, const std::string& key) {
+  size_t at = 0;
+  while ((at = metadata.find(key + "=", at)) != std::string::npos) {
+    const bool starts_word = at == 0 || metadata[at - 1] == ' ' || metadata[at - 1] == '{';
+    at += key.size() + 1;
+    if (!starts_word) continue;
+    if (at < metadata.size() && metadata[at] == '"') {
+      const size_t end = metadata.find('"', at + 1);
+      return metadata.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1);
+    }
+    size_t end = at;
+    while (end < metadata.size() && metadata[end] != ' ' && metadata[end] != '}') ++end;
+    return metadata.substr(at, end - at);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string DefinedAt(const HloInstruction& instruction) {
+  const HloModule* module = instruction.parent() != nullptr ? instruction.parent()->parent() : nullptr;
+  const std::string source = module != nullptr ? module->SourceOf(instruction) : "";
+  return source.empty() ? "" : " (defined at " + source + ")";
+}
+
+std::string HloModule::SourceOf(const HloInstruction& instruction) const {
+  const std::string* metadata = instruction.raw_attribute("metadata");
+  if (metadata == nullptr) return "";
+  if (const std::string frame = MetadataField(*metadata, "stack_frame_id"); !frame.empty()) {
+    const std::string described = stack_frames_.Describe(std::atoll(frame.c_str()));
+    if (!described.empty()) return described;
+  }
+  const std::string file = MetadataField(*metadata, "source_file"), line = MetadataField(*metadata, "source_line");
+  if (file.empty()) return "";
+  return file + (line.empty() ? "" : ":" + line);
+}
+
 Status CopyInstructions(const HloComputation& source, HloComputation* target,
                         const std::function<HloComputation*(HloComputation*)>& called) {
   std::map<const HloInstruction*, HloInstruction*> clones;
@@ -587,6 +640,7 @@ StatusOr<std::unique_ptr<HloModule>> CloneModule(const HloModule& module) {
   auto copy = std::make_unique<HloModule>(module.name());
   copy->mutable_raw_attributes() = module.raw_attributes();
   copy->mutable_input_output_aliases() = module.input_output_aliases();
+  copy->mutable_stack_frames() = module.stack_frames();
   std::map<const HloComputation*, HloComputation*> computations;
   for (const HloComputation* computation : module.computations()) {
     computations[computation] = copy->AddComputation(std::make_unique<HloComputation>(computation->name()),

@@ -365,9 +365,33 @@ struct InputOutputAlias {
   std::string kind;  // "must-alias", "may-alias" or "" when the text gave none
 };
 
+// The source tables of current XLA dumps (FileNames, FunctionNames, FileLocations, StackFrames) that an
+// instruction's `metadata={... stack_frame_id=N}` points into. Ids are 1-based as in the text.
+struct StackFrameIndex {
+  struct FileLocation {
+    int64_t file_name_id = 0, function_name_id = 0, line = 0, end_line = 0, column = 0, end_column = 0;
+  };
+  struct StackFrame {
+    int64_t file_location_id = 0, parent_frame_id = 0;
+  };
+  std::vector<std::string> file_names, function_names;
+  std::vector<FileLocation> file_locations;
+  std::vector<StackFrame> stack_frames;
+
+  bool empty() const { return stack_frames.empty(); }
+  // "train.py:3, in loss" for frame `id`, the innermost call; "" for an id the tables do not hold.
+  std::string Describe(int64_t frame_id) const;
+};
+
 class HloModule {
  public:
   explicit HloModule(std::string name) : name_(std::move(name)) {}
+
+  const StackFrameIndex& stack_frames() const { return stack_frames_; }
+  StackFrameIndex& mutable_stack_frames() { return stack_frames_; }
+  // Where `instruction` comes from in the framework's source, from its metadata: "train.py:12, in loss"
+  // through the stack frame tables, or "file:line" from source_file / source_line; "" when unknown.
+  std::string SourceOf(const HloInstruction& instruction) const;
 
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
@@ -400,7 +424,12 @@ class HloModule {
   std::vector<HloComputation*> computation_order_;
   std::vector<InputOutputAlias> input_output_aliases_;
   std::vector<std::pair<std::string, std::string>> raw_attributes_;
+  StackFrameIndex stack_frames_;
 };
+
+// " (defined at train.py:12, in loss)" for an instruction whose module knows its source (SourceOf), else
+// "": what messages about an instruction append, as TensorFlow's do for a node.
+std::string DefinedAt(const HloInstruction& instruction);
 
 // A deep copy of a module, instruction by instruction (printing and re-parsing would format and parse
 // every weight of a large network: seconds for EfficientNet with its constants filled in).

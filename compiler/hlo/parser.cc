@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <unordered_map>
 
 #include "compiler/hlo/verifier.h"
@@ -119,6 +120,21 @@ class Parser {
     *name = std::string(text_.substr(name_start, pos_ - name_start));
     return true;
   }
+  // A "quoted" string (backslash escapes the next character); the position is at the opening quote.
+  Status ParseQuoted(std::string* value, const std::string& what) {
+    SkipSpace();
+    if (!Peek('"')) return Expected(what);
+    const size_t quote = pos_++;
+    value->clear();
+    // Strings never span lines in XLA's text.
+    while (pos_ < text_.size() && text_[pos_] != '"' && text_[pos_] != '\n') {
+      if (text_[pos_] == '\\' && pos_ + 1 < text_.size()) ++pos_;
+      *value += text_[pos_++];
+    }
+    if (pos_ >= text_.size() || text_[pos_] != '"') return ErrorAt(quote, "unterminated string: expected a closing '\"'");
+    ++pos_;
+    return OkStatus();
+  }
   Status ParseInt(int64_t* value) {
     SkipSpace();
     const char* begin = text_.data() + pos_;
@@ -159,6 +175,7 @@ class Parser {
   Status ParseDimLabels(ConvolutionDimensionNumbers* dnums);
   Status ParseRawValue(std::string* value);
   Status ParseInputOutputAlias(HloModule* module);
+  Status ParseSourceTables(HloModule* module);
 
   std::string_view text_;
   size_t pos_ = 0;
@@ -567,16 +584,8 @@ Status Parser::ParseAttribute(HloInstruction* instruction) {
     else if (ConsumeWord("false")) instruction->set_is_stable(false);
     else return Expected("true or false");
   } else if (key == "custom_call_target") {
-    SkipSpace();
-    if (!Peek('"')) return Expected("a quoted custom-call target");
-    size_t quote = pos_++;
     std::string target;
-    while (pos_ < text_.size() && text_[pos_] != '"') {
-      if (text_[pos_] == '\\' && pos_ + 1 < text_.size()) ++pos_;
-      target += text_[pos_++];
-    }
-    if (pos_ >= text_.size()) return ErrorAt(quote, "unterminated string: expected a closing '\"'");
-    ++pos_;
+    TPU_RETURN_IF_ERROR(ParseQuoted(&target, "a quoted custom-call target"));
     instruction->set_custom_call_target(std::move(target));
   } else if (key == "to_apply" || key == "calls" || key == "condition" || key == "body" || key == "select" ||
              key == "scatter" || key == "true_computation" || key == "false_computation" ||
@@ -775,6 +784,87 @@ Status Parser::ParseInputOutputAlias(HloModule* module) {
   return Expect('}', "to close input_output_alias");
 }
 
+// The source tables of current XLA dumps, each a title and one entry per line, before the computations:
+//   FileNames / FunctionNames    1 "train.py"
+//   FileLocations                1 {file_name_id=1 function_name_id=1 line=3 end_line=3 column=0 end_column=73}
+//   StackFrames                  1 {file_location_id=1 parent_frame_id=1}
+// Ids count from 1 in order; references must name entries that exist (parent_frame_id 0: none; the
+// tables an entry names come before it, but for the parent frames).
+Status Parser::ParseSourceTables(HloModule* module) {
+  StackFrameIndex& index = module->mutable_stack_frames();
+  std::vector<size_t> frame_positions;
+  auto exists = [](int64_t id, size_t size) { return id >= 1 && id <= static_cast<int64_t>(size); };
+  static const char* const kTables[] = {"FileNames", "FunctionNames", "FileLocations", "StackFrames"};
+  while (true) {
+    std::string table;
+    for (const char* name : kTables) {
+      if (ConsumeWord(name)) table = name;
+      if (!table.empty()) break;
+    }
+    if (table.empty()) break;
+    for (int64_t expected = 1;; ++expected) {
+      SkipSpace();
+      if (pos_ >= text_.size() || text_[pos_] < '0' || text_[pos_] > '9') break;
+      const size_t id_position = pos_;
+      int64_t id = 0;
+      TPU_RETURN_IF_ERROR(ParseInt(&id));
+      if (id != expected) {
+        return ErrorAt(id_position, table + " ids count from 1 in order: expected " + std::to_string(expected) +
+                                        ", found " + std::to_string(id));
+      }
+      if (table == "FileNames" || table == "FunctionNames") {
+        std::string name;
+        TPU_RETURN_IF_ERROR(ParseQuoted(&name, "a quoted name"));
+        (table == "FileNames" ? index.file_names : index.function_names).push_back(std::move(name));
+        continue;
+      }
+      TPU_RETURN_IF_ERROR(Expect('{', "to open the " + table + " entry"));
+      StackFrameIndex::FileLocation location;
+      StackFrameIndex::StackFrame frame;
+      std::map<std::string, int64_t*> fields;
+      if (table == "FileLocations") {
+        fields = {{"file_name_id", &location.file_name_id}, {"function_name_id", &location.function_name_id},
+                  {"line", &location.line}, {"end_line", &location.end_line}, {"column", &location.column},
+                  {"end_column", &location.end_column}};
+      } else {
+        fields = {{"file_location_id", &frame.file_location_id}, {"parent_frame_id", &frame.parent_frame_id}};
+      }
+      while (!Consume('}')) {
+        const size_t key_position = pos_;
+        std::string key;
+        if (!ParseName(&key)) return Expected("a field name or '}' in the " + table + " entry");
+        auto field = fields.find(key);
+        if (field == fields.end()) return ErrorAt(key_position, "unknown " + table + " field '" + key + "'");
+        TPU_RETURN_IF_ERROR(Expect('=', "after '" + key + "'"));
+        TPU_RETURN_IF_ERROR(ParseInt(field->second));
+      }
+      if (table == "FileLocations") {
+        if (!exists(location.file_name_id, index.file_names.size()) ||
+            !exists(location.function_name_id, index.function_names.size())) {
+          return ErrorAt(id_position, "FileLocations entry " + std::to_string(id) +
+                                          " names a file or function that FileNames / FunctionNames do not hold");
+        }
+        index.file_locations.push_back(location);
+      } else {
+        if (!exists(frame.file_location_id, index.file_locations.size())) {
+          return ErrorAt(id_position, "StackFrames entry " + std::to_string(id) +
+                                          " names a location that FileLocations does not hold");
+        }
+        index.stack_frames.push_back(frame);
+        frame_positions.push_back(id_position);
+      }
+    }
+  }
+  for (size_t i = 0; i < index.stack_frames.size(); ++i) {
+    const int64_t parent = index.stack_frames[i].parent_frame_id;
+    if (parent != 0 && !exists(parent, index.stack_frames.size())) {
+      return ErrorAt(frame_positions[i], "StackFrames entry " + std::to_string(i + 1) + " names parent frame " +
+                                             std::to_string(parent) + ", which StackFrames does not hold");
+    }
+  }
+  return OkStatus();
+}
+
 StatusOr<std::unique_ptr<HloModule>> Parser::ParseModule() {
   if (!ConsumeWord("HloModule")) return Expected("'HloModule' at the start of the text");
   std::string name;
@@ -801,6 +891,7 @@ StatusOr<std::unique_ptr<HloModule>> Parser::ParseModule() {
       module->mutable_raw_attributes().emplace_back(key, std::move(value));
     }
   }
+  TPU_RETURN_IF_ERROR(ParseSourceTables(module.get()));
   SkipSpace();
   while (pos_ < text_.size()) {
     TPU_RETURN_IF_ERROR(ParseComputation(module.get()));

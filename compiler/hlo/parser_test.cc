@@ -7,6 +7,7 @@
 #include <random>
 
 #include "compiler/hlo/test_util.h"
+#include "compiler/hlo/verifier.h"
 
 namespace tpu::hlo {
 namespace {
@@ -190,6 +191,69 @@ void ExpectError(const std::string& text, const std::string& prefix, const std::
   EXPECT_EQ(module.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(module.status().message().rfind(prefix, 0), 0u) << module.status().message();
   EXPECT_NE(module.status().message().find(fragment), std::string::npos) << module.status().message();
+}
+
+// Current XLA dumps open with source tables that stack_frame_id metadata points into.
+const char kWithSourceTables[] = R"(HloModule jit_f, entry_computation_layout={(f32[8]{0})->f32[8]{0}}
+
+FileNames
+1 "model.py"
+2 "lib/layers.py"
+
+FunctionNames
+1 "<module>"
+2 "layer"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=12 end_line=12 column=0 end_column=20}
+2 {file_name_id=2 function_name_id=2 line=7 end_line=7 column=4 end_column=18}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=0}
+2 {file_location_id=2 parent_frame_id=1}
+
+
+ENTRY %main.1 (x.1: f32[8]) -> f32[8] {
+  %x.1 = f32[8]{0} parameter(0), metadata={op_name="x"}
+  ROOT %cc.1 = f32[8]{0} custom-call(%x.1), custom_call_target="cublas_kernel", metadata={op_name="jit(f)/k" stack_frame_id=2}
+}
+)";
+
+TEST(ParserTest, SourceTablesOfCurrentXlaDumpsNameWhereAnInstructionComesFrom) {
+  auto module = ParseHloModule(kWithSourceTables);
+  ASSERT_TRUE(module.ok()) << module.status();
+  const StackFrameIndex& index = (*module)->stack_frames();
+  EXPECT_EQ(index.file_names, (std::vector<std::string>{"model.py", "lib/layers.py"}));
+  ASSERT_EQ(index.stack_frames.size(), 2u);
+  EXPECT_EQ(index.file_locations[1].line, 7);
+  const HloInstruction* call = (*module)->entry_computation()->root_instruction();
+  EXPECT_EQ((*module)->SourceOf(*call), "lib/layers.py:7, in layer");
+  EXPECT_EQ((*module)->SourceOf(*call->operand(0)), "");
+  // A refusal names the source line, as TensorFlow's messages name a node's.
+  const Status refused = VerifyHloModule(**module);
+  EXPECT_EQ(refused.code(), StatusCode::kNotFound) << refused;
+  EXPECT_NE(refused.message().find("compatible with node cc.1 (defined at lib/layers.py:7, in layer)"),
+            std::string::npos) << refused;
+  auto copy = CloneModule(**module);
+  ASSERT_TRUE(copy.ok());
+  EXPECT_EQ((*copy)->SourceOf(*(*copy)->entry_computation()->root_instruction()), "lib/layers.py:7, in layer");
+}
+
+TEST(ParserTest, MalformedSourceTablesAreErrorsWithLineAndColumn) {
+  const std::string text = kWithSourceTables;
+  auto replace = [&](const std::string& from, const std::string& to) {
+    std::string changed = text;
+    changed.replace(changed.find(from), from.size(), to);
+    return changed;
+  };
+  ExpectError(replace("2 \"lib/layers.py\"", "3 \"lib/layers.py\""), "line 5, column 1:",
+              "FileNames ids count from 1 in order: expected 2, found 3");
+  ExpectError(replace("line=7 end_line", "lines=7 end_line"), "line 13, column 38:", "unknown FileLocations field 'lines'");
+  ExpectError(replace("2 {file_location_id=2 parent_frame_id=1}", "2 {file_location_id=5 parent_frame_id=1}"),
+              "line 17, column 1:", "StackFrames entry 2 names a location that FileLocations does not hold");
+  ExpectError(replace("2 {file_location_id=2 parent_frame_id=1}", "2 {file_location_id=2 parent_frame_id=9}"),
+              "line 17, column 1:", "StackFrames entry 2 names parent frame 9, which StackFrames does not hold");
+  ExpectError(replace("1 \"model.py\"", "1 \"model.py"), "line 4, column 3:", "unterminated string");
 }
 
 TEST(ParserTest, MissingParenthesis) {

@@ -717,7 +717,8 @@ Status CheckInfeedTypes(const Shape& shape, const VerifierOptions& options) {
 }
 
 Status NotRegistered(const std::string& op, const HloInstruction& instruction) {
-  return NotFound("No registered '" + op + "' OpKernel for XLA_TPU_JIT devices compatible with node " + instruction.name());
+  return NotFound("No registered '" + op + "' OpKernel for XLA_TPU_JIT devices compatible with node " +
+                  instruction.name() + DefinedAt(instruction));
 }
 
 Status VerifyInstruction(const HloInstruction& instruction, const VerifierOptions& options) {

@@ -57,6 +57,9 @@ struct TrainingModule {
 // jax_mlp_infeed_loop_4_steps: four SGD steps of an MLP 16-32-10 in one device loop (tpusim's
 // steps_per_execution, training.make_train_loop): each step takes its batch (f32[8,16], s32[8]) from the
 // infeed and sends its loss and correct count to the outfeed (after-all tokens, as JAX lowers them).
+// jax_xla_dump_mlp_sgd_step: an MLP 16-32-10 SGD step as XLA_FLAGS=--xla_dump_to writes it
+// (before_optimizations.txt: the FileNames / FunctionNames / FileLocations / StackFrames tables and
+// stack_frame_id metadata of current JAX; the script's and packages' paths shortened).
 // jax_rnn_scan_bptt: a tanh RNN over 6 time steps in `lax.scan` and its gradient through time (two while
 // loops reading and writing one time step of the sequences with dynamic-slice / dynamic-update-slice).
 const TrainingModule kModules[] = {{"jax_mlp_tanh_adam_train_step", 14},
@@ -69,6 +72,7 @@ const TrainingModule kModules[] = {{"jax_mlp_tanh_adam_train_step", 14},
                                    {"jax_mlp_grad_clip_cond_5_steps", 5},
                                    {"jax_mlp_dropout_train_step", 6},
                                    {"jax_rnn_scan_bptt", 4},
+                                   {"jax_xla_dump_mlp_sgd_step", 5},
                                    {"jax_mlp_infeed_loop_4_steps", 4, 4, 2}};
 
 std::string ModulePath(const char* name) { return std::string(TPU_SOURCE_DIR) + "/tb/system/hlo/" + name + ".hlo"; }
