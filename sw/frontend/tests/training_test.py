@@ -191,6 +191,7 @@ def test_steps_per_execution_runs_a_device_loop_with_the_same_weights(fashion):
     for a, b in zip(jax.tree_util.tree_leaves(one.state()), jax.tree_util.tree_leaves(looped.state())):
         assert np.array_equal(a, b)
     assert sorted(key[0] for key in looped._train_loops) == [3, 4]
+    assert looped.last_execution_steps == 3 and looped.last_execution_cycles > 0
     loop = looped._train_loops[(4, (32, 28, 28), (32,))]
     # One while loop holding infeed and outfeed, as XLA receives it.
     for op in ("while(", "infeed(", "outfeed(", "after-all()"):

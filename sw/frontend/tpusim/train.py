@@ -6,7 +6,8 @@ lines (validated on the test set), evaluates on it and ends with one summary lin
     train model=mlp epochs=5 test_accuracy=0.8887 host_s_per_epoch=115.2 host_cpu_s_per_epoch=110.1 device_ms_per_step=0.335
 
 host_s is wall time, host_cpu_s the process's CPU time (what a loaded machine does not inflate);
-device_ms_per_step is the last training step's device cycles at the chip's clock.
+device_ms_per_step is the last training step's device cycles at the chip's clock (with
+--steps-per-execution, the last loop's per step).
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ def main(argv=None) -> int:
         return 130
     epochs_run = len(history.get("loss", []))
     _, test_accuracy = model.evaluate(x_test, y_test, batch_size=args.batch_size)
-    device_ms = model.train_step.last_counters.get("cycles", 0) / bridge.CLOCK_HZ * 1e3
+    device_ms = model.last_execution_cycles / max(model.last_execution_steps, 1) / bridge.CLOCK_HZ * 1e3
     print(f"train model={args.model} epochs={model.position.epoch} test_accuracy={test_accuracy:.4f} "
           f"host_s_per_epoch={host_seconds / max(epochs_run, 1):.1f} "
           f"host_cpu_s_per_epoch={host_cpu_seconds / max(epochs_run, 1):.1f} device_ms_per_step={device_ms:.3f}")

@@ -196,7 +196,9 @@ class Model:
         self.out = out or sys.stdout
         self.interrupted = False  # the last fit stopped on Ctrl-C
         self.profile = None  # the _tpusim.Profile of fit's profile_step
-        self._last_execution_cycles = 0
+        # Device cycles of the last call (one step, or a loop of steps_per_execution steps) and its steps.
+        self.last_execution_cycles = 0
+        self.last_execution_steps = 0
         self._profile_request: tuple[int | None, str | None] = (None, None)
 
     # --- state -----------------------------------------------------------------------------------
@@ -304,7 +306,7 @@ class Model:
                     p.epoch_loss_sum += loss
                     p.epoch_correct += correct
                 p.epoch_examples += batch_size * count
-                p.epoch_device_cycles += self._last_execution_cycles
+                p.epoch_device_cycles += self.last_execution_cycles
                 p.step_in_epoch += count
                 p.global_step += count
                 p.epoch_host_seconds = time.perf_counter() - start
@@ -340,7 +342,7 @@ class Model:
         self.params, self.opt_state, loss, correct = self.train_step(self.params, self.opt_state, xb, yb)
         if profiled:
             self._report_profile(global_step)
-        self._last_execution_cycles = self.train_step.last_counters["cycles"]
+        self.last_execution_cycles, self.last_execution_steps = self.train_step.last_counters["cycles"], 1
         return float(loss), float(correct)
 
     def _train_loop(self, x, y, batches) -> list[tuple[float, float]]:
@@ -357,7 +359,7 @@ class Model:
         for batch in batches:
             self.client.transfer_to_infeed([x[batch], y[batch]])
         self.params, self.opt_state = loop(self.params, self.opt_state)
-        self._last_execution_cycles = loop.last_counters["cycles"]
+        self.last_execution_cycles, self.last_execution_steps = loop.last_counters["cycles"], len(batches)
         return [tuple(float(v) for v in self.client.transfer_from_outfeed()) for _ in batches]
 
     def _epoch_metrics(self, steps_done: int) -> dict[str, float]:
