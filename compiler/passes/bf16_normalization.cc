@@ -18,6 +18,7 @@ bool IsArithmetic(HloOpcode opcode) {
     case HloOpcode::kSubtract:
     case HloOpcode::kMultiply:
     case HloOpcode::kDivide:
+    case HloOpcode::kRemainder:
     case HloOpcode::kMaximum:
     case HloOpcode::kMinimum:
     case HloOpcode::kPower:

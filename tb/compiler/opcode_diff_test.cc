@@ -1185,6 +1185,9 @@ std::vector<OpcodeSpec> AllSpecs() {
     add(std::string(op) + "_s32", BinaryCase(op, S32, Domain::kInteger, Domain::kInteger, true));
   }
   add("divide_f32", BinaryCase("divide", F32, Domain::kUnit, Domain::kNonZero, false));
+  // remainder-expansion: exact while |x / y| < 2^24.
+  add("remainder_f32", BinaryCase("remainder", F32, Domain::kInteger, Domain::kNonZero, true));
+  add("remainder_f32_unit", BinaryCase("remainder", F32, Domain::kUnit, Domain::kNonZero, true));
   // bf16 arithmetic in f32, rounded back to bf16 (bf16-normalization), as the interpreter and XLA do it.
   constexpr PrimitiveType BF16 = PrimitiveType::BF16;
   for (const char* op : {"add", "subtract", "multiply", "maximum", "minimum"}) {

@@ -365,3 +365,20 @@ def test_uint8_images_and_narrow_integer_arithmetic_match_cpu():
         return (a + b, a * b, -a, jnp.maximum(a, b), a.astype(jnp.int16) * 300, h * h, h >> 3, a < b,
                 big.astype(jnp.int8), f.astype(jnp.int8), (a ^ b).astype(jnp.float32))
     assert_matches_cpu(narrow, a, b, h, big, f, rtol=0, atol=0)
+
+
+def test_remainder_and_floor_mod_match_cpu():
+    """jnp.fmod (XLA's remainder: the dividend's sign) and jnp.remainder / % (Python's floor modulo, a
+    remainder and a correction) on f32, with signed zeros, infinities, NaN and division by zero, bit for
+    bit as XLA on the CPU while |x / y| < 2^24."""
+    x = np.array([5.5, -5.5, 0.0, -0.0, np.inf, np.nan, 3.0, -7.25, 1e6 + 0.5, 0.1, -1.0, 2.0], np.float32)
+    y = np.array([2.0, 2.0, 1.0, -1.0, 2.0, 2.0, np.inf, 0.0, 3.0, 0.03, 0.3, -np.inf], np.float32)
+    xs, ys = random((6, 40), 95, scale=100.0), random((6, 40), 96, scale=3.0)
+    ys[np.abs(ys) < 0.01] = 0.5
+    for fun in (jnp.fmod, jnp.remainder, lambda a, b: a % b):
+        for a, b in ((x, y), (xs, ys)):
+            expected = np.asarray(jax.jit(fun)(a, b))
+            got = np.asarray(tpusim.device_get(device_jit(fun)(a, b)))
+            np.testing.assert_array_equal(got, expected)
+            numbers = ~np.isnan(expected)  # a NaN's sign bit is the host's business
+            np.testing.assert_array_equal(np.signbit(got)[numbers], np.signbit(expected)[numbers])
