@@ -373,10 +373,9 @@ class CodeGenerator {
   std::vector<const HloInstruction*> OutfeedElements(const HloInstruction& outfeed) const;
   // Records the program's infeed and outfeed layouts: every infeed (outfeed) of a program one shape.
   Status CollectFeeds(const std::vector<HloInstruction*>& order);
-  // SEMWAIT for a filled slot, copy the slot into the elements' buffers, SEMPOST that the slot is free
-  // (docs/csr.md, "Host semaphores"); the outfeed the other way round.
-  Status EmitInfeed(const HloInstruction& infeed);
-  Status EmitOutfeed(const HloInstruction& outfeed);
+  // An infeed: SEMWAIT for a filled slot, copy the slot into the values' buffers, SEMPOST that the slot
+  // is free (docs/csr.md, "Host semaphores"); an outfeed the other way round.
+  Status EmitFeed(bool infeed, const std::vector<const HloInstruction*>& values);
 
   // --- buffers and input_output_alias (codegen.cc) ---
   // Per flattened output, the parameter its value is written into (-1: none); empty without aliases.

@@ -78,7 +78,9 @@ void CodeGenerator::AddFeedHandlers(OpcodeHandlerTable& table) {
   infeed.check = CheckInfeed;
   infeed.types = ElementTypes::kInfeedValues;  // CheckInfeed
   infeed.reads_operand = reads_nothing;
-  infeed.emit = [](CodeGenerator& gen, const HloInstruction& instruction) { return gen.EmitInfeed(instruction); };
+  infeed.emit = [](CodeGenerator& gen, const HloInstruction& instruction) {
+    return gen.EmitFeed(/*infeed=*/true, gen.InfeedElements(instruction));
+  };
   table.Add(std::move(infeed));
 
   // The outfeed reads its elements when it runs (Run counts them as read there).
@@ -86,7 +88,9 @@ void CodeGenerator::AddFeedHandlers(OpcodeHandlerTable& table) {
   outfeed.check = CheckOutfeed;
   outfeed.types = ElementTypes::kToken;  // its data is checked where it is defined
   outfeed.reads_operand = reads_nothing;
-  outfeed.emit = [](CodeGenerator& gen, const HloInstruction& instruction) { return gen.EmitOutfeed(instruction); };
+  outfeed.emit = [](CodeGenerator& gen, const HloInstruction& instruction) {
+    return gen.EmitFeed(/*infeed=*/false, gen.OutfeedElements(instruction));
+  };
   table.Add(std::move(outfeed));
 }
 
@@ -141,30 +145,19 @@ Status CodeGenerator::CollectFeeds(const std::vector<HloInstruction*>& order) {
   return OkStatus();
 }
 
-Status CodeGenerator::EmitInfeed(const HloInstruction& infeed) {
-  const std::vector<uint32_t> offsets = FeedOffsets(program_.infeed);
-  const std::vector<const HloInstruction*> elements = InfeedElements(infeed);
-  asm_.SemWait(csr::SEM_INFEED_FULL);
-  for (size_t i = 0; i < elements.size(); ++i) {
-    if (elements[i] == nullptr || locations_.count(elements[i]) == 0) continue;  // nothing reads it
-    TPU_RETURN_IF_ERROR(EmitCopyLines(Location{RegionKind::kInfeed, 0, offsets[i]}, locations_.at(elements[i]),
-                                      program_.infeed[i].lines));
+Status CodeGenerator::EmitFeed(bool infeed, const std::vector<const HloInstruction*>& values) {
+  const std::vector<DeviceLayout>& layouts = infeed ? program_.infeed : program_.outfeed;
+  const std::vector<uint32_t> offsets = FeedOffsets(layouts);
+  asm_.SemWait(infeed ? csr::SEM_INFEED_FULL : csr::SEM_OUTFEED_FREE);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] == nullptr || locations_.count(BufferOf(values[i])) == 0) continue;  // an infeed nothing reads
+    const Location slot{infeed ? RegionKind::kInfeed : RegionKind::kOutfeed, 0, offsets[i]};
+    const Location buffer = locations_.at(BufferOf(values[i]));
+    TPU_RETURN_IF_ERROR(EmitCopyLines(infeed ? slot : buffer, infeed ? buffer : slot, layouts[i].lines));
   }
-  asm_.Sync(kSyncDma);  // the slot is read before the host may refill it
-  asm_.SemPost(csr::SEM_INFEED_FREE);
-  return OkStatus();
-}
-
-Status CodeGenerator::EmitOutfeed(const HloInstruction& outfeed) {
-  const std::vector<uint32_t> offsets = FeedOffsets(program_.outfeed);
-  const std::vector<const HloInstruction*> elements = OutfeedElements(outfeed);
-  asm_.SemWait(csr::SEM_OUTFEED_FREE);
-  for (size_t i = 0; i < elements.size(); ++i) {
-    TPU_RETURN_IF_ERROR(EmitCopyLines(locations_.at(BufferOf(elements[i])), Location{RegionKind::kOutfeed, 0, offsets[i]},
-                                      program_.outfeed[i].lines));
-  }
-  asm_.Sync(kSyncDma);  // the slot holds the value before the host reads it
-  asm_.SemPost(csr::SEM_OUTFEED_FULL);
+  // The slot is read (infeed) or written (outfeed) before the host may touch it.
+  asm_.Sync(kSyncDma);
+  asm_.SemPost(infeed ? csr::SEM_INFEED_FREE : csr::SEM_OUTFEED_FULL);
   return OkStatus();
 }
 

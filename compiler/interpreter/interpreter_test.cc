@@ -6,6 +6,7 @@
 #include <random>
 
 #include "compiler/hlo/parser.h"
+#include "compiler/hlo/feed_loop_testdata.h"
 #include "compiler/hlo/test_util.h"
 #include "compiler/hlo/verifier.h"
 
@@ -622,54 +623,15 @@ TEST(InterpreterTest, PytorchMnistTrainStep) {
 }
 
 
-// A loop of three steps, each taking a batch from the infeed and giving a running sum to the outfeed, as
-// a steps_per_execution training loop does.
-const char* kFeedLoopComputations = R"(%body (state: (s32[], f32[4])) -> (s32[], f32[4]) {
-  %state = (s32[], f32[4]) parameter(0)
-  %i = s32[] get-tuple-element(%state), index=0
-  %w = f32[4] get-tuple-element(%state), index=1
-  %token = token[] after-all()
-  %infeed = ((f32[2,4], s32[2]), token[]) infeed(%token)
-  %batch = (f32[2,4], s32[2]) get-tuple-element(%infeed), index=0
-  %x = f32[2,4] get-tuple-element(%batch), index=0
-  %zero = f32[] constant(0)
-  %sum = f32[4] reduce(%x, %zero), dimensions={0}, to_apply=%add
-  %next = f32[4] add(%w, %sum)
-  %total = f32[] reduce(%next, %zero), dimensions={0}, to_apply=%add
-  %labels = s32[2] get-tuple-element(%batch), index=1
-  %metrics = (f32[], s32[2]) tuple(%total, %labels)
-  %out_token = token[] after-all()
-  %outfeed = token[] outfeed(%metrics, %out_token), outfeed_shape=(f32[], s32[2])
-  %one = s32[] constant(1)
-  %i1 = s32[] add(%i, %one)
-  ROOT %result = (s32[], f32[4]) tuple(%i1, %next)
-}
-
-%cond (state: (s32[], f32[4])) -> pred[] {
-  %state = (s32[], f32[4]) parameter(0)
-  %i = s32[] get-tuple-element(%state), index=0
-  %n = s32[] constant(3)
-  ROOT %lt = pred[] compare(%i, %n), direction=LT
-}
-
-ENTRY %main (w: f32[4]) -> f32[4] {
-  %w = f32[4] parameter(0)
-  %zero = s32[] constant(0)
-  %init = (s32[], f32[4]) tuple(%zero, %w)
-  %loop = (s32[], f32[4]) while(%init), condition=%cond, body=%body
-  ROOT %final = f32[4] get-tuple-element(%loop), index=1
-}
-)";
-
 TEST(InterpreterTest, InfeedAndOutfeedInALoopUseTheQueuesInOrder) {
-  auto module = ParseHloModule(std::string("HloModule feed_loop\n\n") + kAddComputation + kFeedLoopComputations);
+  auto module = ParseHloModule(testing::FeedLoopModule(4));
   ASSERT_TRUE(module.ok()) << module.status();
   ASSERT_TRUE(VerifyHloModule(**module).ok());
   std::deque<Literal> infeed;
   for (int step = 0; step < 3; ++step) {
     std::vector<Literal> batch;
-    batch.push_back(Literal(Shape::Make(PrimitiveType::F32, {2, 4}), std::vector<float>(8, float(step + 1))));
-    Literal labels(Shape::Make(PrimitiveType::S32, {2}));
+    batch.push_back(Literal(Shape::Make(PrimitiveType::F32, {3, 4}), std::vector<float>(12, float(step + 1))));
+    Literal labels(Shape::Make(PrimitiveType::S32, {3}));
     labels.Set<int32_t>(0, step);
     labels.Set<int32_t>(1, -step);
     batch.push_back(labels);
@@ -681,22 +643,22 @@ TEST(InterpreterTest, InfeedAndOutfeedInALoopUseTheQueuesInOrder) {
   options.outfeed = OutfeedQueue(&outfeed);
   auto outputs = Interpret(**module, {Literal(Shape::Make(PrimitiveType::F32, {4}), {0, 0, 0, 0})}, options);
   ASSERT_TRUE(outputs.ok()) << outputs.status();
-  // Each step adds 2 * (step + 1) to every element.
-  EXPECT_EQ((*outputs)[0].Get<float>(3), 2.0f + 4.0f + 6.0f);
+  // Each step adds 3 * (step + 1) to every element.
+  EXPECT_EQ((*outputs)[0].Get<float>(3), 3.0f + 6.0f + 9.0f);
   EXPECT_TRUE(infeed.empty());
   ASSERT_EQ(outfeed.size(), 3u);
-  EXPECT_EQ(outfeed[0].tuple_elements()[0].Get<float>(0), 8.0f);
-  EXPECT_EQ(outfeed[2].tuple_elements()[0].Get<float>(0), 48.0f);
+  EXPECT_EQ(outfeed[0].tuple_elements()[0].Get<float>(0), 12.0f);
+  EXPECT_EQ(outfeed[2].tuple_elements()[0].Get<float>(0), 72.0f);
   EXPECT_EQ(outfeed[2].tuple_elements()[1].Get<int32_t>(1), -2);
 
   // One batch short: the third infeed finds the queue empty; a batch of the wrong shape is named.
   infeed.clear();
   outfeed.clear();
-  infeed.push_back(Literal::MakeTuple({Literal(Shape::Make(PrimitiveType::F32, {2, 4})), Literal(Shape::Make(PrimitiveType::S32, {2}))}));
-  infeed.push_back(Literal(Shape::Make(PrimitiveType::F32, {2, 4})));
+  infeed.push_back(Literal::MakeTuple({Literal(Shape::Make(PrimitiveType::F32, {3, 4})), Literal(Shape::Make(PrimitiveType::S32, {3}))}));
+  infeed.push_back(Literal(Shape::Make(PrimitiveType::F32, {3, 4})));
   auto wrong = Interpret(**module, {Literal(Shape::Make(PrimitiveType::F32, {4}))}, options);
   EXPECT_EQ(wrong.status().code(), StatusCode::kInvalidArgument) << wrong.status();
-  EXPECT_NE(wrong.status().message().find("was given f32[2,4]"), std::string::npos) << wrong.status();
+  EXPECT_NE(wrong.status().message().find("was given f32[3,4]"), std::string::npos) << wrong.status();
   infeed.clear();
   auto empty = Interpret(**module, {Literal(Shape::Make(PrimitiveType::F32, {4}))}, options);
   EXPECT_EQ(empty.status().code(), StatusCode::kFailedPrecondition) << empty.status();

@@ -10,6 +10,7 @@
 
 #include "compiler/codegen/assembler.h"
 #include "compiler/codegen/buffer_assignment.h"
+#include "compiler/hlo/feed_loop_testdata.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/interpreter/interpreter.h"
 #include "sim/model/chip_config.h"
@@ -421,52 +422,8 @@ TEST_P(BackendTest, DeviceErrorsAreTypedAndTheDeviceStaysUsable) {
 }
 
 
-// Three steps of a loop that takes a batch from the infeed and sends a running sum and the labels to the
-// outfeed, as a steps_per_execution training loop does (the interpreter's InfeedAndOutfeed test module).
-const char kFeedLoopModule[] = R"(HloModule feed_loop
-
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(%a, %b)
-}
-
-%body (state: (s32[], f32[20])) -> (s32[], f32[20]) {
-  %state = (s32[], f32[20]) parameter(0)
-  %i = s32[] get-tuple-element(%state), index=0
-  %w = f32[20] get-tuple-element(%state), index=1
-  %token = token[] after-all()
-  %infeed = ((f32[3,20], s32[3]), token[]) infeed(%token)
-  %batch = (f32[3,20], s32[3]) get-tuple-element(%infeed), index=0
-  %x = f32[3,20] get-tuple-element(%batch), index=0
-  %zero = f32[] constant(0)
-  %sum = f32[20] reduce(%x, %zero), dimensions={0}, to_apply=%add
-  %next = f32[20] add(%w, %sum)
-  %total = f32[] reduce(%next, %zero), dimensions={0}, to_apply=%add
-  %labels = s32[3] get-tuple-element(%batch), index=1
-  %metrics = (f32[], s32[3]) tuple(%total, %labels)
-  %out_token = token[] after-all()
-  %outfeed = token[] outfeed(%metrics, %out_token), outfeed_shape=(f32[], s32[3])
-  %one = s32[] constant(1)
-  %i1 = s32[] add(%i, %one)
-  ROOT %result = (s32[], f32[20]) tuple(%i1, %next)
-}
-
-%cond (state: (s32[], f32[20])) -> pred[] {
-  %state = (s32[], f32[20]) parameter(0)
-  %i = s32[] get-tuple-element(%state), index=0
-  %n = s32[] constant(3)
-  ROOT %lt = pred[] compare(%i, %n), direction=LT
-}
-
-ENTRY %main (w: f32[20]) -> f32[20] {
-  %w = f32[20] parameter(0)
-  %zero = s32[] constant(0)
-  %init = (s32[], f32[20]) tuple(%zero, %w)
-  %loop = (s32[], f32[20]) while(%init), condition=%cond, body=%body
-  ROOT %final = f32[20] get-tuple-element(%loop), index=1
-}
-)";
+// Three steps of a loop fed through the infeed (compiler/hlo/feed_loop_testdata.h).
+const std::string kFeedLoopModule = hlo::testing::FeedLoopModule(20);
 
 std::vector<Literal> FeedBatch(uint32_t seed) {
   Literal labels = RandomLiteral(Shape::Make(PrimitiveType::S32, {3}), seed + 1);
