@@ -19,6 +19,7 @@ bool IsArithmetic(HloOpcode opcode) {
     case HloOpcode::kMultiply:
     case HloOpcode::kDivide:
     case HloOpcode::kRemainder:
+    case HloOpcode::kAtan2:
     case HloOpcode::kMaximum:
     case HloOpcode::kMinimum:
     case HloOpcode::kPower:

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <numeric>
@@ -136,6 +137,60 @@ class HloBuilder {
  private:
   hlo::HloComputation* computation_;
   std::string dot_precision_;
+};
+
+// Elementwise operations of one shape (f32 unless said), with scalar constants broadcast to it: the
+// arithmetic that expansion passes write out.
+class ElementwiseBuilder {
+ public:
+  ElementwiseBuilder(hlo::HloComputation* computation, std::vector<int64_t> dimensions)
+      : b_(computation), dimensions_(std::move(dimensions)) {}
+
+  hlo::Shape Of(hlo::PrimitiveType type) const { return hlo::Shape::Make(type, dimensions_); }
+  template <typename T>
+  hlo::HloInstruction* Constant(T value) {
+    hlo::HloInstruction* scalar = b_.Add(hlo::HloInstruction::CreateConstant(hlo::Literal::CreateR0<T>(value)));
+    return b_.Add(hlo::HloInstruction::CreateBroadcast(Of(scalar->shape().element_type), scalar, {}));
+  }
+  hlo::HloInstruction* Unary(hlo::HloOpcode op, hlo::HloInstruction* a) {
+    return b_.Add(hlo::HloInstruction::CreateUnary(Of(a->shape().element_type), op, a));
+  }
+  hlo::HloInstruction* Binary(hlo::HloOpcode op, hlo::HloInstruction* a, hlo::HloInstruction* b) {
+    return b_.Add(hlo::HloInstruction::CreateBinary(Of(a->shape().element_type), op, a, b));
+  }
+  hlo::HloInstruction* Add(hlo::HloInstruction* a, hlo::HloInstruction* b) { return Binary(hlo::HloOpcode::kAdd, a, b); }
+  hlo::HloInstruction* Sub(hlo::HloInstruction* a, hlo::HloInstruction* b) {
+    return Binary(hlo::HloOpcode::kSubtract, a, b);
+  }
+  hlo::HloInstruction* Mul(hlo::HloInstruction* a, hlo::HloInstruction* b) {
+    return Binary(hlo::HloOpcode::kMultiply, a, b);
+  }
+  hlo::HloInstruction* Div(hlo::HloInstruction* a, hlo::HloInstruction* b) { return Binary(hlo::HloOpcode::kDivide, a, b); }
+  hlo::HloInstruction* Compare(hlo::HloInstruction* a, hlo::HloInstruction* b, hlo::ComparisonDirection direction) {
+    return b_.Add(hlo::HloInstruction::CreateCompare(Of(hlo::PrimitiveType::PRED), a, b, direction));
+  }
+  hlo::HloInstruction* Select(hlo::HloInstruction* predicate, hlo::HloInstruction* on_true, hlo::HloInstruction* on_false) {
+    return b_.Add(hlo::HloInstruction::CreateTernary(Of(on_true->shape().element_type), hlo::HloOpcode::kSelect,
+                                                     predicate, on_true, on_false));
+  }
+  hlo::HloInstruction* Bitcast(hlo::HloInstruction* value, hlo::PrimitiveType type) {
+    return b_.Add(hlo::HloInstruction::Create(hlo::HloOpcode::kBitcastConvert, Of(type), {value}));
+  }
+  // The f32 sign bit of `value` as an s32 word (0x80000000 or 0): -0 and NaN signs included.
+  hlo::HloInstruction* SignBit(hlo::HloInstruction* value) {
+    return Binary(hlo::HloOpcode::kAnd, Bitcast(value, hlo::PrimitiveType::S32), Constant<int32_t>(INT32_MIN));
+  }
+  // `magnitude` (non-negative) with the sign bit `sign` (SignBit) set on it: a copysign that keeps -0,
+  // which a negate on the device does not (it keeps padded lanes +0).
+  hlo::HloInstruction* WithSignBit(hlo::HloInstruction* magnitude, hlo::HloInstruction* sign) {
+    return Bitcast(Binary(hlo::HloOpcode::kOr, Bitcast(magnitude, hlo::PrimitiveType::S32), sign),
+                   hlo::PrimitiveType::F32);
+  }
+  HloBuilder& builder() { return b_; }
+
+ private:
+  HloBuilder b_;
+  std::vector<int64_t> dimensions_;
 };
 
 }  // namespace tpu::compiler

@@ -1188,6 +1188,9 @@ std::vector<OpcodeSpec> AllSpecs() {
   // remainder-expansion: exact while |x / y| < 2^24.
   add("remainder_f32", BinaryCase("remainder", F32, Domain::kInteger, Domain::kNonZero, true));
   add("remainder_f32_unit", BinaryCase("remainder", F32, Domain::kUnit, Domain::kNonZero, true));
+  // atan2-expansion: every quadrant, signed zeros, infinities and NaN (kSpecial) within the f32 tolerance.
+  add("atan2_f32", BinaryCase("atan2", F32, Domain::kSpecial, Domain::kSpecial, false));
+  add("atan2_f32_unit", BinaryCase("atan2", F32, Domain::kUnit, Domain::kUnit, false));
   // bf16 arithmetic in f32, rounded back to bf16 (bf16-normalization), as the interpreter and XLA do it.
   constexpr PrimitiveType BF16 = PrimitiveType::BF16;
   for (const char* op : {"add", "subtract", "multiply", "maximum", "minimum"}) {

@@ -382,3 +382,17 @@ def test_remainder_and_floor_mod_match_cpu():
             np.testing.assert_array_equal(got, expected)
             numbers = ~np.isnan(expected)  # a NaN's sign bit is the host's business
             np.testing.assert_array_equal(np.signbit(got)[numbers], np.signbit(expected)[numbers])
+
+
+def test_atan2_matches_cpu():
+    """jnp.arctan2 in every quadrant and at XLA's special cases (signed zeros, infinities, NaN) within a
+    few ulp of XLA on the CPU, and exactly where the CPU's answer is exact (0, +-pi, +-pi/4)."""
+    y = np.array([0.0, -0.0, 0.0, -0.0, np.inf, -np.inf, np.inf, 1.0, -1.0, np.nan, 3.0, -2.0], np.float32)
+    x = np.array([0.0, 0.0, -0.0, -0.0, np.inf, np.inf, -np.inf, -np.inf, 0.0, 1.0, -4.0, -1e-3], np.float32)
+    expected = np.asarray(jax.jit(jnp.arctan2)(y, x))
+    got = np.asarray(tpusim.device_get(device_jit(jnp.arctan2)(y, x)))
+    np.testing.assert_allclose(got, expected, rtol=4e-7, atol=0)
+    numbers = ~np.isnan(expected)
+    np.testing.assert_array_equal(np.signbit(got)[numbers], np.signbit(expected)[numbers])
+    ys, xs = random((8, 50), 97, scale=10.0), random((8, 50), 98, scale=10.0)
+    assert_matches_cpu(jnp.arctan2, ys, xs, rtol=4e-7, atol=0)
