@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "compiler/passes/padding_report.h"
+#include "tpu_isa.h"
 
 namespace tpu::profiler {
 namespace {
@@ -19,11 +20,18 @@ void Add(uint64_t instructions, uint64_t cycles, uint64_t stall_cycles, const st
     sum->work[unit] += work[unit];
   }
 }
-void Accumulate(const PcProfile& word, OpRecord* op) {
+// `host_wait`: the word is a SEMWAIT, whose stalls wait for the host rather than for a unit.
+void Accumulate(const PcProfile& word, bool host_wait, OpRecord* op) {
   Add(word.issues, word.cycles, word.stall_cycles, word.stall_on, word.work, op);
+  if (host_wait) op->host_stall_cycles += word.stall_cycles;
 }
 void AddTo(const OpRecord& op, OpRecord* sum) {
   Add(op.instructions, op.cycles, op.stall_cycles, op.stall_on, op.work, sum);
+  sum->host_stall_cycles += op.host_stall_cycles;
+}
+
+bool IsHostWait(const std::vector<uint64_t>& code, size_t pc) {
+  return pc < code.size() && isa::Decode(code[pc]).opcode == static_cast<uint8_t>(isa::Opcode::SEMWAIT);
 }
 
 double Percent(double part, double whole) { return whole <= 0 ? 0.0 : 100.0 * part / whole; }
@@ -80,13 +88,13 @@ StatusOr<OpProfile> BuildOpProfile(const compiler::Program& program, const Execu
   uint64_t start = 0;
   result.total.name = result.total.category = result.total.what = "total";
   for (OpRecord& op : result.ops) {
-    for (uint32_t pc = op.begin; pc < op.end; ++pc) Accumulate(profile.pcs[pc], &op);
+    for (uint32_t pc = op.begin; pc < op.end; ++pc) Accumulate(profile.pcs[pc], IsHostWait(program.code, pc), &op);
     op.start_cycle = start;
     start += op.cycles;
     AddTo(op, &result.total);
   }
   // Words past the program (a run that jumped out of it) still count: the totals must hold every cycle.
-  for (size_t pc = program.code.size(); pc < profile.pcs.size(); ++pc) Accumulate(profile.pcs[pc], &result.total);
+  for (size_t pc = program.code.size(); pc < profile.pcs.size(); ++pc) Accumulate(profile.pcs[pc], false, &result.total);
   if (result.total.cycles != profile.cycles) {
     return InvalidArgument("the profile's instruction cycles add up to " + std::to_string(result.total.cycles) +
                            ", the run took " + std::to_string(profile.cycles));
@@ -119,7 +127,8 @@ std::string FormatOpProfile(const OpProfile& profile, size_t top) {
                 "time%", "stall%", "mxu%", "vpu%", "hbm%", "stalled on");
   out += line;
   auto row = [&](const OpRecord& op) {
-    const std::string stalled = op.stall_cycles == 0 ? "-" : ProfileUnitName(MainStallUnit(op));
+    const bool host = op.host_stall_cycles > op.stall_on[MainStallUnit(op)];
+    const std::string stalled = op.stall_cycles == 0 ? "-" : host ? "host" : ProfileUnitName(MainStallUnit(op));
     std::snprintf(line, sizeof(line), "%-44s %-12s %10llu %7s %7s %6s %6s %6s %12s\n", Shorten(op.name, 44).c_str(),
                   Shorten(op.category, 12).c_str(), static_cast<unsigned long long>(op.cycles),
                   Format("%.2f", Percent(double(op.cycles), double(profile.cycles))).c_str(),
@@ -194,6 +203,18 @@ std::vector<Finding> PerformanceFindings(const hlo::HloModule& module, const OpP
             Format("%.1f", Percent(double(total.stall_on[unit]), double(total.stall_cycles))) + "% of that on the " +
             ProfileUnitName(unit) + " unit; most in " + worst + "." +
             (unit == kProfileDma ? " The step moves data between HBM and VMEM more than it computes." : "")});
+  }
+  if (total.cycles > 0 && 10 * total.host_stall_cycles >= total.cycles) {
+    const OpRecord* worst = &profile.ops.front();
+    for (const OpRecord& op : profile.ops) {
+      if (op.host_stall_cycles > worst->host_stall_cycles) worst = &op;
+    }
+    findings.push_back(Finding{
+        "infeed-bound", Format("%.1f", Percent(double(total.host_stall_cycles), double(total.cycles))) +
+                            "% of the cycles the program waited for the host at its infeeds and outfeeds (most at " +
+                            worst->name + "): the host does not deliver values as fast as the device uses them. "
+                            "Feed fewer bytes per step (a batch without padding in its minor dimension), or run "
+                            "more work per value."});
   }
   findings.push_back(Finding{"mxu-idle", "the MXU streamed rows in " + Format("%.1f", MxuPercent(total, profile.peaks)) +
                                              "% of the cycles (HBM " + Format("%.1f", HbmPercent(total, profile.peaks)) +

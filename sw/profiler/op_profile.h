@@ -29,6 +29,7 @@ struct OpRecord {
   uint64_t start_cycle = 0;     // its first cycle, counted from the start of the run
   uint64_t cycles = 0, stall_cycles = 0, instructions = 0;
   std::array<uint64_t, kProfileUnits> stall_on{};  // stall cycles by the unit waited for
+  uint64_t host_stall_cycles = 0;  // stall cycles at SEMWAIT: waiting for the host (infeed, outfeed)
   std::array<uint64_t, kProfileUnits> work{};      // DMA lines, MXU rows, VPU lines
 };
 
@@ -65,13 +66,14 @@ std::string FormatOpProfile(const OpProfile& profile, size_t top);
 
 // A finding of the performance guide's checks, with the advice.
 struct Finding {
-  std::string check;   // "padding", "batch", "memory-bound", "mxu-idle"
+  std::string check;   // "padding", "batch", "memory-bound", "stalls", "infeed-bound", "mxu-idle"
   std::string text;
 };
 // The checks: every dot and convolution of `module` (the user's module, as written) whose dimensions pad
 // to the MXU tiles (feature dimensions to LANES, the batch to 8) with the share of its MXU work that is
 // padding; dots that stream fewer rows than LANES through each weight tile (batch per core under LANES);
-// a run whose cycles are mostly stalls, and on what; the MXU's share of the run.
+// a run whose cycles are mostly stalls, and on what; a run that waits for the host at its infeeds and
+// outfeeds for a tenth of its cycles or more; the MXU's share of the run.
 std::vector<Finding> PerformanceFindings(const hlo::HloModule& module, const OpProfile& profile);
 std::string FormatFindings(const std::vector<Finding>& findings);
 

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "compiler/hlo/feed_loop_testdata.h"
 #include "compiler/hlo/parser.h"
 #include "sim/model/model_transport.h"
 #include "sw/profiler/html_report.h"
@@ -223,6 +224,40 @@ class UntracedTransport : public model::ModelTransport {
  public:
   bool SetProfile(ExecutionProfile*) override { return false; }
 };
+
+TEST(ProfilerFeedTest, WaitsForTheHostAreChargedToTheHostAndFoundInfeedBound) {
+  // A loop whose batches cross the host link while it runs: each infeed waits for the host's transfer,
+  // far longer than the loop's own work.
+  auto client = Client::Create("model", cfg::kName);
+  ASSERT_TRUE(client.ok()) << client.status();
+  for (int step = 0; step < 3; ++step) {
+    ASSERT_TRUE((*client)->TransferToInfeed({hlo::Literal(hlo::Shape::Make(hlo::PrimitiveType::F32, {3, 20})),
+                                             hlo::Literal(hlo::Shape::Make(hlo::PrimitiveType::S32, {3}))}).ok());
+  }
+  ProfiledRun run = RunProfiled(**client, hlo::testing::FeedLoopModule(20));
+  ASSERT_NE(run.profile, nullptr);
+  auto ops = BuildOpProfile(run.program, *run.profile, Peaks());
+  ASSERT_TRUE(ops.ok()) << ops.status();
+  EXPECT_EQ(ops->total.host_stall_cycles, run.counters.feed_stall_cycles);
+  const OpRecord* infeed = nullptr;
+  for (const OpRecord& op : ops->ops) {
+    if (op.category == "infeed") infeed = &op;
+  }
+  ASSERT_NE(infeed, nullptr);
+  EXPECT_GT(infeed->host_stall_cycles, 0u);
+  EXPECT_NE(FormatOpProfile(*ops, 0).find("host\n"), std::string::npos) << FormatOpProfile(*ops, 0);
+  auto module = hlo::ParseHloModule(hlo::testing::FeedLoopModule(20));
+  ASSERT_TRUE(module.ok());
+  bool found = false;
+  for (const Finding& finding : PerformanceFindings(**module, *ops)) {
+    if (finding.check == "infeed-bound") {
+      found = true;
+      EXPECT_NE(finding.text.find("waited for the host at its infeeds and outfeeds (most at infeed)"), std::string::npos)
+          << finding.text;
+    }
+  }
+  EXPECT_TRUE(found) << FormatFindings(PerformanceFindings(**module, *ops));
+}
 
 TEST(ProfilerBackendTest, ABackendWithoutATraceRefusesToProfile) {
   UntracedTransport transport;
