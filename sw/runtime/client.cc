@@ -108,12 +108,17 @@ class FeedService {
     Driver& driver = state_.driver;
     const uint64_t start = driver.transport().Cycles();
     while (true) {
-      TPU_RETURN_IF_ERROR(Service());
+      TPU_RETURN_IF_ERROR(Service(/*running=*/true));
       const uint64_t elapsed = driver.transport().Cycles() - start;
       StatusOr<RunEvent> event = driver.WaitForRunEvent(timeout_cycles > elapsed ? timeout_cycles - elapsed : 0,
                                                          progress, progress_cycles);
-      if (!event.ok()) return Explain(event.status());
-      if (*event == RunEvent::kCompleted) return Service();  // the last outfeed value
+      if (!event.ok() || *event == RunEvent::kCompleted) {
+        // The last posts first (a value taken, the last outfeed value), then what the program never took.
+        const Status served = Service(/*running=*/false);
+        Unfeed();
+        if (!event.ok()) return Explain(event.status());
+        return served;
+      }
     }
   }
 
@@ -121,7 +126,16 @@ class FeedService {
   uint64_t outfeed_values() const { return outfeed_values_; }
 
  private:
-  Status Service() {
+  // A value written into the slot that the program never took goes back to the front of the queue: it
+  // belongs to the next program that runs.
+  void Unfeed() {
+    if (!slot_full_) return;
+    state_.infeed_queue.push_front(std::move(in_slot_));
+    slot_full_ = false;
+    --infeed_values_;
+  }
+
+  Status Service(bool running) {
     Driver& driver = state_.driver;
     const std::vector<uint32_t> semaphores = driver.ReadSemaphores();
     if (semaphores[csr::SEM_INFEED_FREE] > 0) {
@@ -142,7 +156,7 @@ class FeedService {
       ++outfeed_values_;
       driver.PostSemaphore(csr::SEM_OUTFEED_FREE);
     }
-    if (!program_.infeed.empty() && !slot_full_ && !state_.infeed_queue.empty()) {
+    if (running && !program_.infeed.empty() && !slot_full_ && !state_.infeed_queue.empty()) {
       const std::vector<hlo::Literal>& value = state_.infeed_queue.front();
       bool matches = value.size() == program_.infeed.size();
       for (size_t i = 0; matches && i < value.size(); ++i) matches = value[i].shape() == program_.infeed[i].shape;
@@ -157,6 +171,7 @@ class FeedService {
         bytes.insert(bytes.end(), element.begin(), element.end());
       }
       TPU_RETURN_IF_ERROR(driver.CopyToHbm(bytes, static_cast<uint32_t>(infeed_base_)));
+      in_slot_ = std::move(state_.infeed_queue.front());
       state_.infeed_queue.pop_front();
       ++infeed_values_;
       slot_full_ = true;
@@ -179,7 +194,8 @@ class FeedService {
   DeviceState& state_;
   const compiler::Program& program_;
   uint64_t infeed_base_, outfeed_base_;
-  bool slot_full_ = false;  // the infeed slot holds a value the program has not taken yet
+  bool slot_full_ = false;  // the infeed slot holds a value the program has not taken yet: in_slot_
+  std::vector<hlo::Literal> in_slot_;
   uint64_t infeed_values_ = 0, outfeed_values_ = 0;
 };
 

@@ -443,6 +443,8 @@ TEST_P(BackendTest, InfeedAndOutfeedValuesCrossWhileTheProgramRuns) {
     ASSERT_TRUE(client->TransferToInfeed(FeedBatch(50 + step)).ok());
     reference_infeed.push_back(Literal::MakeTuple(FeedBatch(50 + step)));
   }
+  // A fourth value is for a later program: it stays queued (the host may have written it into the slot).
+  ASSERT_TRUE(client->TransferToInfeed(FeedBatch(90)).ok());
   std::vector<Literal> reference_outfeed;
   hlo::InterpreterOptions interpreter;
   interpreter.infeed = hlo::InfeedQueue(&reference_infeed);
@@ -457,7 +459,7 @@ TEST_P(BackendTest, InfeedAndOutfeedValuesCrossWhileTheProgramRuns) {
   ExpectClose(result->outputs[0]->ToLiteral().value(), reference[0]);
   EXPECT_EQ(result->infeed_values, 3u);
   EXPECT_EQ(result->outfeed_values, 3u);
-  EXPECT_EQ(client->InfeedQueueSize(), 0u);
+  EXPECT_EQ(client->InfeedQueueSize(), 1u);
   // The first batch crosses the host link after the launch: the program waits for it.
   EXPECT_GT(result->counters.feed_stall_cycles, 0u);
   EXPECT_GT(result->elapsed_cycles, result->counters.cycles);
@@ -469,6 +471,22 @@ TEST_P(BackendTest, InfeedAndOutfeedValuesCrossWhileTheProgramRuns) {
     EXPECT_EQ((*sent)[1], reference_outfeed[k].tuple_elements()[1]);  // labels pass through exactly
   }
   EXPECT_EQ(client->TransferFromOutfeed().status().code(), StatusCode::kNotFound);
+
+  // The next run takes the value left over first, then two more: as the interpreter on that queue.
+  std::deque<Literal> next_infeed;
+  next_infeed.push_back(Literal::MakeTuple(FeedBatch(90)));
+  for (uint32_t step = 0; step < 2; ++step) {
+    ASSERT_TRUE(client->TransferToInfeed(FeedBatch(60 + step)).ok());
+    next_infeed.push_back(Literal::MakeTuple(FeedBatch(60 + step)));
+  }
+  interpreter.infeed = hlo::InfeedQueue(&next_infeed);
+  reference_outfeed.clear();
+  const Literal next_reference = hlo::Interpret(**module, {w}, interpreter).value()[0];
+  std::unique_ptr<Buffer> next_argument = client->BufferFromHostLiteral(w).value();
+  StatusOr<ExecuteResult> next = executable->Execute({next_argument.get()});
+  ASSERT_TRUE(next.ok()) << next.status();
+  ExpectClose(next->outputs[0]->ToLiteral().value(), next_reference);
+  EXPECT_EQ(client->InfeedQueueSize(), 0u);
 }
 
 TEST_P(BackendTest, AnEmptyInfeedQueueOrAWrongValueStopsTheRunAndTheDeviceStaysUsable) {
