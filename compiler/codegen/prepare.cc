@@ -7,6 +7,7 @@
 #include "compiler/passes/integer_normalization.h"
 #include "compiler/passes/remainder_expansion.h"
 #include "compiler/passes/atan2_expansion.h"
+#include "compiler/passes/integer_division_expansion.h"
 #include "compiler/passes/canonicalize_dots.h"
 #include "compiler/passes/codegen_legalization.h"
 #include "compiler/passes/convolution_lowering.h"
@@ -39,6 +40,7 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   pipeline->AddPass<IntegerNormalization>();
   pipeline->AddPass<RemainderExpansion>();
   pipeline->AddPass<Atan2Expansion>();
+  pipeline->AddPass<IntegerDivisionExpansion>();
   // Outputs, next loop states and branch results as tuples of values (compiler/codegen/control_flow.cc).
   pipeline->AddPass<ExpandTuples>();
   // Top-k sorts and convolutions become reductions, dots and multiply-adds; their constant parts

@@ -19,6 +19,8 @@ bool IsArithmetic(const HloInstruction& instruction) {
     case HloOpcode::kAdd:
     case HloOpcode::kSubtract:
     case HloOpcode::kMultiply:
+    case HloOpcode::kDivide:
+    case HloOpcode::kRemainder:
     case HloOpcode::kMaximum:
     case HloOpcode::kMinimum:
     case HloOpcode::kNegate:

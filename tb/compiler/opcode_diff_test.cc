@@ -1008,6 +1008,8 @@ Generator NarrowIntegerCase(PrimitiveType type) {
         b.Op(type, dims, "shift-left", {x, shift}),
         b.Op(type, dims, is_unsigned ? "shift-right-logical" : "shift-right-arithmetic", {x, shift}),
         b.Op(type, dims, "maximum", {x, y}),
+        b.Op(type, dims, "divide", {x, y}),
+        b.Op(type, dims, "remainder", {x, y}),
         b.Op(type, dims, "xor", {x, y}),
         b.Op(PrimitiveType::PRED, dims, "compare", {x, y}, "direction=LT"),
         b.Op(F32, dims, "convert", {x}),
@@ -1191,6 +1193,11 @@ std::vector<OpcodeSpec> AllSpecs() {
   // atan2-expansion: every quadrant, signed zeros, infinities and NaN (kSpecial) within the f32 tolerance.
   add("atan2_f32", BinaryCase("atan2", F32, Domain::kSpecial, Domain::kSpecial, false));
   add("atan2_f32_unit", BinaryCase("atan2", F32, Domain::kUnit, Domain::kUnit, false));
+  // integer-division-expansion: long division over the whole range, zeros and MIN / -1 included.
+  for (const char* op : {"divide", "remainder"}) {
+    add(std::string(op) + "_s32", BinaryCase(op, S32, Domain::kInteger, Domain::kInteger, true));
+    add(std::string(op) + "_u32", BinaryCase(op, PrimitiveType::U32, Domain::kInteger, Domain::kInteger, true));
+  }
   // bf16 arithmetic in f32, rounded back to bf16 (bf16-normalization), as the interpreter and XLA do it.
   constexpr PrimitiveType BF16 = PrimitiveType::BF16;
   for (const char* op : {"add", "subtract", "multiply", "maximum", "minimum"}) {

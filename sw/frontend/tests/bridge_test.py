@@ -396,3 +396,18 @@ def test_atan2_matches_cpu():
     np.testing.assert_array_equal(np.signbit(got)[numbers], np.signbit(expected)[numbers])
     ys, xs = random((8, 50), 97, scale=10.0), random((8, 50), 98, scale=10.0)
     assert_matches_cpu(jnp.arctan2, ys, xs, rtol=4e-7, atol=0)
+
+
+def test_integer_division_and_modulo_match_cpu():
+    """int32 and uint32 // and % (XLA's truncating divide and remainder, and JAX's floor corrections), by
+    zero, MIN // -1 and the extremes, bit for bit as XLA on the CPU."""
+    x = np.array([7, -7, 7, -7, 0, 5, -2147483648, -2147483648, 2147483647, 123456789, -99, 1], np.int32)
+    y = np.array([2, 2, -2, -2, 3, 0, -1, 7, -2147483648, 1000, 10, 2147483647], np.int32)
+    for fun in (lambda a, b: a // b, lambda a, b: a % b, lambda a, b: jax.lax.div(a, b),
+                lambda a, b: jax.lax.rem(a, b)):
+        assert_matches_cpu(fun, x, y, rtol=0, atol=0)
+    u = x.view(np.uint32)
+    v = np.array([2, 2, 3, 3, 3, 0, 1, 7, 5, 1000, 10, 4000000000], np.uint32)
+    assert_matches_cpu(lambda a, b: (jax.lax.div(a, b), jax.lax.rem(a, b)), u, v, rtol=0, atol=0)
+    i = (np.arange(40, dtype=np.int32) * 7919 - 150000).reshape(5, 8)
+    assert_matches_cpu(lambda a: (a // 7, a % 7, jax.lax.rem(a, -3)), i, rtol=0, atol=0)
