@@ -108,7 +108,10 @@ class FeedService {
     Driver& driver = state_.driver;
     const uint64_t start = driver.transport().Cycles();
     while (true) {
-      TPU_RETURN_IF_ERROR(Service(/*running=*/true));
+      if (Status served = Service(/*running=*/true); !served.ok()) {
+        Unfeed();
+        return served;
+      }
       const uint64_t elapsed = driver.transport().Cycles() - start;
       StatusOr<RunEvent> event = driver.WaitForRunEvent(timeout_cycles > elapsed ? timeout_cycles - elapsed : 0,
                                                          progress, progress_cycles);
