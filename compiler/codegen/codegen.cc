@@ -712,6 +712,7 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   // buffer: no copy into the state before the loop, none into the parameter after it (a training loop's
   // weights stay where they are from execution to execution).
   std::map<std::pair<size_t, size_t>, int32_t> state_parameter;  // (loop, element) -> parameter
+  std::map<const HloInstruction*, int32_t> state_in_parameter;    // its state buffers -> parameter
   std::set<int32_t> parameters_holding_state;
   for (size_t l = 0; l < loops_.size(); ++l) {
     const Loop& loop = loops_[l];
@@ -726,18 +727,15 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
         if (alias_of(j) != parameter) continue;
         if (std::find(elements.begin(), elements.end(), BufferOf(outputs[j])) == elements.end()) continue;
         state_parameter[{l, i}] = parameter;
+        for (const HloInstruction* element : elements) state_in_parameter[element] = parameter;
         parameters_holding_state.insert(parameter);
         break;
       }
     }
   }
   auto holds_state = [&](const HloInstruction* buffer, int32_t parameter) {
-    for (const auto& [element, holder] : state_parameter) {
-      if (holder != parameter) continue;
-      const std::vector<const HloInstruction*> elements = StateElements(loops_[element.first], element.second);
-      if (std::find(elements.begin(), elements.end(), buffer) != elements.end()) return true;
-    }
-    return false;
+    const auto holder = state_in_parameter.find(buffer);
+    return holder != state_in_parameter.end() && holder->second == parameter;
   };
   for (size_t i = 0; i < outputs.size(); ++i) program_.outputs.push_back(MakeDeviceLayout(outputs[i]->shape(), L()));
   // Outputs that are copied at the end read their value then.

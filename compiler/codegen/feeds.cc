@@ -16,15 +16,25 @@ namespace {
 
 const hlo::Shape& InfeedData(const HloInstruction& infeed) { return infeed.shape().tuple_shapes.at(0); }
 
-Status CheckInfeed(const HloInstruction& infeed) {
-  const hlo::Shape& data = InfeedData(infeed);
-  const std::vector<hlo::Shape> elements = data.IsTuple() ? data.tuple_shapes : std::vector<hlo::Shape>{data};
-  for (const hlo::Shape& element : elements) {
+// The arrays a feed carries: its data's elements, or the data itself.
+std::vector<hlo::Shape> DataElements(const hlo::Shape& data) {
+  return data.IsTuple() ? data.tuple_shapes : std::vector<hlo::Shape>{data};
+}
+
+// An array or a tuple of arrays (what the slots hold), else Unimplemented naming the feed.
+Status CheckArrays(const HloInstruction& feed, const hlo::Shape& data) {
+  for (const hlo::Shape& element : DataElements(data)) {
     if (!element.IsArray()) {
-      return Unimplemented("infeed " + infeed.name() + " of " + data.ToString() +
+      return Unimplemented(feed.opcode_name() + " " + feed.name() + " of " + data.ToString() +
                            ": the data must be an array or a tuple of arrays");
     }
   }
+  return OkStatus();
+}
+
+Status CheckInfeed(const HloInstruction& infeed) {
+  const hlo::Shape& data = InfeedData(infeed);
+  TPU_RETURN_IF_ERROR(CheckArrays(infeed, data));
   TPU_RETURN_IF_ERROR(hlo::CheckTpuInfeedTypes(data));
   for (const HloInstruction* user : infeed.users()) {
     if (user->opcode() != HloOpcode::kGetTupleElement) {
@@ -45,24 +55,12 @@ Status CheckInfeed(const HloInstruction& infeed) {
 
 Status CheckOutfeed(const HloInstruction& outfeed) {
   const hlo::Shape& data = outfeed.operand(0)->shape();
-  const std::vector<hlo::Shape> elements = data.IsTuple() ? data.tuple_shapes : std::vector<hlo::Shape>{data};
-  for (const hlo::Shape& element : elements) {
-    if (!element.IsArray()) {
-      return Unimplemented("outfeed " + outfeed.name() + " of " + data.ToString() +
-                           ": the data must be an array or a tuple of arrays");
-    }
-  }
+  TPU_RETURN_IF_ERROR(CheckArrays(outfeed, data));
   if (data.IsTuple() && outfeed.operand(0)->opcode() != HloOpcode::kTuple) {
     return Unimplemented("outfeed " + outfeed.name() + " sends " + outfeed.operand(0)->name() +
                          "; a tuple it sends must be a tuple instruction");
   }
   return OkStatus();
-}
-
-std::string ShapesText(const std::vector<DeviceLayout>& layouts) {
-  std::string text;
-  for (const DeviceLayout& layout : layouts) text += (text.empty() ? "" : ", ") + layout.shape.ToString();
-  return "(" + text + ")";
 }
 
 }  // namespace
@@ -96,7 +94,7 @@ void CodeGenerator::AddFeedHandlers(OpcodeHandlerTable& table) {
 
 std::vector<const HloInstruction*> CodeGenerator::InfeedElements(const HloInstruction& infeed) const {
   const hlo::Shape& data = InfeedData(infeed);
-  std::vector<const HloInstruction*> elements(data.IsTuple() ? data.tuple_shapes.size() : 1, nullptr);
+  std::vector<const HloInstruction*> elements(DataElements(data).size(), nullptr);
   for (const HloInstruction* user : infeed.users()) {
     if (user->tuple_index() != 0) continue;  // the token
     if (!data.IsTuple()) {
@@ -122,8 +120,7 @@ Status CodeGenerator::CollectFeeds(const std::vector<HloInstruction*>& order) {
     if (!is_infeed && instruction->opcode() != HloOpcode::kOutfeed) continue;
     std::vector<DeviceLayout> layouts;
     if (is_infeed) {
-      const hlo::Shape& data = InfeedData(*instruction);
-      for (const hlo::Shape& element : data.IsTuple() ? data.tuple_shapes : std::vector<hlo::Shape>{data}) {
+      for (const hlo::Shape& element : DataElements(InfeedData(*instruction))) {
         layouts.push_back(MakeDeviceLayout(element, L()));
       }
     } else {

@@ -219,6 +219,12 @@ std::vector<uint32_t> FeedOffsets(const std::vector<DeviceLayout>& elements) {
   return offsets;
 }
 
+std::string ShapesText(const std::vector<DeviceLayout>& elements) {
+  std::string text;
+  for (const DeviceLayout& element : elements) text += (text.empty() ? "" : ", ") + element.shape.ToString();
+  return "(" + text + ")";
+}
+
 uint32_t FeedLines(const std::vector<DeviceLayout>& elements) {
   uint32_t lines = 0;
   for (const DeviceLayout& element : elements) lines += element.lines;

@@ -97,6 +97,8 @@ struct Program {
   std::vector<DeviceLayout> outfeed;
 };
 
+// "(f32[3,20], s32[3])": the shapes of a feed's elements, for messages.
+std::string ShapesText(const std::vector<DeviceLayout>& elements);
 // Line offsets of the elements of a feed slot, and its size in lines.
 std::vector<uint32_t> FeedOffsets(const std::vector<DeviceLayout>& elements);
 uint32_t FeedLines(const std::vector<DeviceLayout>& elements);

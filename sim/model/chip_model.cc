@@ -193,7 +193,7 @@ void ChipModel::MmioWrite(uint32_t offset, uint32_t value) {
     case csr::IRQ_ENABLE: irq_enable_ = value & kIrqMask; break;
     case csr::SEM_POST:
       if (value < csr::HOST_SEMS) {
-        sems_[value] = std::min(sems_[value] + 1, kSemMax);
+        IncrementSemaphore(value);
         if (sem_blocked_ && sems_[tpu::isa::Decode(imem_[pc_]).imm] != 0) WakeFromSemaphore(cycle_ + 1);
       }
       break;
@@ -465,10 +465,7 @@ void ChipModel::WakeFromSemaphore(uint64_t wake) {
   feed_stall_ += static_cast<uint32_t>(waited);
 }
 
-void ChipModel::PostSemaphore(uint32_t index) {
-  sems_[index] = std::min(sems_[index] + 1, kSemMax);
-  irq_status_ |= tpu::csr::IRQ_STATUS_SEM_POST;
-}
+void ChipModel::IncrementSemaphore(uint32_t index) { sems_[index] = std::min(sems_[index] + 1, kSemMax); }
 
 bool ChipModel::CheckVmemRange(uint64_t base, uint64_t count) {
   if (count == 0 || base + count <= config_.vmem_lines) return true;
@@ -565,7 +562,8 @@ void ChipModel::Issue(uint64_t word) {
         RaiseCoreError(ErrorValue(Error::ILLEGAL_INSTR));
         return;
       }
-      PostSemaphore(in.imm);
+      IncrementSemaphore(in.imm);
+      irq_status_ |= tpu::csr::IRQ_STATUS_SEM_POST;  // only the core's posts interrupt the host
       break;
     case Opcode::SYNC: {
       const uint8_t units = (in.flags & 7u) == 0 ? 7u : (in.flags & 7u);

@@ -146,7 +146,7 @@ class ChipModel {
   // SEMWAIT on a zero semaphore: sleep until a post or the watchdog; WakeFromSemaphore ends the sleep.
   void BlockOnSemaphore();
   void WakeFromSemaphore(uint64_t wake);
-  void PostSemaphore(uint32_t index);
+  void IncrementSemaphore(uint32_t index);  // saturating, from the host or the core
   void FinishCoreError();
   void StopCore();
   // Stalls the sequencer until `ready`, waiting for `unit` (kNumUnits: none, SLD's VMEM read); returns

@@ -322,6 +322,20 @@ Status PrepareOutputsDirectory(const std::string& dir) {
   return OkStatus();
 }
 
+// Writes an output's or an outfeed value's bytes as DIR/NAME.bin (the rtl = model byte comparisons read them).
+Status WriteOutputFile(const std::string& dir, const std::string& name, const hlo::Literal& value) {
+  const std::string path = dir + "/" + name + ".bin";
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(value.untyped_data()), value.size_bytes());
+  if (!out) return InvalidArgument("cannot write " + path + ": " + std::strerror(errno));
+  return OkStatus();
+}
+
+// The arrays of a value that is one array or a tuple of arrays (infeed and outfeed values).
+std::vector<hlo::Literal> ValueElements(const hlo::Literal& value) {
+  return value.IsTuple() ? value.tuple_elements() : std::vector<hlo::Literal>{value};
+}
+
 // Physical memory of this host in bytes (0 if unknown).
 uint64_t HostMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGE_SIZE);
@@ -547,8 +561,7 @@ int Run(const Flags& flags, bool profile) {
   if (feeds) {
     if (Status interpreted = interpret(); !interpreted.ok()) return Fail("tpusim: " + interpreted.ToString());
     for (const hlo::Literal& value : infeed_values) {
-      Status queued = client.TransferToInfeed(value.shape().IsTuple() ? value.tuple_elements()
-                                                                      : std::vector<hlo::Literal>{value});
+      Status queued = client.TransferToInfeed(ValueElements(value));
       if (!queued.ok()) return Fail("tpusim: " + queued.ToString());
     }
   }
@@ -622,10 +635,9 @@ int Run(const Flags& flags, bool profile) {
     StatusOr<hlo::Literal> device = result->outputs[i]->ToLiteral();
     if (!device.ok()) return Fail("tpusim: reading output " + std::to_string(i) + ": " + device.status().ToString());
     if (!outputs_dir.empty()) {
-      const std::string path = outputs_dir + "/out" + std::to_string(i) + ".bin";
-      std::ofstream out(path, std::ios::binary);
-      out.write(reinterpret_cast<const char*>(device->untyped_data()), device->size_bytes());
-      if (!out) return Fail("tpusim: cannot write " + path + ": " + std::strerror(errno));
+      if (Status written = WriteOutputFile(outputs_dir, "out" + std::to_string(i), *device); !written.ok()) {
+        return Fail("tpusim: " + written.message());
+      }
     }
     if (i == 0 && perturbation != 0 && device->element_count() > 0) {
       device->SetFromDouble(0, device->GetAsDouble(0) + perturbation);
@@ -646,14 +658,13 @@ int Run(const Flags& flags, bool profile) {
       all_ok = false;
       break;
     }
-    const hlo::Literal& want = reference_outfeed[k];
-    const std::vector<hlo::Literal> wanted = want.shape().IsTuple() ? want.tuple_elements() : std::vector<hlo::Literal>{want};
+    const std::vector<hlo::Literal> wanted = ValueElements(reference_outfeed[k]);
     for (size_t e = 0; e < wanted.size() && e < sent->size(); ++e) {
       if (!outputs_dir.empty()) {
-        const std::string path = outputs_dir + "/outfeed" + std::to_string(k) + "." + std::to_string(e) + ".bin";
-        std::ofstream out(path, std::ios::binary);
-        out.write(reinterpret_cast<const char*>((*sent)[e].untyped_data()), (*sent)[e].size_bytes());
-        if (!out) return Fail("tpusim: cannot write " + path + ": " + std::strerror(errno));
+        const std::string name = "outfeed" + std::to_string(k) + "." + std::to_string(e);
+        if (Status written = WriteOutputFile(outputs_dir, name, (*sent)[e]); !written.ok()) {
+          return Fail("tpusim: " + written.message());
+        }
       }
       const OutputComparison comparison = CompareOutput((*sent)[e], wanted[e]);
       std::cout << FormatComparison("outfeed " + std::to_string(k) + "." + std::to_string(e), wanted[e], comparison) << "\n";

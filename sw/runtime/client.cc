@@ -84,12 +84,6 @@ std::string ShapesText(const std::vector<hlo::Literal>& elements) {
   return "(" + text + ")";
 }
 
-std::string ShapesText(const std::vector<compiler::DeviceLayout>& layouts) {
-  std::string text;
-  for (const compiler::DeviceLayout& layout : layouts) text += (text.empty() ? "" : ", ") + layout.shape.ToString();
-  return "(" + text + ")";
-}
-
 // Runs a launched program that has infeeds or outfeeds to its end: between the device's semaphore posts
 // the host writes the next queued infeed value into the infeed slot when the program has freed it, and
 // moves a sent outfeed value from the outfeed slot into the outfeed queue (docs/csr.md, "Host semaphores").
@@ -166,7 +160,7 @@ class FeedService {
       if (!matches) {
         return InvalidArgument("infeed value " + std::to_string(infeed_values_) + " of " + program_.module_name +
                                " is " + ShapesText(value) + " but the program's infeed takes " +
-                               ShapesText(program_.infeed) + "; the value stays queued");
+                               compiler::ShapesText(program_.infeed) + "; the value stays queued");
       }
       std::vector<uint8_t> bytes;
       for (size_t i = 0; i < value.size(); ++i) {

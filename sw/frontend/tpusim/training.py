@@ -348,9 +348,10 @@ class Model:
     def _train_loop(self, x, y, batches) -> list[tuple[float, float]]:
         """len(batches) steps in one device loop: the batches go to the infeed queue, the loop runs, each
         step's (loss, correct count) comes back from the outfeed queue."""
-        xb, yb = x[batches[0]], y[batches[0]]
-        shapes = (jax.ShapeDtypeStruct(xb.shape, xb.dtype), jax.ShapeDtypeStruct(yb.shape, yb.dtype))
-        key = (len(batches), xb.shape, yb.shape)
+        batch_size = len(batches[0])
+        shapes = (jax.ShapeDtypeStruct((batch_size,) + x.shape[1:], x.dtype),
+                  jax.ShapeDtypeStruct((batch_size,) + y.shape[1:], y.dtype))
+        key = (len(batches), shapes[0].shape, shapes[1].shape)
         loop = self._train_loops.get(key)
         if loop is None:
             loop = bridge.Function(make_train_loop(self.recipe.train_step(), len(batches), shapes), (0, 1),
