@@ -4,12 +4,16 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <numeric>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "compiler/hlo/attributes.h"
+#include "compiler/hlo/collective_groups.h"
 #include "compiler/hlo/verifier.h"
+#include "compiler/interpreter/rendezvous.h"
 
 namespace tpu::hlo {
 
@@ -93,6 +97,37 @@ Literal GatherElements(const Literal& source, const Shape& shape, F source_index
     }
   }
   return out;
+}
+
+// `operands` joined along `dimension` into an array of `shape`.
+Literal Concatenate(const std::vector<const Literal*>& operands, int64_t dimension, const Shape& shape) {
+  Literal result(ArrayShape(shape));
+  int64_t element_size = PrimitiveTypeByteSize(shape.element_type);
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < dimension; ++d) outer *= shape.dimensions[d];
+  for (int d = static_cast<int>(dimension) + 1; d < shape.rank(); ++d) inner *= shape.dimensions[d];
+  int64_t out_row = shape.dimensions[dimension] * inner * element_size;
+  int64_t offset = 0;
+  for (const Literal* operand : operands) {
+    int64_t row = operand->shape().dimensions[dimension] * inner * element_size;
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(result.untyped_data() + o * out_row + offset, operand->untyped_data() + o * row, static_cast<size_t>(row));
+    offset += row;
+  }
+  return result;
+}
+
+// The `index`-th of `pieces` equal slices of `array` along `dimension`.
+Literal SliceAlong(const Literal& array, int64_t dimension, int64_t pieces, int64_t index) {
+  Shape shape = ArrayShape(array.shape());
+  shape.dimensions[dimension] /= pieces;
+  const int64_t start = index * shape.dimensions[dimension];
+  std::vector<int64_t> in_strides = RowMajorStrides(array.shape().dimensions);
+  return GatherElements(array, shape, [&](const std::vector<int64_t>& at) {
+    int64_t linear = 0;
+    for (int d = 0; d < shape.rank(); ++d) linear += (at[d] + (d == dimension ? start : 0)) * in_strides[d];
+    return linear;
+  });
 }
 
 // The start indices of a dynamic-slice or dynamic-update-slice (operands from `first`), each clamped to
@@ -378,9 +413,18 @@ bool IsSimpleBinaryReducer(const HloComputation* computation, HloOpcode* opcode)
 // The largest value one instruction may produce on the host.
 constexpr int64_t kMaxValueBytes = int64_t{4} << 30;
 
+// The device an evaluator runs: its place in the grid and where it meets the other devices (null when
+// it runs alone).
+struct DevicePlace {
+  DeviceGrid grid;
+  int64_t device = 0;
+  CollectiveRendezvous* rendezvous = nullptr;
+};
+
 class Evaluator {
  public:
-  explicit Evaluator(const InterpreterOptions& options) : options_(options) {}
+  // `place` says which device of the grid this evaluator runs and where it meets the others.
+  Evaluator(const InterpreterOptions& options, const DevicePlace& place) : options_(options), place_(place) {}
   StatusOr<Literal> Run(const HloComputation& computation, const std::vector<const Literal*>& arguments, int depth);
 
  private:
@@ -397,8 +441,11 @@ class Evaluator {
   StatusOr<Literal> Scatter(const HloInstruction& instruction, const std::vector<const Literal*>& operands, int depth);
   StatusOr<Literal> SelectAndScatter(const HloInstruction& instruction, const Literal& operand, const Literal& source,
                                      const Literal& init, int depth);
-  // The interpreter is one replica (id 0): collectives over groups of one are identities.
-  StatusOr<Literal> SingleReplicaCollective(const HloInstruction& instruction, const std::vector<const Literal*>& operands);
+  // all-reduce, all-gather, reduce-scatter, all-to-all and collective-permute: meets the devices of the
+  // group (a group of one needs nobody) and combines their operands.
+  StatusOr<Literal> Collective(const HloInstruction& instruction, const std::vector<const Literal*>& operands, int depth);
+  // a combined with b element by element by a binary computation.
+  StatusOr<Literal> CombineArrays(const HloComputation& computation, const Literal& a, const Literal& b, int depth);
   // Combines two scalars with a binary computation (fast path for one elementwise op).
   StatusOr<Literal> Combine(const HloComputation& computation, const Literal& a, const Literal& b, int depth);
   // Applies a scalar binary computation (a fast path when it is one elementwise op).
@@ -407,7 +454,9 @@ class Evaluator {
   Status CheckComputation(const HloComputation& computation, const std::vector<HloInstruction*>& order);
 
   InterpreterOptions options_;
+  DevicePlace place_;
   std::unordered_set<const HloComputation*> checked_;
+  std::unordered_map<const HloInstruction*, int64_t> executions_;  // of each collective, on this device
 };
 
 Status Evaluator::CheckComputation(const HloComputation& computation, const std::vector<HloInstruction*>& order) {
@@ -618,23 +667,8 @@ StatusOr<Literal> Evaluator::Evaluate(const HloInstruction& instruction, const s
           },
           operands[1]);
     }
-    case HloOpcode::kConcatenate: {
-      int64_t dimension = instruction.concatenate_dimension();
-      Literal result(ArrayShape(shape));
-      int64_t element_size = PrimitiveTypeByteSize(shape.element_type);
-      int64_t outer = 1, inner = 1;
-      for (int d = 0; d < dimension; ++d) outer *= shape.dimensions[d];
-      for (int d = static_cast<int>(dimension) + 1; d < shape.rank(); ++d) inner *= shape.dimensions[d];
-      int64_t out_row = shape.dimensions[dimension] * inner * element_size;
-      int64_t offset = 0;
-      for (const Literal* operand : operands) {
-        int64_t row = operand->shape().dimensions[dimension] * inner * element_size;
-        for (int64_t o = 0; o < outer; ++o)
-          std::memcpy(result.untyped_data() + o * out_row + offset, operand->untyped_data() + o * row, static_cast<size_t>(row));
-        offset += row;
-      }
-      return result;
-    }
+    case HloOpcode::kConcatenate:
+      return Concatenate(operands, instruction.concatenate_dimension(), shape);
     case HloOpcode::kIota: {
       Literal result(ArrayShape(shape));
       int64_t dimension = instruction.iota_dimension();
@@ -744,7 +778,11 @@ StatusOr<Literal> Evaluator::Evaluate(const HloInstruction& instruction, const s
     case HloOpcode::kReduceScatter:
     case HloOpcode::kAllToAll:
     case HloOpcode::kCollectivePermute:
-      return SingleReplicaCollective(instruction, operands);
+      return Collective(instruction, operands, depth);
+    case HloOpcode::kReplicaId:
+      return Literal::CreateR0<uint32_t>(static_cast<uint32_t>(place_.grid.replica_of(place_.device)));
+    case HloOpcode::kPartitionId:
+      return Literal::CreateR0<uint32_t>(static_cast<uint32_t>(place_.grid.partition_of(place_.device)));
     default:
       break;
   }
@@ -1362,33 +1400,102 @@ StatusOr<Literal> Evaluator::SelectAndScatter(const HloInstruction& instruction,
   return result;
 }
 
-StatusOr<Literal> Evaluator::SingleReplicaCollective(const HloInstruction& instruction,
-                                                     const std::vector<const Literal*>& operands) {
-  HloOpcode opcode = instruction.opcode();
-  if (opcode == HloOpcode::kCollectivePermute) {
-    TPU_ASSIGN_OR_RETURN(auto pairs, GetSourceTargetPairs(instruction));
-    bool self = false;
-    for (const auto& [source, target] : pairs) {
-      if (source != 0 || target != 0)
-        return FailedPrecondition("collective-permute %" + instruction.name() + " names replica " +
-                                  std::to_string(source != 0 ? source : target) +
-                                  "; the interpreter runs a single replica (id 0)");
-      self = true;
-    }
-    // Replica 0 receives nothing unless it sends to itself: its result is zeros.
-    if (!self) return Literal(ArrayShape(instruction.shape()));
-    return *operands[0];
+StatusOr<Literal> Evaluator::CombineArrays(const HloComputation& computation, const Literal& a, const Literal& b,
+                                            int depth) {
+  HloOpcode op;
+  if (IsSimpleBinaryReducer(&computation, &op)) return Combine(computation, a, b, depth);
+  Literal result = a;
+  for (int64_t i = 0; i < a.element_count(); ++i) {
+    TPU_ASSIGN_OR_RETURN(Literal combined, ApplyScalar(computation, {ElementAt(a, i), ElementAt(b, i)}, depth));
+    SetElement(&result, i, combined);
   }
-  TPU_ASSIGN_OR_RETURN(auto groups, GetReplicaGroups(instruction));
-  for (const auto& group : groups)
-    for (int64_t id : group)
-      if (id != 0)
-        return FailedPrecondition(instruction.opcode_name() + " %" + instruction.name() + " names replica " +
-                                  std::to_string(id) + "; the interpreter runs a single replica (id 0)");
-  if (operands.size() == 1) return *operands[0];
-  std::vector<Literal> elements;
-  for (const Literal* operand : operands) elements.push_back(*operand);
-  return Literal::MakeTuple(std::move(elements));
+  return result;
+}
+
+StatusOr<Literal> Evaluator::Collective(const HloInstruction& instruction, const std::vector<const Literal*>& operands,
+                                        int depth) {
+  const HloOpcode opcode = instruction.opcode();
+  const int64_t device = place_.device;
+  std::vector<int64_t> group;
+  int64_t source = -1;
+  if (opcode == HloOpcode::kCollectivePermute) {
+    if (operands.size() != 1)
+      return Unsupported(instruction, "collective-permute of " + std::to_string(operands.size()) + " operands");
+    TPU_ASSIGN_OR_RETURN(PermutePeers peers, CollectivePermutePeers(instruction, place_.grid, device));
+    if (peers.target == -1 && peers.source == -1) return Literal(ArrayShape(instruction.shape()));
+    group = peers.group;
+    source = peers.source;
+  } else {
+    TPU_ASSIGN_OR_RETURN(group, CollectiveGroup(instruction, place_.grid, device));
+  }
+  const int64_t execution = executions_[&instruction]++;
+  std::vector<Literal> own;
+  for (const Literal* operand : operands) own.push_back(*operand);
+  std::vector<CollectiveRendezvous::Contribution> all;
+  if (group.size() == 1) {
+    all.push_back(std::make_shared<const std::vector<Literal>>(std::move(own)));
+  } else {
+    if (place_.rendezvous == nullptr)
+      return FailedPrecondition(instruction.opcode_name() + " %" + instruction.name() + " meets " +
+                                std::to_string(group.size()) + " devices, but this interpretation runs a single "
+                                "device (InterpretReplicated runs them all)");
+    TPU_ASSIGN_OR_RETURN(all, place_.rendezvous->Exchange(instruction, execution, group, device, std::move(own)));
+  }
+  const int64_t size = static_cast<int64_t>(group.size());
+  const int64_t rank = std::find(group.begin(), group.end(), device) - group.begin();
+  auto index_of = [&](int64_t member) { return std::find(group.begin(), group.end(), member) - group.begin(); };
+  if (opcode == HloOpcode::kCollectivePermute) {
+    if (source == -1) return Literal(ArrayShape(instruction.shape()));
+    return (*all[static_cast<size_t>(index_of(source))])[0];
+  }
+  std::vector<Literal> results;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    switch (opcode) {
+      case HloOpcode::kAllReduce:
+      case HloOpcode::kReduceScatter: {
+        // Left to right in group order: every device of the group gets the same bits.
+        Literal sum = (*all[0])[i];
+        for (int64_t k = 1; k < size; ++k) {
+          TPU_ASSIGN_OR_RETURN(sum, CombineArrays(*instruction.to_apply(), sum, (*all[static_cast<size_t>(k)])[i], depth));
+        }
+        if (opcode == HloOpcode::kAllReduce) {
+          results.push_back(std::move(sum));
+        } else {
+          results.push_back(SliceAlong(sum, instruction.dimensions(0), size, rank));
+        }
+        break;
+      }
+      case HloOpcode::kAllGather: {
+        std::vector<const Literal*> pieces;
+        for (const auto& contribution : all) pieces.push_back(&(*contribution)[i]);
+        const Shape& out = instruction.shape().IsTuple() ? instruction.shape().tuple_shapes[i] : instruction.shape();
+        results.push_back(Concatenate(pieces, instruction.dimensions(0), out));
+        break;
+      }
+      case HloOpcode::kAllToAll: {
+        if (instruction.dimensions().size() == 1) {
+          // One array split along the dimension: piece k goes to the k-th device, which joins what it
+          // receives in group order.
+          std::vector<Literal> received;
+          for (const auto& contribution : all)
+            received.push_back(SliceAlong((*contribution)[i], instruction.dimensions(0), size, rank));
+          std::vector<const Literal*> pieces;
+          for (const Literal& piece : received) pieces.push_back(&piece);
+          results.push_back(Concatenate(pieces, instruction.dimensions(0), ArrayShape(operands[i]->shape())));
+        } else {
+          // One operand per device: the i-th result is what the i-th device sends to this one.
+          if (static_cast<int64_t>(operands.size()) != size)
+            return Unsupported(instruction, "tuple all-to-all needs one operand per device of the group");
+          results.push_back((*all[i])[static_cast<size_t>(rank)]);
+        }
+        break;
+      }
+      default:
+        return Unsupported(instruction);
+    }
+  }
+  if (results.size() == 1) return std::move(results[0]);
+  return Literal::MakeTuple(std::move(results));
 }
 
 void Flatten(Literal literal, std::vector<Literal>* out) {
@@ -1401,8 +1508,10 @@ void Flatten(Literal literal, std::vector<Literal>* out) {
 
 }  // namespace
 
-StatusOr<Literal> InterpretComputation(const HloComputation& computation, const std::vector<Literal>& arguments,
-                                       const InterpreterOptions& options) {
+namespace {
+
+StatusOr<Literal> RunOnDevice(const HloComputation& computation, const std::vector<Literal>& arguments,
+                              const InterpreterOptions& options, const DevicePlace& place) {
   std::vector<const Literal*> pointers;
   for (int64_t i = 0; i < static_cast<int64_t>(arguments.size()); ++i) {
     if (i < computation.num_parameters() && !(arguments[i].shape() == computation.parameter_instruction(i)->shape()))
@@ -1411,8 +1520,15 @@ StatusOr<Literal> InterpretComputation(const HloComputation& computation, const 
                              " needs " + computation.parameter_instruction(i)->shape().ToString());
     pointers.push_back(&arguments[i]);
   }
-  Evaluator evaluator(options);
+  Evaluator evaluator(options, place);
   return evaluator.Run(computation, pointers, 0);
+}
+
+}  // namespace
+
+StatusOr<Literal> InterpretComputation(const HloComputation& computation, const std::vector<Literal>& arguments,
+                                       const InterpreterOptions& options) {
+  return RunOnDevice(computation, arguments, options, DevicePlace{});
 }
 
 std::function<StatusOr<Literal>(const Shape&)> InfeedQueue(std::deque<Literal>* queue) {
@@ -1434,9 +1550,54 @@ std::function<Status(Literal)> OutfeedQueue(std::vector<Literal>* queue) {
 StatusOr<std::vector<Literal>> Interpret(const HloModule& module, const std::vector<Literal>& arguments,
                                          const InterpreterOptions& options) {
   if (module.entry_computation() == nullptr) return InvalidArgument("module " + module.name() + " has no entry computation");
-  TPU_ASSIGN_OR_RETURN(Literal result, InterpretComputation(*module.entry_computation(), arguments, options));
+  DevicePlace place;
+  TPU_ASSIGN_OR_RETURN(place.grid, ModuleDeviceGrid(module));
+  TPU_ASSIGN_OR_RETURN(Literal result, RunOnDevice(*module.entry_computation(), arguments, options, place));
   std::vector<Literal> outputs;
   Flatten(std::move(result), &outputs);
+  return outputs;
+}
+
+StatusOr<std::vector<std::vector<Literal>>> InterpretReplicated(const HloModule& module,
+                                                                const std::vector<std::vector<Literal>>& arguments,
+                                                                const std::vector<InterpreterOptions>& device_options) {
+  if (module.entry_computation() == nullptr) return InvalidArgument("module " + module.name() + " has no entry computation");
+  TPU_ASSIGN_OR_RETURN(DeviceGrid grid, ModuleDeviceGrid(module));
+  const int64_t devices = static_cast<int64_t>(arguments.size());
+  if (grid.devices() == 1 && devices > 1) grid.replicas = devices;  // the header names no grid: replicas
+  if (devices != grid.devices())
+    return InvalidArgument("module " + module.name() + " runs on " + std::to_string(grid.devices()) + " devices (" +
+                           std::to_string(grid.replicas) + " replicas x " + std::to_string(grid.partitions) +
+                           " partitions), given arguments for " + std::to_string(devices));
+  if (!device_options.empty() && static_cast<int64_t>(device_options.size()) != devices)
+    return InvalidArgument("options for " + std::to_string(device_options.size()) + " devices, module runs on " +
+                           std::to_string(devices));
+  CollectiveRendezvous rendezvous(devices);
+  std::vector<StatusOr<Literal>> results(static_cast<size_t>(devices), Status(Internal("not run")));
+  // The device whose failure came first is the cause; devices that then waited for it fail after it.
+  std::mutex order_mutex;
+  std::vector<int64_t> failure_order;
+  auto run = [&](int64_t device) {
+    DevicePlace place{grid, device, &rendezvous};
+    const InterpreterOptions& options = device_options.empty() ? InterpreterOptions{} : device_options[device];
+    results[device] = RunOnDevice(*module.entry_computation(), arguments[device], options, place);
+    if (!results[device].ok()) {
+      std::lock_guard<std::mutex> lock(order_mutex);
+      failure_order.push_back(device);
+    }
+    rendezvous.Finish(device, results[device].status());
+  };
+  std::vector<std::thread> threads;
+  for (int64_t device = 1; device < devices; ++device) threads.emplace_back(run, device);
+  run(0);
+  for (std::thread& thread : threads) thread.join();
+  if (!failure_order.empty()) {
+    const int64_t first = failure_order.front();
+    const Status& status = results[first].status();
+    return Status(status.code(), "device " + std::to_string(first) + ": " + status.message());
+  }
+  std::vector<std::vector<Literal>> outputs(static_cast<size_t>(devices));
+  for (int64_t device = 0; device < devices; ++device) Flatten(std::move(results[device]).value(), &outputs[device]);
   return outputs;
 }
 

@@ -29,11 +29,25 @@ struct InterpreterOptions {
 std::function<StatusOr<Literal>(const Shape&)> InfeedQueue(std::deque<Literal>* queue);
 std::function<Status(Literal)> OutfeedQueue(std::vector<Literal>* queue);
 
-// `arguments` has one Literal per entry parameter, of the parameter's shape (layout ignored).
+// Runs the module as device 0 alone. `arguments` has one Literal per entry parameter, of the parameter's
+// shape (layout ignored). Collectives over groups of one are identities; a collective that meets other
+// devices is FailedPrecondition.
 // Unsupported opcodes give Unimplemented naming the opcode; constants whose values the dump elided give
 // FailedPrecondition.
 StatusOr<std::vector<Literal>> Interpret(const HloModule& module, const std::vector<Literal>& arguments,
                                          const InterpreterOptions& options = {});
+
+// Runs the module on every device of its grid, each in its own thread: replica_count x num_partitions
+// of the module header, or, when the header names neither, as many replicas as `arguments` has lists.
+// arguments[d] and the result's [d] belong to device d (replica * num_partitions + partition); replica-id
+// and partition-id give each device its place, and collectives meet across devices (see
+// compiler/hlo/collective_groups.h for who meets whom, rendezvous.h for how). all-reduce combines in
+// group order, so every device of a group gets the same bits. `device_options`, when not empty, has one
+// entry per device (its infeed and outfeed). A failure names the device that failed first; devices
+// waiting at a collective for a device that failed or ended fail too, instead of hanging.
+StatusOr<std::vector<std::vector<Literal>>> InterpretReplicated(const HloModule& module,
+                                                                const std::vector<std::vector<Literal>>& arguments,
+                                                                const std::vector<InterpreterOptions>& device_options = {});
 
 // Runs one computation on arguments; the result is not flattened (a tuple root gives a tuple Literal).
 StatusOr<Literal> InterpretComputation(const HloComputation& computation, const std::vector<Literal>& arguments,

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <deque>
 #include <random>
 
 #include "compiler/hlo/parser.h"
@@ -493,7 +494,7 @@ TEST(InterpreterTest, SingleReplicaAllReduceIsTheIdentity) {
   std::string no_groups = Module("  %x = f32[3]{0} parameter(0)\n  ROOT %r = f32[3]{0} all-reduce(%x), replica_groups={}, to_apply=%add\n",
                                  kAddComputation);
   EXPECT_EQ(RunOne(no_groups, {x}), x);
-  // Two replicas cannot be run on one.
+  // Two replicas cannot be run on one: a module without a grid in its header has one device, ...
   std::string two = Module("  %x = f32[3]{0} parameter(0)\n  ROOT %r = f32[3]{0} all-reduce(%x), replica_groups={{0,1}}, to_apply=%add\n",
                            kAddComputation);
   auto module = ParseHloModule(two);
@@ -501,10 +502,256 @@ TEST(InterpreterTest, SingleReplicaAllReduceIsTheIdentity) {
   EXPECT_TRUE(VerifyHloModule(**module).ok());
   auto outputs = Interpret(**module, {x});
   ASSERT_FALSE(outputs.ok());
+  EXPECT_EQ(outputs.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(outputs.status().message().find("replica 1 in replica_groups, but the module has 1"), std::string::npos)
+      << outputs.status();
+  // ... and one that says it has two needs InterpretReplicated.
+  module = ParseHloModule("HloModule test, replica_count=2" + two.substr(std::string("HloModule test").size()));
+  ASSERT_TRUE(module.ok()) << module.status();
+  outputs = Interpret(**module, {x});
+  ASSERT_FALSE(outputs.ok());
   EXPECT_EQ(outputs.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(outputs.status().message().find("single replica"), std::string::npos) << outputs.status();
+  EXPECT_NE(outputs.status().message().find("meets 2 devices, but this interpretation runs a single device"),
+            std::string::npos)
+      << outputs.status();
 }
 
+// ---------------------------------------------------------------------------------------------------
+// Several devices: InterpretReplicated.
+
+// Parses, verifies and runs `text` on one argument list per device; returns each device's outputs.
+StatusOr<std::vector<std::vector<Literal>>> RunReplicated(const std::string& text,
+                                                          const std::vector<std::vector<Literal>>& arguments,
+                                                          const std::vector<InterpreterOptions>& options = {}) {
+  TPU_ASSIGN_OR_RETURN(std::unique_ptr<HloModule> module, ParseHloModule(text));
+  TPU_RETURN_IF_ERROR(VerifyHloModule(*module));
+  return InterpretReplicated(*module, arguments, options);
+}
+
+// Device d's argument: f32[n] holding d*100 + i.
+std::vector<std::vector<Literal>> Ramps(int devices, int n) {
+  std::vector<std::vector<Literal>> arguments(static_cast<size_t>(devices));
+  for (int d = 0; d < devices; ++d) {
+    std::vector<float> values;
+    for (int i = 0; i < n; ++i) values.push_back(static_cast<float>(d * 100 + i));
+    arguments[static_cast<size_t>(d)].push_back(Literal::CreateR1<float>(values));
+  }
+  return arguments;
+}
+
+TEST(InterpreterReplicatedTest, AllReduceWithinReplicaGroups) {
+  std::string text = Module("  %x = f32[2]{0} parameter(0)\n"
+                            "  ROOT %r = f32[2]{0} all-reduce(%x), replica_groups={{0,1},{2,3}}, to_apply=%add\n",
+                            kAddComputation);
+  auto outputs = RunReplicated(text, Ramps(4, 2));
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  ASSERT_EQ(outputs->size(), 4u);
+  EXPECT_EQ((*outputs)[0][0], Literal::CreateR1<float>({100, 102}));
+  EXPECT_EQ((*outputs)[1][0], Literal::CreateR1<float>({100, 102}));
+  EXPECT_EQ((*outputs)[2][0], Literal::CreateR1<float>({500, 502}));
+  EXPECT_EQ((*outputs)[3][0], Literal::CreateR1<float>({500, 502}));
+}
+
+// What JAX's pmap over eight devices compiles to (jax 0.10, XLA on the CPU): partitions, channel ids,
+// flattened device ids.
+const char* kPmapCollectives = R"(HloModule jit__fun, is_scheduled=true, num_partitions=8
+
+%region_0.0 (psum.0: f32[], psum.1: f32[]) -> f32[] {
+  %psum.0 = f32[] parameter(0)
+  %psum.1 = f32[] parameter(1)
+  ROOT %add.0 = f32[] add(%psum.0, %psum.1)
+}
+
+%region_1.0 (pmax.0: f32[], pmax.1: f32[]) -> f32[] {
+  %pmax.0 = f32[] parameter(0)
+  %pmax.1 = f32[] parameter(1)
+  ROOT %max.0 = f32[] maximum(%pmax.0, %pmax.1)
+}
+
+ENTRY %main.0_spmd (param.1: f32[1,8]) -> (f32[8], f32[8], f32[8,8], f32[1], f32[8], s32[]) {
+  %param.1 = f32[1,8]{1,0} parameter(0)
+  %axis_index.12 = u32[] partition-id()
+  %bitcast = f32[8]{0} bitcast(%param.1)
+  %all_gather.3 = f32[8,8]{1,0} all-gather(%param.1), channel_id=1, replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}, use_global_device_ids=true
+  %psum.7 = f32[8]{0} all-reduce(%bitcast), channel_id=1, replica_groups={{0,1,2,3,4,5,6,7}}, use_global_device_ids=true, to_apply=%region_0.0
+  %pmax.7 = f32[8]{0} all-reduce(%bitcast), channel_id=1, replica_groups={{0,1,2,3,4,5,6,7}}, use_global_device_ids=true, to_apply=%region_1.0
+  %reduce_scatter.7 = f32[1]{0} reduce-scatter(%bitcast), channel_id=1, replica_groups={{0,1,2,3,4,5,6,7}}, use_global_device_ids=true, dimensions={0}, to_apply=%region_0.0
+  %ppermute.3 = f32[8]{0} collective-permute(%bitcast), channel_id=1, source_target_pairs={{0,1},{1,2},{2,3},{3,4},{4,5},{5,6},{6,7},{7,0}}
+  %index = s32[] convert(%axis_index.12)
+  ROOT %tuple.5 = (f32[8]{0}, f32[8]{0}, f32[8,8]{1,0}, f32[1]{0}, f32[8]{0}, s32[]) tuple(%psum.7, %pmax.7, %all_gather.3, %reduce_scatter.7, %ppermute.3, %index)
+}
+)";
+
+TEST(InterpreterReplicatedTest, PmapCollectivesOnEightDevices) {
+  std::vector<std::vector<Literal>> arguments(8);
+  for (int d = 0; d < 8; ++d) {
+    std::vector<std::vector<float>> row(1);
+    for (int i = 0; i < 8; ++i) row[0].push_back(static_cast<float>(d * 8 + i));
+    arguments[static_cast<size_t>(d)].push_back(Literal::CreateR2<float>(row));
+  }
+  auto outputs = RunReplicated(kPmapCollectives, arguments);
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  ASSERT_EQ(outputs->size(), 8u);
+  for (int d = 0; d < 8; ++d) {
+    const std::vector<Literal>& out = (*outputs)[static_cast<size_t>(d)];
+    ASSERT_EQ(out.size(), 6u);
+    std::vector<float> sum, max, gathered, permuted;
+    for (int i = 0; i < 8; ++i) {
+      sum.push_back(static_cast<float>(8 * 28 + 8 * i));  // sum over e of (8e + i)
+      max.push_back(static_cast<float>(56 + i));
+      permuted.push_back(static_cast<float>(((d + 7) % 8) * 8 + i));
+    }
+    for (int i = 0; i < 64; ++i) gathered.push_back(static_cast<float>(i));
+    EXPECT_EQ(out[0].ToFloatVector(), sum) << d;
+    EXPECT_EQ(out[1].ToFloatVector(), max) << d;
+    EXPECT_EQ(out[2].ToFloatVector(), gathered) << d;
+    EXPECT_EQ(out[3].ToFloatVector(), std::vector<float>{sum[static_cast<size_t>(d)]}) << d;
+    EXPECT_EQ(out[4].ToFloatVector(), permuted) << d;
+    EXPECT_EQ(out[5], Literal::CreateR0<int32_t>(d));
+  }
+}
+
+TEST(InterpreterReplicatedTest, ReplicaAndPartitionIds) {
+  std::string text = "HloModule m, replica_count=2, num_partitions=3\n\nENTRY %e {\n"
+                     "  %r = u32[] replica-id()\n  %p = u32[] partition-id()\n  ROOT %t = (u32[], u32[]) tuple(%r, %p)\n}\n";
+  auto outputs = RunReplicated(text, std::vector<std::vector<Literal>>(6));
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  for (uint32_t d = 0; d < 6; ++d) {
+    EXPECT_EQ((*outputs)[d][0], Literal::CreateR0<uint32_t>(d / 3));
+    EXPECT_EQ((*outputs)[d][1], Literal::CreateR0<uint32_t>(d % 3));
+  }
+  // The grid of the header must match the argument lists.
+  auto wrong = RunReplicated(text, std::vector<std::vector<Literal>>(4));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("runs on 6 devices (2 replicas x 3 partitions), given arguments for 4"),
+            std::string::npos)
+      << wrong.status();
+}
+
+TEST(InterpreterReplicatedTest, CollectivesInALoopMeetTheirOwnIteration) {
+  // Three iterations of x = all-reduce(x) * 0.5 on four replicas; the replicas agree every time.
+  std::string text = Module(R"(  %x = f32[2]{0} parameter(0)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[2]{0}) tuple(%zero, %x)
+  %loop = (s32[], f32[2]{0}) while(%init), condition=%cond, body=%body
+  ROOT %out = f32[2]{0} get-tuple-element(%loop), index=1
+)",
+                            std::string(kAddComputation) + R"(%cond (s: (s32[], f32[2])) -> pred[] {
+  %s = (s32[], f32[2]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+
+%body (s: (s32[], f32[2])) -> (s32[], f32[2]) {
+  %s = (s32[], f32[2]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %v = f32[2]{0} get-tuple-element(%s), index=1
+  %sum = f32[2]{0} all-reduce(%v), replica_groups={}, to_apply=%add
+  %half = f32[] constant(0.5)
+  %halves = f32[2]{0} broadcast(%half), dimensions={}
+  %next = f32[2]{0} multiply(%sum, %halves)
+  %one = s32[] constant(1)
+  %j = s32[] add(%i, %one)
+  ROOT %t = (s32[], f32[2]{0}) tuple(%j, %next)
+}
+
+)");
+  auto outputs = RunReplicated(text, Ramps(4, 2));
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  // Sum of d*100+i over d is 600+4i; then *0.5*4 twice more: (600+4i)*0.5*2*2 = 2*(600+4i).
+  for (int d = 0; d < 4; ++d) EXPECT_EQ((*outputs)[static_cast<size_t>(d)][0], Literal::CreateR1<float>({1200, 1208})) << d;
+}
+
+TEST(InterpreterReplicatedTest, AGeneralReducerCombinesInGroupOrder) {
+  // a*2 + b is not commutative: the result shows the order, ((x0*2 + x1)*2 + x2).
+  const std::string reducer = "%weighted (a: f32[], b: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
+                              "  %b = f32[] parameter(1)\n  %two = f32[] constant(2)\n  %m = f32[] multiply(%a, %two)\n"
+                              "  ROOT %s = f32[] add(%m, %b)\n}\n\n";
+  std::string text = Module("  %x = f32[1]{0} parameter(0)\n"
+                            "  ROOT %r = f32[1]{0} all-reduce(%x), replica_groups={{2,0,1}}, to_apply=%weighted\n",
+                            reducer);
+  std::vector<std::vector<Literal>> arguments(3);
+  for (int d = 0; d < 3; ++d) arguments[static_cast<size_t>(d)].push_back(Literal::CreateR1<float>({float(d + 1)}));
+  auto outputs = RunReplicated(text, arguments);
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  // Group order 2, 0, 1: values 3, 1, 2 -> (3*2 + 1)*2 + 2 = 16 on every device.
+  for (int d = 0; d < 3; ++d) EXPECT_EQ((*outputs)[static_cast<size_t>(d)][0], Literal::CreateR1<float>({16})) << d;
+}
+
+TEST(InterpreterReplicatedTest, AllToAll) {
+  // Array form: device d splits [4] into pieces of one and gets piece d of everybody.
+  std::string array = Module("  %x = f32[4]{0} parameter(0)\n"
+                             "  ROOT %a = f32[4]{0} all-to-all(%x), replica_groups={}, dimensions={0}\n");
+  auto outputs = RunReplicated(array, Ramps(4, 4));
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  EXPECT_EQ((*outputs)[1][0], Literal::CreateR1<float>({1, 101, 201, 301}));
+  EXPECT_EQ((*outputs)[3][0], Literal::CreateR1<float>({3, 103, 203, 303}));
+  // Tuple form: the i-th result is what device i sends to this one (its operand numbered by this device).
+  std::string tuple = Module("  %x = f32[2]{0} parameter(0)\n  %y = f32[2]{0} negate(%x)\n"
+                             "  ROOT %a = (f32[2]{0}, f32[2]{0}) all-to-all(%x, %y), replica_groups={{0,1}}\n");
+  outputs = RunReplicated(tuple, Ramps(2, 2));
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  EXPECT_EQ((*outputs)[0][0], Literal::CreateR1<float>({0, 1}));
+  EXPECT_EQ((*outputs)[0][1], Literal::CreateR1<float>({100, 101}));
+  EXPECT_EQ((*outputs)[1][0], Literal::CreateR1<float>({-0.0f, -1}));
+  EXPECT_EQ((*outputs)[1][1], Literal::CreateR1<float>({-100, -101}));
+}
+
+TEST(InterpreterReplicatedTest, AFailingDeviceStopsTheOthersWithItsError) {
+  // Device 2 has no infeed; the others wait for it at the all-reduce and must not hang.
+  std::string text = Module(R"(  %token = token[] after-all()
+  %in = (f32[2]{0}, token[]) infeed(%token)
+  %x = f32[2]{0} get-tuple-element(%in), index=0
+  ROOT %r = f32[2]{0} all-reduce(%x), replica_groups={}, to_apply=%add
+)",
+                            kAddComputation);
+  std::vector<std::deque<Literal>> queues(4);
+  std::vector<InterpreterOptions> options(4);
+  for (int d = 0; d < 4; ++d) {
+    if (d != 2) queues[static_cast<size_t>(d)].push_back(Literal::CreateR1<float>({1, 2}));
+    options[static_cast<size_t>(d)].infeed = InfeedQueue(&queues[static_cast<size_t>(d)]);
+  }
+  auto outputs = RunReplicated(text, std::vector<std::vector<Literal>>(4), options);
+  ASSERT_FALSE(outputs.ok());
+  EXPECT_EQ(outputs.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(outputs.status().message().find("device 2: infeed %in of f32[2]: the infeed queue is empty"),
+            std::string::npos)
+      << outputs.status();
+  // With every queue filled the same module runs.
+  for (auto& queue : queues) queue.assign(1, Literal::CreateR1<float>({1, 2}));
+  outputs = RunReplicated(text, std::vector<std::vector<Literal>>(4), options);
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  EXPECT_EQ((*outputs)[3][0], Literal::CreateR1<float>({4, 8}));
+}
+
+TEST(InterpreterReplicatedTest, DevicesWaitingOnDifferentCollectivesFailInsteadOfHanging) {
+  // Replica 0 takes the true branch (an all-reduce), replica 1 the false one (an all-gather).
+  std::string text = Module(R"(  %x = f32[2]{0} parameter(0)
+  %id = u32[] replica-id()
+  %zero = u32[] constant(0)
+  %first = pred[] compare(%id, %zero), direction=EQ
+  ROOT %c = f32[2]{0} conditional(%first, %x, %x), true_computation=%reduce, false_computation=%gather
+)",
+                            std::string(kAddComputation) + R"(%reduce (a: f32[2]) -> f32[2] {
+  %a = f32[2]{0} parameter(0)
+  ROOT %r = f32[2]{0} all-reduce(%a), replica_groups={}, to_apply=%add
+}
+
+%gather (a: f32[2]) -> f32[2] {
+  %a = f32[2]{0} parameter(0)
+  %s = f32[1]{0} slice(%a), slice={[0:1]}
+  ROOT %g = f32[2]{0} all-gather(%s), replica_groups={}, dimensions={0}
+}
+
+)");
+  auto outputs = RunReplicated(text, Ramps(2, 2));
+  ASSERT_FALSE(outputs.ok());
+  EXPECT_EQ(outputs.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(outputs.status().message().find("wait on each other's collectives"), std::string::npos) << outputs.status();
+  EXPECT_NE(outputs.status().message().find("all-reduce %r"), std::string::npos) << outputs.status();
+  EXPECT_NE(outputs.status().message().find("all-gather %g"), std::string::npos) << outputs.status();
+}
 
 TEST(InterpreterTest, OtherCollectivesOnOneReplica) {
   Literal x = Literal::CreateR1<float>({1, 2, 3, 4});
