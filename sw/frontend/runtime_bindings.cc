@@ -232,6 +232,32 @@ PYBIND11_MODULE(_tpusim, m) {
       py::arg("hlo_text"), py::arg("arguments"),
       "Runs an HLO module on the host with the project's interpreter; returns its outputs (tuple flattened).");
 
+  m.def(
+      "interpret_replicated",
+      [](const std::string& hlo_text, const std::vector<std::vector<py::array>>& arguments) {
+        std::vector<std::vector<hlo::Literal>> literals;
+        for (const auto& device_arguments : arguments) {
+          literals.emplace_back();
+          for (const py::array& argument : device_arguments) literals.back().push_back(LiteralFromNumpy(argument));
+        }
+        StatusOr<std::vector<std::vector<hlo::Literal>>> outputs = [&]() -> StatusOr<std::vector<std::vector<hlo::Literal>>> {
+          py::gil_scoped_release release;
+          TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> module, hlo::ParseHloModule(hlo_text));
+          TPU_RETURN_IF_ERROR(hlo::VerifyHloModule(*module));
+          return hlo::InterpretReplicated(*module, literals);
+        }();
+        py::list result;
+        for (const auto& device_outputs : ValueOrThrow(std::move(outputs))) {
+          py::list device_result;
+          for (const hlo::Literal& output : device_outputs) device_result.append(NumpyFromLiteral(output));
+          result.append(device_result);
+        }
+        return result;
+      },
+      py::arg("hlo_text"), py::arg("arguments"),
+      "Runs an HLO module on every device of its grid (replica_count x num_partitions, or one replica per "
+      "argument list) with the project's interpreter; arguments and the result hold one list per device.");
+
   py::class_<Device>(m, "Device")
       .def_readonly("id", &Device::id)
       .def_readonly("core", &Device::core)
