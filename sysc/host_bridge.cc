@@ -35,7 +35,7 @@ void HostBridge::MmioBTransport(tlm::tlm_generic_payload& payload, sc_core::sc_t
     payload.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);
     return;
   }
-  if (offset % 4 != 0 || offset >= (uint64_t{1} << kMmioAddressBits)) {
+  if (offset % 4 != 0 || offset >= kMmioBytes) {
     payload.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return;
   }

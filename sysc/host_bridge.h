@@ -29,13 +29,16 @@
 
 #include "sysc/hbm_memory.h"
 #include "sysc/line.h"
+#include "tpu_config.h"
+#include "tpu_csr.h"
 
 namespace tpu::sysc {
 
 class HostBridge : public sc_core::sc_module {
  public:
-  // Bit width of the chip's mmio_addr_i: offsets must be below 1 << kMmioAddressBits.
-  static constexpr unsigned kMmioAddressBits = 20;
+  // Offsets name core c's registers at c << csr::CORE_SHIFT (docs/csr.md); an offset of a core the chip
+  // does not have is an address error.
+  static constexpr uint64_t kMmioBytes = uint64_t{tpu::cfg::kNumCores} << tpu::csr::CORE_SHIFT;
 
   tlm_utils::simple_target_socket<HostBridge> mmio_socket;
   tlm_utils::simple_initiator_socket<HostBridge> host_socket;

@@ -64,6 +64,7 @@ Platform::Platform(sc_core::sc_module_name name, std::unique_ptr<Vtpu_chip> chip
 
   chip_->clk_i(clk_);
   chip_->rst_ni(rst_n_);
+  chip_->chip_id_i(chip_id_);
   chip_->mmio_valid_i(mmio_valid_);
   chip_->mmio_write_i(mmio_write_);
   chip_->mmio_addr_i(mmio_addr_);

@@ -131,6 +131,7 @@ class Platform : public sc_core::sc_module {
   sc_core::sc_clock clk_;
   sc_core::sc_signal<bool> rst_n_;
   sc_core::sc_signal<bool> irq_;
+  sc_core::sc_signal<uint32_t> chip_id_;  // this chip's index on the board (CFG_CHIP_ID); 0
   // MMIO pins; the bridge drives them from its initiators' processes (see host_bridge.h)
   sc_core::sc_signal<bool, sc_core::SC_MANY_WRITERS> mmio_valid_, mmio_write_;
   sc_core::sc_signal<uint32_t, sc_core::SC_MANY_WRITERS> mmio_addr_, mmio_wdata_;

@@ -1,25 +1,30 @@
-// tpusim chip top (docs/architecture.md): CSR block, one core, the host DMA engine and the arbiter that
-// shares the HBM port between the core's DMA unit and the host DMA engine.
+// tpusim chip top (docs/architecture.md): NUM_CORES cores (tpu_tile: CSR block, core, host DMA engine,
+// HBM arbiter), each with its own MMIO window, interrupt line and HBM port, and the arbiter that shares
+// the chip's one host port among the cores' host DMA engines.
 module tpu_chip
 (
   input  logic              clk_i,
   input  logic              rst_ni,
+  input  logic [7:0]        chip_id_i,   // index of the chip on the board (CFG_CHIP_ID), a strap
 
+  // Core c's registers and IMEM window at offsets c << CORE_SHIFT; other cores' offsets answer 0.
   input  logic              mmio_valid_i,
   input  logic              mmio_write_i,
-  input  logic [19:0]       mmio_addr_i,
+  input  logic [23:0]       mmio_addr_i,
   input  logic [31:0]       mmio_wdata_i,
   output logic              mmio_rvalid_o,
   output logic [31:0]       mmio_rdata_o,
-  output logic              irq_o,
+  output logic [tpu_pkg::NUM_CORES-1:0] irq_o,    // one line per core
 
-  output logic              hbm_req_valid_o,
-  input  logic              hbm_req_ready_i,
-  output logic              hbm_req_write_o,
-  output logic [31:0]       hbm_req_addr_o,
-  output logic [tpu_pkg::LINE_W-1:0] hbm_req_wdata_o,
-  input  logic              hbm_rsp_valid_i,
-  input  logic [tpu_pkg::LINE_W-1:0] hbm_rsp_rdata_i,
+  // Core c's HBM port at bit c (valid/ready/write/rsp_valid), [c*32 +: 32] (address) and
+  // [c*LINE_W +: LINE_W] (data).
+  output logic [tpu_pkg::NUM_CORES-1:0]        hbm_req_valid_o,
+  input  logic [tpu_pkg::NUM_CORES-1:0]        hbm_req_ready_i,
+  output logic [tpu_pkg::NUM_CORES-1:0]        hbm_req_write_o,
+  output logic [tpu_pkg::NUM_CORES*32-1:0]     hbm_req_addr_o,
+  output logic [tpu_pkg::NUM_CORES*tpu_pkg::LINE_W-1:0] hbm_req_wdata_o,
+  input  logic [tpu_pkg::NUM_CORES-1:0]        hbm_rsp_valid_i,
+  input  logic [tpu_pkg::NUM_CORES*tpu_pkg::LINE_W-1:0] hbm_rsp_rdata_i,
 
   output logic              host_req_valid_o,
   input  logic              host_req_ready_i,
@@ -30,210 +35,110 @@ module tpu_chip
   input  logic [tpu_pkg::LINE_W-1:0] host_rsp_rdata_i,
   input  logic              host_rsp_error_i,
 
-  // Issue trace of the core, for profilers (tpu_sequencer: trace_*); leave open when unused.
-  output logic              trace_run_o,
-  output logic              trace_issue_o,
-  output logic [31:0]       trace_pc_o,
-  output logic [2:0]        trace_wait_o,
-  output logic [2:0]        trace_unit_o,
-  output logic [2:0]        trace_work_o
+  // Issue trace of each core (tpu_sequencer: trace_*), core c at bit c / [c*32 +: 32] / [c*3 +: 3], for
+  // profilers; leave open when unused.
+  output logic [tpu_pkg::NUM_CORES-1:0]    trace_run_o,
+  output logic [tpu_pkg::NUM_CORES-1:0]    trace_issue_o,
+  output logic [tpu_pkg::NUM_CORES*32-1:0] trace_pc_o,
+  output logic [tpu_pkg::NUM_CORES*3-1:0]  trace_wait_o,
+  output logic [tpu_pkg::NUM_CORES*3-1:0]  trace_unit_o,
+  output logic [tpu_pkg::NUM_CORES*3-1:0]  trace_work_o
 );
 
-  localparam int unsigned ImemAw = $clog2(tpu_pkg::IMEM_WORDS);
+  localparam int unsigned NumCores = tpu_pkg::NUM_CORES;
+  localparam int unsigned LineW    = tpu_pkg::LINE_W;
+  localparam int unsigned CoreSelW = 24 - tpu_pkg::CORE_SHIFT;
 
-  // CSR <-> core.
-  logic              doorbell, soft_reset;
-  logic [31:0]       start_pc, watchdog_limit;
-  logic              core_busy, core_halted, core_error, core_done, core_fail;
-  logic [7:0]        core_error_code;
-  logic [31:0]       core_error_pc;
-  logic [63:0]       perf_cycles, perf_mxu_busy;
-  logic [31:0]       perf_instret, perf_dma_lines, perf_vpu_busy, perf_stall, perf_feed_stall;
-  logic [tpu_pkg::HOST_SEMS-1:0] sem_nonzero;
-  logic              sem_take, sem_post;
-  logic [$clog2(tpu_pkg::HOST_SEMS)-1:0] sem_idx;
-  logic              imem_req, imem_write, imem_hi;
-  logic [ImemAw-1:0] imem_addr;
-  logic [31:0]       imem_wdata, imem_rdata;
+  logic [CoreSelW-1:0]   core_sel;
+  logic                  no_core_q;      // the last access named no core: answer it with 0
+  logic [NumCores-1:0]  tile_rvalid;
+  logic [NumCores*32-1:0] tile_rdata;
 
-  // CSR <-> host DMA.
-  logic              hdma_start, hdma_to_host, hdma_busy, hdma_error, hdma_done, hdma_fail;
-  logic [63:0]       hdma_host_addr;
-  logic [31:0]       hdma_hbm_line, hdma_lines;
-  logic [7:0]        hdma_code;
+  // Host port: the cores' host DMA engines.
+  logic [NumCores-1:0]        host_valid, host_ready, host_write, host_rsp_valid;
+  logic [NumCores*64-1:0]     host_addr;
+  logic [NumCores*LineW-1:0] host_wdata;
+  logic [LineW:0]             host_rsp;   // {error, data}
 
-  // Host DMA -> host port, through a register slice that keeps presented requests stable.
-  logic              hdma_host_valid, hdma_host_ready, hdma_host_write;
-  logic [63:0]       hdma_req_addr;
-  logic [tpu_pkg::LINE_W-1:0] hdma_host_wdata;
+  assign core_sel = mmio_addr_i[23:tpu_pkg::CORE_SHIFT];
 
-  // Arbiter masters: 0 core DMA, 1 host DMA.
-  logic [1:0]             m_req_valid, m_req_ready, m_req_write, m_rsp_valid;
-  logic [63:0]            m_req_addr;     // master m at [m*32 +: 32]
-  logic [2*tpu_pkg::LINE_W-1:0] m_req_wdata;  // master m at [m*LINE_W +: LINE_W]
-  logic [tpu_pkg::LINE_W-1:0]      m_rsp_rdata;
+  for (genvar c = 0; c < NumCores; c++) begin : gen_core
+    tpu_tile #(
+      .CoreId (c)
+    ) u_tile (
+      .clk_i            (clk_i),
+      .rst_ni           (rst_ni),
+      .chip_id_i        (chip_id_i),
+      .mmio_valid_i     (mmio_valid_i && core_sel == CoreSelW'(c)),
+      .mmio_write_i     (mmio_write_i),
+      .mmio_addr_i      (mmio_addr_i[19:0]),
+      .mmio_wdata_i     (mmio_wdata_i),
+      .mmio_rvalid_o    (tile_rvalid[c]),
+      .mmio_rdata_o     (tile_rdata[c*32 +: 32]),
+      .irq_o            (irq_o[c]),
+      .hbm_req_valid_o  (hbm_req_valid_o[c]),
+      .hbm_req_ready_i  (hbm_req_ready_i[c]),
+      .hbm_req_write_o  (hbm_req_write_o[c]),
+      .hbm_req_addr_o   (hbm_req_addr_o[c*32 +: 32]),
+      .hbm_req_wdata_o  (hbm_req_wdata_o[c*LineW +: LineW]),
+      .hbm_rsp_valid_i  (hbm_rsp_valid_i[c]),
+      .hbm_rsp_rdata_i  (hbm_rsp_rdata_i[c*LineW +: LineW]),
+      .host_req_valid_o (host_valid[c]),
+      .host_req_ready_i (host_ready[c]),
+      .host_req_write_o (host_write[c]),
+      .host_req_addr_o  (host_addr[c*64 +: 64]),
+      .host_req_wdata_o (host_wdata[c*LineW +: LineW]),
+      .host_rsp_valid_i (host_rsp_valid[c]),
+      .host_rsp_rdata_i (host_rsp[LineW-1:0]),
+      .host_rsp_error_i (host_rsp[LineW]),
+      .trace_run_o      (trace_run_o[c]),
+      .trace_issue_o    (trace_issue_o[c]),
+      .trace_pc_o       (trace_pc_o[c*32 +: 32]),
+      .trace_wait_o     (trace_wait_o[c*3 +: 3]),
+      .trace_unit_o     (trace_unit_o[c*3 +: 3]),
+      .trace_work_o     (trace_work_o[c*3 +: 3])
+    );
+  end
 
-  tpu_csr #(
-    .ImemAw (ImemAw)
-  ) u_csr (
-    .clk_i             (clk_i),
-    .rst_ni            (rst_ni),
-    .mmio_valid_i      (mmio_valid_i),
-    .mmio_write_i      (mmio_write_i),
-    .mmio_addr_i       (mmio_addr_i),
-    .mmio_wdata_i      (mmio_wdata_i),
-    .mmio_rvalid_o     (mmio_rvalid_o),
-    .mmio_rdata_o      (mmio_rdata_o),
-    .irq_o             (irq_o),
-    .doorbell_o        (doorbell),
-    .start_pc_o        (start_pc),
-    .soft_reset_o      (soft_reset),
-    .watchdog_limit_o  (watchdog_limit),
-    .core_busy_i       (core_busy),
-    .core_halted_i     (core_halted),
-    .core_error_i      (core_error),
-    .core_error_code_i (core_error_code),
-    .core_error_pc_i   (core_error_pc),
-    .core_done_i       (core_done),
-    .core_fail_i       (core_fail),
-    .perf_cycles_i     (perf_cycles),
-    .perf_mxu_busy_i   (perf_mxu_busy),
-    .perf_instret_i    (perf_instret),
-    .perf_dma_lines_i  (perf_dma_lines),
-    .perf_vpu_busy_i   (perf_vpu_busy),
-    .perf_stall_i      (perf_stall),
-    .perf_feed_stall_i (perf_feed_stall),
-    .sem_nonzero_o     (sem_nonzero),
-    .sem_take_i        (sem_take),
-    .sem_post_i        (sem_post),
-    .sem_idx_i         (sem_idx),
-    .imem_req_o        (imem_req),
-    .imem_write_o      (imem_write),
-    .imem_hi_o         (imem_hi),
-    .imem_addr_o       (imem_addr),
-    .imem_wdata_o      (imem_wdata),
-    .imem_rdata_i      (imem_rdata),
-    .hdma_start_o      (hdma_start),
-    .hdma_to_host_o    (hdma_to_host),
-    .hdma_host_addr_o  (hdma_host_addr),
-    .hdma_hbm_line_o   (hdma_hbm_line),
-    .hdma_lines_o      (hdma_lines),
-    .hdma_busy_i       (hdma_busy),
-    .hdma_error_i      (hdma_error),
-    .hdma_code_i       (hdma_code),
-    .hdma_done_i       (hdma_done),
-    .hdma_fail_i       (hdma_fail)
-  );
+  // Every access gets its response pulse the next cycle, from the core it named or, for an offset of no
+  // core, here (reads give 0), so a bad address cannot hang the host.
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      no_core_q <= 1'b0;
+    end else begin
+      no_core_q <= mmio_valid_i && core_sel >= CoreSelW'(NumCores);
+    end
+  end
 
-  tpu_core #(
-    .ImemAw (ImemAw)
-  ) u_core (
-    .clk_i            (clk_i),
-    .rst_ni           (rst_ni),
-    .start_i          (doorbell),
-    .start_pc_i       (start_pc),
-    .abort_i          (soft_reset),
-    .watchdog_limit_i (watchdog_limit),
-    .busy_o           (core_busy),
-    .halted_o         (core_halted),
-    .error_o          (core_error),
-    .error_code_o     (core_error_code),
-    .error_pc_o       (core_error_pc),
-    .done_o           (core_done),
-    .fail_o           (core_fail),
-    .perf_cycles_o    (perf_cycles),
-    .perf_mxu_busy_o  (perf_mxu_busy),
-    .perf_instret_o   (perf_instret),
-    .perf_dma_lines_o (perf_dma_lines),
-    .perf_vpu_busy_o  (perf_vpu_busy),
-    .perf_stall_o     (perf_stall),
-    .perf_feed_stall_o (perf_feed_stall),
-    .sem_nonzero_i    (sem_nonzero),
-    .sem_take_o       (sem_take),
-    .sem_post_o       (sem_post),
-    .sem_idx_o        (sem_idx),
-    .trace_run_o      (trace_run_o),
-    .trace_issue_o    (trace_issue_o),
-    .trace_pc_o       (trace_pc_o),
-    .trace_wait_o     (trace_wait_o),
-    .trace_unit_o     (trace_unit_o),
-    .trace_work_o     (trace_work_o),
-    .imem_req_i       (imem_req),
-    .imem_write_i     (imem_write),
-    .imem_hi_i        (imem_hi),
-    .imem_addr_i      (imem_addr),
-    .imem_wdata_i     (imem_wdata),
-    .imem_rdata_o     (imem_rdata),
-    .hbm_req_valid_o  (m_req_valid[0]),
-    .hbm_req_ready_i  (m_req_ready[0]),
-    .hbm_req_write_o  (m_req_write[0]),
-    .hbm_req_addr_o   (m_req_addr[0 +: 32]),
-    .hbm_req_wdata_o  (m_req_wdata[0 +: tpu_pkg::LINE_W]),
-    .hbm_rsp_valid_i  (m_rsp_valid[0]),
-    .hbm_rsp_rdata_i  (m_rsp_rdata)
-  );
+  always_comb begin
+    mmio_rdata_o = '0;
+    for (int unsigned c = 0; c < NumCores; c++) begin
+      if (tile_rvalid[c]) mmio_rdata_o = tile_rdata[c*32 +: 32];
+    end
+  end
+  assign mmio_rvalid_o = (|tile_rvalid) || no_core_q;
 
-  tpu_host_dma u_host_dma (
-    .clk_i            (clk_i),
-    .rst_ni           (rst_ni),
-    .start_i          (hdma_start),
-    .to_host_i        (hdma_to_host),
-    .host_addr_i      (hdma_host_addr),
-    .hbm_line_i       (hdma_hbm_line),
-    .lines_i          (hdma_lines),
-    .abort_i          (soft_reset),
-    .busy_o           (hdma_busy),
-    .error_o          (hdma_error),
-    .code_o           (hdma_code),
-    .done_o           (hdma_done),
-    .fail_o           (hdma_fail),
-    .host_req_valid_o (hdma_host_valid),
-    .host_req_ready_i (hdma_host_ready),
-    .host_req_write_o (hdma_host_write),
-    .host_req_addr_o  (hdma_req_addr),
-    .host_req_wdata_o (hdma_host_wdata),
-    .host_rsp_valid_i (host_rsp_valid_i),
-    .host_rsp_rdata_i (host_rsp_rdata_i),
-    .host_rsp_error_i (host_rsp_error_i),
-    .hbm_req_valid_o  (m_req_valid[1]),
-    .hbm_req_ready_i  (m_req_ready[1]),
-    .hbm_req_write_o  (m_req_write[1]),
-    .hbm_req_addr_o   (m_req_addr[32 +: 32]),
-    .hbm_req_wdata_o  (m_req_wdata[tpu_pkg::LINE_W +: tpu_pkg::LINE_W]),
-    .hbm_rsp_valid_i  (m_rsp_valid[1]),
-    .hbm_rsp_rdata_i  (m_rsp_rdata)
-  );
-
-  tpu_req_slice #(
-    .Width (1 + 64 + tpu_pkg::LINE_W)
-  ) u_host_slice (
-    .clk_i       (clk_i),
-    .rst_ni      (rst_ni),
-    .in_valid_i  (hdma_host_valid),
-    .in_ready_o  (hdma_host_ready),
-    .in_data_i   ({hdma_host_write, hdma_req_addr, hdma_host_wdata}),
-    .out_valid_o (host_req_valid_o),
-    .out_ready_i (host_req_ready_i),
-    .out_data_o  ({host_req_write_o, host_req_addr_o, host_req_wdata_o})
-  );
-
-  tpu_hbm_arbiter u_hbm_arbiter (
-    .clk_i           (clk_i),
-    .rst_ni          (rst_ni),
-    .m_req_valid_i   (m_req_valid),
-    .m_req_ready_o   (m_req_ready),
-    .m_req_write_i   (m_req_write),
-    .m_req_addr_i    (m_req_addr),
-    .m_req_wdata_i   (m_req_wdata),
-    .m_rsp_valid_o   (m_rsp_valid),
-    .m_rsp_rdata_o   (m_rsp_rdata),
-    .hbm_req_valid_o (hbm_req_valid_o),
-    .hbm_req_ready_i (hbm_req_ready_i),
-    .hbm_req_write_o (hbm_req_write_o),
-    .hbm_req_addr_o  (hbm_req_addr_o),
-    .hbm_req_wdata_o (hbm_req_wdata_o),
-    .hbm_rsp_valid_i (hbm_rsp_valid_i),
-    .hbm_rsp_rdata_i (hbm_rsp_rdata_i)
+  tpu_arbiter #(
+    .Masters (NumCores),
+    .AddrW   (64),
+    .RspW    (LineW + 1)
+  ) u_host_arbiter (
+    .clk_i         (clk_i),
+    .rst_ni        (rst_ni),
+    .m_req_valid_i (host_valid),
+    .m_req_ready_o (host_ready),
+    .m_req_write_i (host_write),
+    .m_req_addr_i  (host_addr),
+    .m_req_wdata_i (host_wdata),
+    .m_rsp_valid_o (host_rsp_valid),
+    .m_rsp_data_o  (host_rsp),
+    .req_valid_o   (host_req_valid_o),
+    .req_ready_i   (host_req_ready_i),
+    .req_write_o   (host_req_write_o),
+    .req_addr_o    (host_req_addr_o),
+    .req_wdata_o   (host_req_wdata_o),
+    .rsp_valid_i   (host_rsp_valid_i),
+    .rsp_data_i    ({host_rsp_error_i, host_rsp_rdata_i})
   );
 
 endmodule

@@ -6,10 +6,12 @@
 // IRQ_STATUS.SEM_POST. A take of a zero counter does nothing, a post to a full one neither.
 module tpu_csr
 #(
-  parameter int unsigned ImemAw = $clog2(tpu_pkg::IMEM_WORDS)
+  parameter int unsigned ImemAw = $clog2(tpu_pkg::IMEM_WORDS),
+  parameter int unsigned CoreId = 0   // this core's index on its chip (CFG_CORE_ID)
 ) (
   input  logic              clk_i,
   input  logic              rst_ni,
+  input  logic [7:0]        chip_id_i,  // the chip's index on the board (CFG_CHIP_ID), a strap
 
   input  logic              mmio_valid_i,
   input  logic              mmio_write_i,
@@ -195,6 +197,8 @@ module tpu_csr
       tpu_pkg::CSR_CFG_NUM_CORES:  csr_rdata = 32'(tpu_pkg::NUM_CORES);
       tpu_pkg::CSR_CFG_SREGS:      csr_rdata = 32'(tpu_pkg::SREGS);
       tpu_pkg::CSR_CFG_HBM_CHANNELS: csr_rdata = 32'(tpu_pkg::HBM_CHANNELS);
+      tpu_pkg::CSR_CFG_CORE_ID:    csr_rdata = 32'(CoreId);
+      tpu_pkg::CSR_CFG_CHIP_ID:    csr_rdata = 32'(chip_id_i);
       tpu_pkg::CSR_START_PC:       csr_rdata = start_pc_q;
       tpu_pkg::CSR_STATUS: begin
         csr_rdata[tpu_pkg::STATUS_BUSY_LSB]      = core_busy_i;

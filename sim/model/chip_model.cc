@@ -120,6 +120,7 @@ uint64_t ChipModel::CounterCycles() const {
 
 uint32_t ChipModel::MmioRead(uint32_t offset) {
   namespace csr = tpu::csr;
+  if ((offset >> csr::CORE_SHIFT) >= config_.num_cores) return 0;  // a core the chip does not have
   if (offset >= csr::IMEM_WINDOW) {
     const uint64_t index = (offset - csr::IMEM_WINDOW) / 8;
     if ((offset & 3) != 0 || index >= imem_.size()) return 0;
@@ -136,6 +137,8 @@ uint32_t ChipModel::MmioRead(uint32_t offset) {
     case csr::CFG_NUM_CORES: return config_.num_cores;
     case csr::CFG_SREGS: return config_.sregs;
     case csr::CFG_HBM_CHANNELS: return config_.hbm_channels;
+    case csr::CFG_CORE_ID: return 0;
+    case csr::CFG_CHIP_ID: return 0;
     case csr::START_PC: return start_pc_;
     case csr::STATUS:
       return (core_running_ ? csr::STATUS_BUSY : 0) | (halted_ ? csr::STATUS_HALTED : 0) |
@@ -170,6 +173,7 @@ uint32_t ChipModel::MmioRead(uint32_t offset) {
 
 void ChipModel::MmioWrite(uint32_t offset, uint32_t value) {
   namespace csr = tpu::csr;
+  if ((offset >> csr::CORE_SHIFT) >= config_.num_cores) return;  // a core the chip does not have
   if (offset >= csr::IMEM_WINDOW) {
     const uint64_t index = (offset - csr::IMEM_WINDOW) / 8;
     if ((offset & 3) != 0 || index >= imem_.size() || core_running_) return;  // dropped while BUSY

@@ -10,6 +10,9 @@
 #include "tpu_csr.h"
 #include "verilated.h"
 
+// A flop of core 0's tpu_core, as Verilator names it in the flattened model.
+#define TPU_CORE0(path) tpu_chip__DOT__gen_core__BRA__0__KET____DOT__u_tile__DOT__u_core__DOT__##path
+
 namespace tpu::tb {
 namespace {
 
@@ -259,17 +262,17 @@ void ChipHarness::WriteHbm(uint64_t line, const std::vector<uint32_t>& lanes) {
 }
 
 std::vector<uint32_t> ChipHarness::ReadVmem(uint32_t line) const {
-  return FromWide(top_->rootp->tpu_chip__DOT__u_core__DOT__u_vmem__DOT__mem_q[line % cfg::kVmemLines]);
+  return FromWide(top_->rootp->TPU_CORE0(u_vmem__DOT__mem_q)[line % cfg::kVmemLines]);
 }
 
 void ChipHarness::WriteVmem(uint32_t line, const std::vector<uint32_t>& lanes) {
   std::vector<uint32_t> padded(lanes);
   padded.resize(kLanes, 0);
-  ToWide(top_->rootp->tpu_chip__DOT__u_core__DOT__u_vmem__DOT__mem_q[line % cfg::kVmemLines], padded);
+  ToWide(top_->rootp->TPU_CORE0(u_vmem__DOT__mem_q)[line % cfg::kVmemLines], padded);
 }
 
 uint32_t ChipHarness::ReadSreg(unsigned index) const {
-  return top_->rootp->tpu_chip__DOT__u_core__DOT__u_sequencer__DOT__sregs_q[index % cfg::kSregs];
+  return top_->rootp->TPU_CORE0(u_sequencer__DOT__sregs_q)[index % cfg::kSregs];
 }
 
 void ChipHarness::HostWrite(uint64_t address, const void* data, size_t bytes) {

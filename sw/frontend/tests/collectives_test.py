@@ -6,7 +6,7 @@ that are not multiples of the lanes."""
 import os
 
 # Eight CPU devices, as a v2-8 has eight cores; must be set before JAX starts.
-os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
