@@ -1,252 +1,87 @@
-// ChipModel: the fast ISA-level reference model of one tpusim chip.
-//
-// What it models:
-//  - every CSR of docs/csr.md (reset values, access types, DOORBELL/SOFT_RESET/IRQ semantics, the IMEM
-//    window, the host DMA engine with its address checks);
-//  - every instruction of docs/isa.md with its error checks (done at issue; nothing is written on error);
-//  - results bit-exact with the RTL for programs that SYNC before using what another unit writes, because
-//    each instruction executes to completion when it issues;
-//  - a cycle estimate that mirrors the RTL's concurrency: each unit has a busy-until time, an instruction
-//    for a busy unit stalls issue, SYNC and HALT wait for the units. The perf counters report this estimate;
-//  - the issue trace of that estimate while profiling (set_profile), the record the chip's trace port gives.
-// What it does not model: HBM timing beyond a fixed latency, bus contention between the core's DMA unit and
-// the host DMA engine, and the order of memory accesses inside a unit (programs that race get the
-// "executed at issue" answer).
+// ChipModel: the fast ISA-level reference model of one tpusim chip: config.num_cores cores (CoreModel,
+// which says what is and is not modelled), each with its own MMIO window at core << CORE_SHIFT,
+// interrupt line and HBM, and the host memory their host DMA engines share. The chip steps its cores'
+// events in time order (ties: lower core first), so runs are deterministic.
 //
 // Time only advances in Run/Step/RunUntilIrq; MMIO accesses and backdoor accesses take no device time.
 #pragma once
 
-#include <array>
-#include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <vector>
 
 #include "sim/model/chip_config.h"
-#include "sim/model/mxu_kernel.h"
-#include "sw/base/status.h"
-#include "sw/driver/execution_profile.h"
-#include "tpu_csr.h"
+#include "sim/model/core_model.h"
+#include "sim/model/host_memory.h"
 
 namespace tpu::model {
 
-// The cycle estimate, taken from the RTL's unit timing. A unit instruction issued in cycle T makes its
-// unit busy from T+1; the "free" offsets below say in which cycle after T the next instruction for that
-// unit (or a SYNC/HALT waiting on it) can issue. Measured against the verilated chip (tb/core bench, fixed
-// HBM latency, no back-pressure), CYCLES/STALL_CYCLES/INSTRET agree exactly for single-unit programs.
-struct Timing {
-  // DMA_LD/DMA_ST of C lines: done at S + C + hbm_latency + overhead (one line per cycle behind the
-  // memory latency), where S = T for a load and, for a store, T or the cycle the last earlier load is
-  // done, whichever is later (a store reads VMEM only after earlier loads wrote it); C = 0 at
-  // T + dma_empty. The next DMA instruction can issue at S + C + request_gap (the requests are out)
-  // unless config.dma_queue instructions are still unfinished; then when the oldest is done.
-  uint32_t dma_load_overhead = 1;
-  uint32_t dma_store_overhead = 3;
-  uint32_t dma_empty = 2;
-  uint32_t dma_load_request_gap = 1;
-  uint32_t dma_store_request_gap = 3;
-  // MXU (rtl/mxu/mxu.sv): a load runs beside multiplies and multiplies follow each other with no gap.
-  // MXU_LW alone: busy N+1 cycles, free at T + N + 2; behind a SWAP its reads wait until the rows of
-  // the earlier multiply (the back bank) left the array. An MXU_MM may issue in the cycle the load's
-  // last line arrives (T + N + 1 alone) and in the cycle the previous multiply reads its last row.
-  uint32_t mxu_lw_overhead = 2;
-  // MXU_MM of C rows: the array is busy C + 2N + 1 cycles (fill and drain), free at T + C + 2N + 2;
-  // C = 0 is never busy (only the SWAP happens). Stalls on VMEM hazards between overlapping MXU
-  // commands are not modelled.
-  uint32_t mxu_mm_overhead = 2;
-  // VADD/VMAX/VSPLAT of C lines: read, compute, write stages, free at T + C + 3; C = 0 at T + 2.
-  uint32_t vpu_overhead = 3;
-  uint32_t vpu_empty = 2;
-  // Host DMA of C lines: done at start + C + hbm_latency + overhead; the overhead includes the host
-  // memory's latency (8 cycles in the chip bench).
-  uint32_t hdma_to_hbm_overhead = 11;
-  uint32_t hdma_to_host_overhead = 9;
-  // The first instruction issues this many cycles after the doorbell write.
-  uint32_t doorbell_to_fetch = 1;
-};
-
-// How MXU_MM computes its rows. Both give the same bits (tests check it); kHostFloat is a vectorized
-// host-float kernel (sim/model/mxu_kernel.h, on the instruction set set_mxu_isa chooses, by default the
-// widest this host has), kNumericsLibrary calls tpu::numerics::MxuMatVec.
-enum class MxuKernel { kHostFloat, kNumericsLibrary };
-
 class ChipModel {
  public:
-  explicit ChipModel(const ChipConfig& config);
-  ~ChipModel();
-  ChipModel(const ChipModel&) = delete;
-  ChipModel& operator=(const ChipModel&) = delete;
+  // `chip_id` is read as CFG_CHIP_ID. Host memory of config.host_mem_bytes is the chip's own unless
+  // `host` (shared with other chips, outliving this one) is given.
+  explicit ChipModel(const ChipConfig& config, uint32_t chip_id = 0, HostMemory* host = nullptr);
 
   const ChipConfig& config() const { return config_; }
+  // The unit timing of every core.
   Timing& timing() { return timing_; }
-  void set_mxu_kernel(MxuKernel kernel) { mxu_kernel_ = kernel; }
-  void set_mxu_isa(MxuIsa isa) { mxu_isa_ = isa; }
-  // Execution profiling: while `profile` is set, each doorbell clears it and the run fills it
-  // (sw/driver/execution_profile.h). nullptr turns profiling off. The profile must outlive its use.
-  void set_profile(ExecutionProfile* profile) { profile_ = profile; }
+  void set_mxu_kernel(MxuKernel kernel);
+  void set_mxu_isa(MxuIsa isa);
+  // Profiles the runs of `core` (see CoreModel::set_profile).
+  void set_profile(ExecutionProfile* profile, uint32_t core = 0) { cores_.at(core)->set_profile(profile); }
 
-  // The chip's MMIO port (byte offsets: CSRs and the IMEM window). Unmapped offsets read 0 and ignore
-  // writes, as do writes to read-only registers.
+  // The chip's MMIO port: core c's CSRs and IMEM window at c << CORE_SHIFT. Offsets of a core the chip
+  // does not have read 0 and ignore writes, as the RTL does.
   uint32_t MmioRead(uint32_t offset);
   void MmioWrite(uint32_t offset, uint32_t value);
 
-  // The interrupt line: |(IRQ_STATUS & IRQ_ENABLE).
-  bool Irq() const;
+  // The interrupt lines, core c at bit c, and whether any is high.
+  uint32_t IrqLines() const;
+  bool Irq() const { return IrqLines() != 0; }
 
-  // Advances until the core and the host DMA engine are idle or `max_cycles` elapse. Returns the cycles
+  // Advances until every core and host DMA engine is idle or `max_cycles` elapse. Returns the cycles
   // advanced (0 when already idle).
   uint64_t Run(uint64_t max_cycles);
   // Advances exactly `cycles` cycles (idle time passes too).
   void Step(uint64_t cycles);
-  // Advances until the interrupt line is high or `max_cycles` elapse (idle time passes too). Returns the
-  // cycles advanced.
-  uint64_t RunUntilIrq(uint64_t max_cycles);
+  // Advances until one of the interrupt lines in `lines` is high or `max_cycles` elapse (idle time passes
+  // too). Returns the cycles advanced.
+  uint64_t RunUntilIrq(uint64_t max_cycles, uint32_t lines = ~0u);
 
   // Device clock cycles since construction.
   uint64_t cycle() const { return cycle_; }
-  bool CoreBusy() const { return core_running_; }
-  bool HostDmaBusy() const { return hdma_busy_; }
 
-  // Backdoor access (no device time). Addresses are line indices for HBM and VMEM and bytes for host
-  // memory; a line is config().line_bytes() bytes, lane 0 first (little endian). Out-of-range accesses
-  // return OutOfRange and touch nothing.
-  Status ReadHbm(uint64_t line, void* data, uint64_t lines) const;
-  Status WriteHbm(uint64_t line, const void* data, uint64_t lines);
-  Status ReadVmem(uint64_t line, void* data, uint64_t lines) const;
-  Status WriteVmem(uint64_t line, const void* data, uint64_t lines);
-  Status HostRead(uint64_t address, void* data, uint64_t bytes) const;
-  Status HostWrite(uint64_t address, const void* data, uint64_t bytes);
-  // Host bus errors: host DMA accesses at or beyond host_mem_bytes get an error response, as the
-  // platform's host memory gives one; this adds [begin, end) (for tests). An empty range disables it.
-  void SetHostBusErrorRange(uint64_t begin, uint64_t end);
+  size_t num_cores() const { return cores_.size(); }
+  CoreModel& core(size_t index) { return *cores_.at(index); }
+  const CoreModel& core(size_t index) const { return *cores_.at(index); }
+  HostMemory& host_memory() { return *host_; }
 
-  // Scalar register `index` (for tests and debugging).
-  uint32_t sreg(unsigned index) const { return index < sregs_.size() ? sregs_[index] : 0; }
-  // Number of HBM pages allocated so far (sparse storage).
-  size_t hbm_pages_allocated() const;
+  // Core 0's state and backdoors (lines of its HBM and VMEM), for single-core programs and tests.
+  bool CoreBusy() const { return core(0).CoreBusy(); }
+  bool HostDmaBusy() const { return core(0).HostDmaBusy(); }
+  Status ReadHbm(uint64_t line, void* data, uint64_t lines) const { return core(0).ReadHbm(line, data, lines); }
+  Status WriteHbm(uint64_t line, const void* data, uint64_t lines) { return core(0).WriteHbm(line, data, lines); }
+  Status ReadVmem(uint64_t line, void* data, uint64_t lines) const { return core(0).ReadVmem(line, data, lines); }
+  Status WriteVmem(uint64_t line, const void* data, uint64_t lines) { return core(0).WriteVmem(line, data, lines); }
+  uint32_t sreg(unsigned index) const { return core(0).sreg(index); }
+  size_t hbm_pages_allocated() const { return core(0).hbm_pages_allocated(); }
+  // The host memory's backdoor (bytes) and its test error range (HostMemory).
+  Status HostRead(uint64_t address, void* data, uint64_t bytes) const { return host_->Read(address, data, bytes); }
+  Status HostWrite(uint64_t address, const void* data, uint64_t bytes) { return host_->Write(address, data, bytes); }
+  void SetHostBusErrorRange(uint64_t begin, uint64_t end) { host_->SetBusErrorRange(begin, end); }
 
  private:
-  enum UnitIndex { kDma = 0, kMxu = 1, kVpu = 2, kNumUnits = 3 };
   enum class StopWhen { kIdle, kIrq, kNever };
-  // The IRQ_STATUS / IRQ_ENABLE bits that exist.
-  static constexpr uint32_t kIrqMask = csr::IRQ_STATUS_CORE_DONE | csr::IRQ_STATUS_CORE_ERROR |
-                                       csr::IRQ_STATUS_HDMA_DONE | csr::IRQ_STATUS_HDMA_ERROR |
-                                       csr::IRQ_STATUS_SEM_POST;
-
-  // Sparse memory of fixed-size pages allocated on first write; never-written bytes read as zero.
-  class SparseMemory;
-
-  uint64_t Advance(uint64_t max_cycles, StopWhen stop);
-  void StepCore();
-  void Issue(uint64_t word);
-  // Records the error of the instruction at pc_ and lets the units drain (RTL: StDrain); the core stops
-  // with ERROR when they are idle or the watchdog expires.
-  void RaiseCoreError(uint32_t code);
-  // SEMWAIT on a zero semaphore: sleep until a post or the watchdog; WakeFromSemaphore ends the sleep.
-  void BlockOnSemaphore();
-  void WakeFromSemaphore(uint64_t wake);
-  void IncrementSemaphore(uint32_t index);  // saturating, from the host or the core
-  void FinishCoreError();
-  void StopCore();
-  // Stalls the sequencer until `ready`, waiting for `unit` (kNumUnits: none, SLD's VMEM read); returns
-  // false if the watchdog fired instead.
-  bool WaitUntil(uint64_t ready, UnitIndex unit);
-  // Profiling: charges the cycles since the last issue to the instruction at pc_ (it issues now).
-  void ProfileIssue();
-  void ProfileInterval(UnitIndex unit, uint64_t begin, uint64_t end, uint32_t lines, uint32_t hbm_line = 0,
-                       uint32_t stride = 0);
-  bool CheckVmemRange(uint64_t base, uint64_t count);
-
-  void ExecuteDma(bool load, uint32_t hbm_base, uint32_t vmem_base, uint32_t count, uint32_t stride);
-  void ExecuteMxuLoadWeights(uint32_t vmem_base, bool transpose);
-  void ExecuteMxuMatmul(uint32_t lhs, uint32_t dst, uint32_t count, bool accumulate);
-  void ExecuteVector(uint8_t opcode, uint8_t flags, uint32_t dst, uint32_t src1, uint32_t src2, uint32_t count,
-                     uint32_t imm);
-
-  void DoorBell();
-  void SoftReset();
-  void StartHostDma(uint32_t ctrl);
-  void CompleteHostDma();
-  uint64_t CounterCycles() const;
-
-  uint32_t* VmemLine(uint64_t line) { return &vmem_[line * config_.lanes]; }
+  uint64_t Advance(uint64_t max_cycles, StopWhen stop, uint32_t irq_lines);
+  // The core an MMIO offset names, or null.
+  CoreModel* CoreAt(uint32_t offset);
 
   ChipConfig config_;
   Timing timing_;
-  MxuKernel mxu_kernel_ = MxuKernel::kHostFloat;
-  MxuIsa mxu_isa_ = BestMxuIsa();
+  std::unique_ptr<HostMemory> own_host_;
+  HostMemory* host_;
+  std::vector<std::unique_ptr<CoreModel>> cores_;
   uint64_t cycle_ = 0;
-
-  // Memories.
-  std::vector<uint64_t> imem_;
-  std::vector<uint32_t> vmem_;
-  std::unique_ptr<SparseMemory> hbm_;
-  std::unique_ptr<SparseMemory> host_;
-  uint64_t host_bus_error_begin_ = 0, host_bus_error_end_ = 0;
-
-  // An MXU weight buffer, N x N, row k = input lane, column n = output lane: the fp32 value of each bf16
-  // weight (the matmul kernel works on floats), the same weights as bf16 (for kNumericsLibrary) and the
-  // exponent range of the values (the kernel's test for its fused path).
-  struct MxuWeights {
-    std::vector<float> values;
-    std::vector<uint16_t> bf16;
-    MxuExponentRange range;
-  };
-  MxuWeights mxu_front_, mxu_back_;
-  // MXU_MM scratch: a chunk of LHS rows rounded to bf16 and their results (one row for kNumericsLibrary).
-  uint32_t mxu_chunk_rows_;
-  std::vector<float> mxu_lhs_;
-  std::vector<uint16_t> mxu_lhs_bf16_;
-  std::vector<uint32_t> mxu_out_;
-
-  // Sequencer.
-  std::array<uint32_t, 16> sregs_{};
-  bool core_running_ = false;
-  uint32_t pc_ = 0;
-  uint64_t core_time_ = 0;  // when the sequencer can issue its next instruction
-  uint64_t last_issue_ = 0;        // cycle of the last issue (the watchdog counts from it)
-  bool watchdog_expired_ = false;  // the stall at pc_ outlasts WATCHDOG_LIMIT; the core stops at core_time_
-  bool draining_ = false;          // an error was raised; the core stops with ERROR at core_time_
-  bool sld_read_ = false;          // the SLD at pc_ read its VMEM line in the previous cycle
-  // SEMWAIT at pc_ found its semaphore zero in cycle sem_wait_start_: the core sleeps until a host post
-  // (MmioWrite wakes it) or the watchdog.
-  bool sem_blocked_ = false;
-  uint64_t sem_wait_start_ = 0;
-  std::array<uint64_t, kNumUnits> unit_busy_until_{};
-  // DMA queue: when the request side takes the next instruction, when each unfinished instruction is
-  // done (oldest first) and when the last load is done. Each is bounded by unit_busy_until_[kDma].
-  uint64_t dma_accept_at_ = 0, dma_last_load_done_ = 0;
-  std::deque<uint64_t> dma_done_at_;
-  // MXU overlap: when an MXU_LW / MXU_MM can issue, when the rows of weight bank b have left the array,
-  // and which bank is front. Each is bounded by unit_busy_until_[kMxu] (a flush clears them all).
-  uint64_t mxu_lw_ready_ = 0, mxu_mm_ready_ = 0;
-  std::array<uint64_t, 2> mxu_bank_free_{};
-  int mxu_front_bank_ = 0;
-
-  // CSRs.
-  uint32_t start_pc_ = 0;
-  bool halted_ = false, error_ = false;
-  uint32_t error_code_ = 0, error_pc_ = 0;
-  uint32_t irq_status_ = 0, irq_enable_ = kIrqMask;
-  std::array<uint32_t, tpu::csr::HOST_SEMS> sems_{};  // host semaphores (SEM_COUNTS)
-  uint32_t watchdog_limit_ = 1000000;
-
-  // Perf counters (cleared by the doorbell).
-  uint64_t run_start_ = 0, run_stop_ = 0;
-  uint64_t mxu_busy_ = 0;
-  uint32_t instret_ = 0, dma_lines_ = 0, vpu_busy_ = 0, stall_cycles_ = 0, feed_stall_ = 0;
-
-  // Host DMA engine.
-  uint32_t hdma_host_lo_ = 0, hdma_host_hi_ = 0, hdma_hbm_line_ = 0, hdma_lines_ = 0;
-  uint32_t hdma_status_ = 0;
-  bool hdma_busy_ = false, hdma_to_host_ = false;
-  uint64_t hdma_done_at_ = 0;
-  uint64_t hdma_host_ = 0, hdma_hbm_ = 0, hdma_count_ = 0;  // latched at start
-
-  // Profiling (null: off): stall cycles of the instruction at pc_ by the unit waited for, until it issues.
-  ExecutionProfile* profile_ = nullptr;
-  std::array<uint64_t, kNumUnits> pending_stall_on_{};
 };
 
 }  // namespace tpu::model
