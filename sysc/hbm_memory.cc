@@ -13,21 +13,6 @@ namespace tpu::sysc {
 
 namespace {
 
-// The C++ type Verilator gives a SystemC port of W bits.
-template <unsigned W>
-using Pin = std::conditional_t<W == 1, bool,
-            std::conditional_t<(W <= 32), uint32_t, std::conditional_t<(W <= 64), uint64_t, sc_dt::sc_bv<W>>>>;
-
-// `width` (<= 32) bits of a pin value from bit `lsb`.
-template <typename T>
-uint32_t Field(const T& v, unsigned lsb, unsigned width) {
-  if constexpr (std::is_integral_v<T>) {
-    return uint32_t((uint64_t(v) >> lsb) & ((uint64_t{1} << width) - 1));
-  } else {
-    return uint32_t(v.range(int(lsb + width - 1), int(lsb)).to_uint());
-  }
-}
-
 constexpr unsigned kChannels = unsigned(cfg::kHbmChannels);
 constexpr unsigned kBankBits = unsigned(cfg::kHbmBgBits + cfg::kHbmBaBits);
 constexpr unsigned kRowBits = unsigned(cfg::kHbmRowBits);
@@ -55,8 +40,9 @@ struct HbmMemory::Dfi {
   uint32_t valid_driven = 0;
 };
 
-HbmMemory::HbmMemory(sc_core::sc_module_name name)
+HbmMemory::HbmMemory(sc_core::sc_module_name name, unsigned core)
     : sc_core::sc_module(name),
+      core_(core),
       lines_(cfg::kHbmLines),
       dram_(ConfiguredHbmGeometry()),
       dfi_(std::make_unique<Dfi>()),
@@ -106,13 +92,13 @@ void HbmMemory::OnClock() {
     d.valid_driven = 0;
     return;
   }
-  const bool req_valid = req_valid_i.read();
+  const bool req_valid = Field(req_valid_i.read(), core_, 1) != 0;
   if (in_flight_ == 0 && !req_valid) return;  // idle: HBM time stands still
   if (req_valid && req_ready_o.read()) {
     ++in_flight_;
-    if (req_write_i.read()) ++write_requests_;
+    if (Field(req_write_i.read(), core_, 1) != 0) ++write_requests_;
     else ++read_requests_;
-    if (req_addr_i.read() >= lines_) ++out_of_range_requests_;
+    if (Field(req_addr_i.read(), 32 * core_, 32) >= lines_) ++out_of_range_requests_;
   }
   if (rsp_valid_o.read()) --in_flight_;
 
@@ -169,9 +155,9 @@ void HbmMemory::OnClock() {
   // The chip's request of the cycle that just ended, then the edge.
   req_valid_q_.write(req_valid);
   if (req_valid) {
-    req_write_q_.write(req_write_i.read());
-    req_addr_q_.write(req_addr_i.read());
-    req_wdata_q_.write(req_wdata_i.read());
+    req_write_q_.write(Field(req_write_i.read(), core_, 1) != 0);
+    req_addr_q_.write(Field(req_addr_i.read(), 32 * core_, 32));
+    req_wdata_q_.write(LineAt(req_wdata_i.read(), core_));
   }
   hbm_clk_.write(true);
   clock_high_ = true;

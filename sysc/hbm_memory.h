@@ -35,16 +35,20 @@ class HbmMemory : public sc_core::sc_module {
  public:
   sc_core::sc_in<bool> clk_i;
   sc_core::sc_in<bool> rst_ni;  // active low: resets the controllers; the devices keep their contents
-  sc_core::sc_in<bool> req_valid_i;
+  // The chip's HBM request pins, packed per core: this memory serves core `core` (constructor).
+  sc_core::sc_in<CoreBits> req_valid_i;
+  sc_core::sc_in<CoreBits> req_write_i;
+  sc_core::sc_in<CoreWords> req_addr_i;  // line address
+  sc_core::sc_in<CoreLines> req_wdata_i;
+  // This memory's answers (the platform packs the cores' answers onto the chip's pins).
   sc_core::sc_out<bool> req_ready_o;
-  sc_core::sc_in<bool> req_write_i;
-  sc_core::sc_in<uint32_t> req_addr_i;  // line address
-  sc_core::sc_in<Line> req_wdata_i;
   sc_core::sc_out<bool> rsp_valid_o;
   sc_core::sc_out<Line> rsp_rdata_o;
 
   SC_HAS_PROCESS(HbmMemory);
-  explicit HbmMemory(sc_core::sc_module_name name);
+  // The HBM of core `core` of the chip (its own controllers and devices, as each TensorCore of a TPU v2
+  // has its own HBM stack).
+  HbmMemory(sc_core::sc_module_name name, unsigned core);
   ~HbmMemory() override;
 
   uint64_t lines() const { return lines_; }
@@ -76,6 +80,7 @@ class HbmMemory : public sc_core::sc_module {
   // devices, latches the chip's request and raises the subsystem's clock; at a falling edge lowers it.
   void OnClock();
 
+  const unsigned core_;
   const uint64_t lines_;
   HbmDram dram_;
   std::unique_ptr<Dfi> dfi_;

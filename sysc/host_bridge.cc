@@ -3,15 +3,16 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 namespace tpu::sysc {
 
-HostBridge::HostBridge(sc_core::sc_module_name name, HbmMemory* hbm, sc_core::sc_time clock_period,
+HostBridge::HostBridge(sc_core::sc_module_name name, std::vector<HbmMemory*> hbm, sc_core::sc_time clock_period,
                        unsigned mmio_timeout_cycles, unsigned min_host_latency_cycles)
     : sc_core::sc_module(name),
       mmio_socket("mmio_socket"),
       host_socket("host_socket"),
-      hbm_(hbm),
+      hbm_(std::move(hbm)),
       clock_period_(clock_period),
       mmio_timeout_cycles_(mmio_timeout_cycles),
       min_host_latency_cycles_(min_host_latency_cycles) {
@@ -81,13 +82,15 @@ void HostBridge::MmioBTransport(tlm::tlm_generic_payload& payload, sc_core::sc_t
 }
 
 unsigned int HostBridge::MmioTransportDbg(tlm::tlm_generic_payload& payload) {
-  const uint64_t address = payload.get_address();
+  const uint64_t core = payload.get_address() / HbmBytes();
+  const uint64_t address = payload.get_address() % HbmBytes();
   const unsigned int length = payload.get_data_length();
+  if (core >= hbm_.size()) return 0;
   bool ok = false;
   if (payload.get_command() == tlm::TLM_READ_COMMAND) {
-    ok = hbm_->DebugRead(address, payload.get_data_ptr(), length);
+    ok = hbm_[core]->DebugRead(address, payload.get_data_ptr(), length);
   } else if (payload.get_command() == tlm::TLM_WRITE_COMMAND) {
-    ok = hbm_->DebugWrite(address, payload.get_data_ptr(), length);
+    ok = hbm_[core]->DebugWrite(address, payload.get_data_ptr(), length);
   }
   return ok ? length : 0;
 }

@@ -5,11 +5,12 @@
 // cycle from a rising clock edge and waits for the mmio_rvalid pulse, so each access takes about three
 // device cycles of simulated time (any annotated delay is waited first: the access happens in time).
 // Error responses: TLM_BURST_ERROR_RESPONSE (length or streaming width not 4), TLM_ADDRESS_ERROR_RESPONSE
-// (offset not 4-aligned or outside the 20-bit MMIO space), TLM_BYTE_ENABLE_ERROR_RESPONSE (byte enables
+// (offset not 4-aligned or of a core the chip does not have), TLM_BYTE_ENABLE_ERROR_RESPONSE (byte enables
 // are not supported), TLM_COMMAND_ERROR_RESPONSE (ignore command), TLM_GENERIC_ERROR_RESPONSE (the chip
 // gave no mmio_rvalid within `mmio_timeout_cycles`, e.g. while it is held in reset).
-// transport_dbg on the same socket is a backdoor into HBM, not into the MMIO space: its address is an
-// HBM byte address (line * kLineBytes), it takes no simulated time and returns the bytes moved.
+// transport_dbg on the same socket is a backdoor into HBM, not into the MMIO space: its address is core c's
+// HBM byte address (line * kLineBytes) plus c * HbmBytes(), it takes no simulated time and returns the
+// bytes moved.
 //
 // Host memory (initiator socket `host_socket`): every request the chip makes on its host_req_* pins is
 // forwarded with b_transport (one kLineBytes read or write at the request's byte address). The response
@@ -26,6 +27,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <vector>
 
 #include "sysc/hbm_memory.h"
 #include "sysc/line.h"
@@ -65,13 +67,17 @@ class HostBridge : public sc_core::sc_module {
 
   SC_HAS_PROCESS(HostBridge);
   // name:                    module name
-  // hbm:                     the HBM model that transport_dbg reads and writes (not owned)
+  // hbm:                     the HBM of each core, which transport_dbg reads and writes (not owned):
+  //                          core c's byte b at debug address c * HbmBytes() + b
   // clock_period:            period of clk_i (converts annotated delays into cycles)
   // mmio_timeout_cycles:     device cycles to wait for mmio_rvalid before answering with an error
   // min_host_latency_cycles: cycles from accepting a host request to the edge at which the chip samples
   //                          its response, before the target's delay is added; at least 1
-  HostBridge(sc_core::sc_module_name name, HbmMemory* hbm, sc_core::sc_time clock_period,
+  HostBridge(sc_core::sc_module_name name, std::vector<HbmMemory*> hbm, sc_core::sc_time clock_period,
              unsigned mmio_timeout_cycles, unsigned min_host_latency_cycles);
+
+  // Bytes of each core's HBM: the stride of the cores in transport_dbg's address space.
+  static constexpr uint64_t HbmBytes() { return uint64_t{tpu::cfg::kHbmLines} * kLineBytes; }
 
   uint64_t mmio_accesses() const { return mmio_accesses_; }
   uint64_t host_requests() const { return host_requests_; }
@@ -90,7 +96,7 @@ class HostBridge : public sc_core::sc_module {
   void AcceptHostRequest();
   uint64_t CurrentCycle() const;
 
-  HbmMemory* const hbm_;
+  const std::vector<HbmMemory*> hbm_;
   const sc_core::sc_time clock_period_;
   const unsigned mmio_timeout_cycles_;
   const unsigned min_host_latency_cycles_;

@@ -4,7 +4,7 @@
 
 namespace tpu::sysc {
 
-IssueTraceMonitor::IssueTraceMonitor(sc_core::sc_module_name name, size_t imem_words,
+IssueTraceMonitor::IssueTraceMonitor(sc_core::sc_module_name name, unsigned core, size_t imem_words,
                                      sc_core::sc_time clock_period)
     : sc_core::sc_module(name),
       clk_i("clk_i"),
@@ -14,6 +14,7 @@ IssueTraceMonitor::IssueTraceMonitor(sc_core::sc_module_name name, size_t imem_w
       wait_i("wait_i"),
       unit_i("unit_i"),
       work_i("work_i"),
+      core_(core),
       imem_words_(imem_words),
       clock_period_(clock_period) {
   SC_METHOD(Sample);
@@ -28,10 +29,10 @@ void IssueTraceMonitor::SetProfile(ExecutionProfile* profile) {
 
 void IssueTraceMonitor::Sample() {
   if (profile_ == nullptr) return;
-  const bool run = run_i.read();
+  const bool run = (Field(run_i.read(), core_, 1) != 0);
   if (!run) {
     if (running_ && pending_ > 0) {  // stopped after an error: the drain is the faulting word's
-      const uint32_t pc = pc_i.read();
+      const uint32_t pc = Field(pc_i.read(), 32 * core_, 32);
       if (pc < profile_->pcs.size()) {
         profile_->pcs[pc].cycles += pending_;
         profile_->pcs[pc].stall_cycles += pending_;
@@ -51,8 +52,8 @@ void IssueTraceMonitor::Sample() {
     unit_pc_.fill(0);
     open_interval_.fill(SIZE_MAX);
   }
-  const uint32_t pc = pc_i.read();
-  const uint32_t work = work_i.read();
+  const uint32_t pc = Field(pc_i.read(), 32 * core_, 32);
+  const uint32_t work = Field(work_i.read(), 3 * core_, 3);
   for (int unit = 0; unit < kProfileUnits; ++unit) {
     if ((work >> unit & 1u) == 0) continue;
     const uint32_t owner = unit_pc_[unit];
@@ -71,7 +72,7 @@ void IssueTraceMonitor::Sample() {
   ++pending_;
   ++cycle_;
   profile_->cycles = cycle_;
-  if (issue_i.read()) {
+  if ((Field(issue_i.read(), core_, 1) != 0)) {
     if (pc < profile_->pcs.size()) {
       PcProfile& word = profile_->pcs[pc];
       word.issues += 1;
@@ -84,12 +85,12 @@ void IssueTraceMonitor::Sample() {
       }
     }
     pending_ = 0;
-    const uint32_t units = unit_i.read();
+    const uint32_t units = Field(unit_i.read(), 3 * core_, 3);
     for (int unit = 0; unit < kProfileUnits; ++unit) {
       if ((units >> unit & 1u) != 0) unit_pc_[unit] = pc;
     }
   } else {
-    last_wait_ = wait_i.read();
+    last_wait_ = Field(wait_i.read(), 3 * core_, 3);
   }
 }
 

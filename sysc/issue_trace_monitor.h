@@ -17,23 +17,25 @@
 #include <systemc>
 
 #include "sw/driver/execution_profile.h"
+#include "sysc/line.h"
 
 namespace tpu::sysc {
 
 class IssueTraceMonitor : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(IssueTraceMonitor);
-  // `imem_words`: instruction words of the core (the size of ExecutionProfile::pcs); `clock_period`: of
-  // clk_i (ExecutionProfile::start_cycle counts it from time 0).
-  IssueTraceMonitor(sc_core::sc_module_name name, size_t imem_words, sc_core::sc_time clock_period);
+  // `core`: the core whose trace it reads from the chip's packed trace pins; `imem_words`: instruction
+  // words of the core (the size of ExecutionProfile::pcs); `clock_period`: of clk_i
+  // (ExecutionProfile::start_cycle counts it from time 0).
+  IssueTraceMonitor(sc_core::sc_module_name name, unsigned core, size_t imem_words, sc_core::sc_time clock_period);
 
   sc_core::sc_in<bool> clk_i;
-  sc_core::sc_in<bool> run_i;
-  sc_core::sc_in<bool> issue_i;
-  sc_core::sc_in<uint32_t> pc_i;
-  sc_core::sc_in<uint32_t> wait_i;  // bit 0 DMA, 1 MXU, 2 VPU
-  sc_core::sc_in<uint32_t> unit_i;  // the unit the issuing instruction goes to (same bits)
-  sc_core::sc_in<uint32_t> work_i;  // bit 0 DMA line, 1 MXU row, 2 VPU line
+  sc_core::sc_in<CoreBits> run_i;
+  sc_core::sc_in<CoreBits> issue_i;
+  sc_core::sc_in<CoreWords> pc_i;
+  sc_core::sc_in<Pin<kCores * 3>> wait_i;  // bit 0 DMA, 1 MXU, 2 VPU
+  sc_core::sc_in<Pin<kCores * 3>> unit_i;  // the unit the issuing instruction goes to (same bits)
+  sc_core::sc_in<Pin<kCores * 3>> work_i;  // bit 0 DMA line, 1 MXU row, 2 VPU line
 
   // While set, every run clears `profile` and fills it; nullptr stops (a run under way is then lost).
   void SetProfile(ExecutionProfile* profile);
@@ -41,6 +43,7 @@ class IssueTraceMonitor : public sc_core::sc_module {
  private:
   void Sample();
 
+  const unsigned core_;
   const size_t imem_words_;
   const sc_core::sc_time clock_period_;
   ExecutionProfile* profile_ = nullptr;

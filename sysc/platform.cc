@@ -41,6 +41,22 @@ void StartKernel(const sc_core::sc_time& duration) {
 #endif
 }
 
+// One HBM per core: core 0's is "hbm" (its waveform scope platform.hbm.rtl), core c's "hbm<c>".
+std::vector<std::unique_ptr<HbmMemory>> MakeHbm() {
+  std::vector<std::unique_ptr<HbmMemory>> hbm;
+  for (unsigned core = 0; core < kCores; ++core)
+    hbm.push_back(std::make_unique<HbmMemory>(core == 0 ? std::string("hbm").c_str()
+                                                        : ("hbm" + std::to_string(core)).c_str(),
+                                              core));
+  return hbm;
+}
+
+std::vector<HbmMemory*> Pointers(const std::vector<std::unique_ptr<HbmMemory>>& hbm) {
+  std::vector<HbmMemory*> pointers;
+  for (const auto& memory : hbm) pointers.push_back(memory.get());
+  return pointers;
+}
+
 }  // namespace
 
 Platform* Platform::Create(const PlatformOptions& options) {
@@ -55,10 +71,12 @@ Platform::Platform(sc_core::sc_module_name name, std::unique_ptr<Vtpu_chip> chip
       options_(options),
       clk_("clk", ClockPeriod()),
       rst_n_("rst_n", false),
-      hbm_("hbm"),
+      core_hbm_ready_("core_hbm_ready", kCores),
+      core_hbm_rsp_valid_("core_hbm_rsp_valid", kCores),
+      core_hbm_rsp_rdata_("core_hbm_rsp_rdata", kCores),
+      hbm_(MakeHbm()),
       host_memory_("host_memory", tpu::cfg::kHostMemBytes, options.host_memory_latency),
-      bridge_("bridge", &hbm_, ClockPeriod(), options.mmio_timeout_cycles, options.min_host_latency_cycles),
-      trace_monitor_("trace_monitor", tpu::cfg::kImemWords, ClockPeriod()),
+      bridge_("bridge", Pointers(hbm_), ClockPeriod(), options.mmio_timeout_cycles, options.min_host_latency_cycles),
       mmio_initiator_("mmio_initiator") {
   chip_ = std::move(chip);
 
@@ -93,23 +111,30 @@ Platform::Platform(sc_core::sc_module_name name, std::unique_ptr<Vtpu_chip> chip
   chip_->trace_wait_o(trace_wait_);
   chip_->trace_unit_o(trace_unit_);
   chip_->trace_work_o(trace_work_);
-  trace_monitor_.clk_i(clk_);
-  trace_monitor_.run_i(trace_run_);
-  trace_monitor_.issue_i(trace_issue_);
-  trace_monitor_.pc_i(trace_pc_);
-  trace_monitor_.wait_i(trace_wait_);
-  trace_monitor_.unit_i(trace_unit_);
-  trace_monitor_.work_i(trace_work_);
+  for (unsigned core = 0; core < kCores; ++core) {
+    trace_monitors_.push_back(std::make_unique<IssueTraceMonitor>(
+        core == 0 ? std::string("trace_monitor").c_str() : ("trace_monitor" + std::to_string(core)).c_str(), core,
+        tpu::cfg::kImemWords, ClockPeriod()));
+    IssueTraceMonitor& monitor = *trace_monitors_.back();
+    monitor.clk_i(clk_);
+    monitor.run_i(trace_run_);
+    monitor.issue_i(trace_issue_);
+    monitor.pc_i(trace_pc_);
+    monitor.wait_i(trace_wait_);
+    monitor.unit_i(trace_unit_);
+    monitor.work_i(trace_work_);
 
-  hbm_.clk_i(clk_);
-  hbm_.rst_ni(rst_n_);
-  hbm_.req_valid_i(hbm_req_valid_);
-  hbm_.req_ready_o(hbm_req_ready_);
-  hbm_.req_write_i(hbm_req_write_);
-  hbm_.req_addr_i(hbm_req_addr_);
-  hbm_.req_wdata_i(hbm_req_wdata_);
-  hbm_.rsp_valid_o(hbm_rsp_valid_);
-  hbm_.rsp_rdata_o(hbm_rsp_rdata_);
+    HbmMemory& hbm = *hbm_[core];
+    hbm.clk_i(clk_);
+    hbm.rst_ni(rst_n_);
+    hbm.req_valid_i(hbm_req_valid_);
+    hbm.req_write_i(hbm_req_write_);
+    hbm.req_addr_i(hbm_req_addr_);
+    hbm.req_wdata_i(hbm_req_wdata_);
+    hbm.req_ready_o(core_hbm_ready_[core]);
+    hbm.rsp_valid_o(core_hbm_rsp_valid_[core]);
+    hbm.rsp_rdata_o(core_hbm_rsp_rdata_[core]);
+  }
 
   bridge_.clk_i(clk_);
   bridge_.rst_ni(rst_n_);
@@ -131,6 +156,9 @@ Platform::Platform(sc_core::sc_module_name name, std::unique_ptr<Vtpu_chip> chip
   mmio_initiator_.bind(bridge_.mmio_socket);
 
   SC_THREAD(HostThread);
+  SC_METHOD(MergeHbmAnswers);
+  for (unsigned core = 0; core < kCores; ++core)
+    sensitive << core_hbm_ready_[core] << core_hbm_rsp_valid_[core] << core_hbm_rsp_rdata_[core];
   SC_METHOD(WatchIrq);
   sensitive << irq_;
   dont_initialize();
@@ -191,7 +219,24 @@ void Platform::HostThread() {
 }
 
 void Platform::WatchIrq() {
-  if (pause_on_irq_ && irq_.read()) sc_core::sc_pause();
+  if ((IrqLines() & pause_on_irq_lines_) != 0) sc_core::sc_pause();
+}
+
+void Platform::MergeHbmAnswers() {
+  CoreBits ready{}, rsp_valid{};
+  CoreLines rsp_rdata = hbm_rsp_rdata_.read();
+  for (unsigned core = 0; core < kCores; ++core) {
+    SetField(&ready, core, 1, core_hbm_ready_[core].read());
+    SetField(&rsp_valid, core, 1, core_hbm_rsp_valid_[core].read());
+    if constexpr (kCores == 1) {
+      rsp_rdata = core_hbm_rsp_rdata_[core].read();
+    } else {
+      SetLineAt(&rsp_rdata, core, core_hbm_rsp_rdata_[core].read());
+    }
+  }
+  hbm_req_ready_.write(ready);
+  hbm_rsp_valid_.write(rsp_valid);
+  hbm_rsp_rdata_.write(rsp_rdata);
 }
 
 template <typename Stop>
@@ -265,13 +310,13 @@ Status Platform::MmioWrite(uint32_t offset, uint32_t value) {
   return OkStatus();
 }
 
-bool Platform::RunUntilIrq(uint64_t max_cycles) {
+bool Platform::RunUntilIrq(uint64_t max_cycles, uint32_t lines) {
   EnsureStarted();
-  if (irq_.read()) return true;
-  pause_on_irq_ = true;  // WatchIrq pauses the kernel in the delta cycle irq_o rises
-  RunUntil(Cycles() + std::min(max_cycles, kMaxRunCycles), [this] { return irq_.read(); });
-  pause_on_irq_ = false;
-  return irq_.read();
+  if ((IrqLines() & lines) != 0) return true;
+  pause_on_irq_lines_ = lines;  // WatchIrq pauses the kernel in the delta cycle one of them rises
+  RunUntil(Cycles() + std::min(max_cycles, kMaxRunCycles), [this, lines] { return (IrqLines() & lines) != 0; });
+  pause_on_irq_lines_ = 0;
+  return (IrqLines() & lines) != 0;
 }
 
 void Platform::Run(uint64_t cycles) {
@@ -301,7 +346,7 @@ Status Platform::StartTrace(const TraceOptions& options) {
   if (!trace_) {
     trace_ = std::make_unique<VerilatedFstSc>();
     chip_->trace(trace_.get(), 99);  // register every signal once; dumpvars picks what each file holds
-    hbm_.Trace(trace_.get());
+    for (auto& hbm : hbm_) hbm->Trace(trace_.get());
   }
   // Verilator names signals "tpu tpu_chip <scopes...> name"; dumpvars counts levels below the scope it
   // is given, so a signal directly in tpu_chip is at level 2 below "tpu".
@@ -313,7 +358,8 @@ Status Platform::StartTrace(const TraceOptions& options) {
     // last, so enabling them keeps the table whole. They are constants: they cost nothing per cycle.
     trace_->dumpvars(1, "tpu.tpu_pkg");
     trace_->dumpvars(1, "tpu.tpu_fp_pkg");
-    trace_->dumpvars(options.depth + 3, "platform.hbm.rtl");  // the HBM subsystem, as deep as the chip
+    for (const auto& hbm : hbm_)  // the HBM subsystems, as deep as the chip
+      trace_->dumpvars(options.depth + 3, (std::string(hbm->name()) + ".rtl").c_str());
   }
   trace_file_ = options.file;
   trace_pending_ = true;
@@ -350,31 +396,28 @@ void Platform::StopTrace() {
 
 bool Platform::tracing() const { return trace_open_; }
 
-Status Platform::HbmDebugWrite(uint64_t byte_address, const void* data, size_t bytes) {
-  tlm::tlm_generic_payload payload;
-  payload.set_command(tlm::TLM_WRITE_COMMAND);
-  payload.set_address(byte_address);
-  payload.set_data_ptr(static_cast<uint8_t*>(const_cast<void*>(data)));
-  payload.set_data_length(static_cast<unsigned int>(bytes));
-  if (bytes > std::numeric_limits<unsigned int>::max() || mmio_initiator_->transport_dbg(payload) != bytes) {
-    return OutOfRange("HBM backdoor write of " + std::to_string(bytes) + " bytes at byte address " +
-                      std::to_string(byte_address) + " leaves HBM (" + std::to_string(hbm_.lines() * kLineBytes) +
-                      " bytes)");
-  }
-  return OkStatus();
+Status Platform::HbmDebugWrite(unsigned core, uint64_t byte_address, const void* data, size_t bytes) {
+  return HbmDebug(true, core, byte_address, const_cast<void*>(data), bytes);
 }
 
-Status Platform::HbmDebugRead(uint64_t byte_address, void* data, size_t bytes) {
+Status Platform::HbmDebugRead(unsigned core, uint64_t byte_address, void* data, size_t bytes) {
+  return HbmDebug(false, core, byte_address, data, bytes);
+}
+
+Status Platform::HbmDebug(bool write, unsigned core, uint64_t byte_address, void* data, size_t bytes) {
+  const uint64_t hbm_bytes = HostBridge::HbmBytes();
+  const std::string what = std::string("HBM backdoor ") + (write ? "write" : "read") + " of " +
+                           std::to_string(bytes) + " bytes at byte address " + std::to_string(byte_address);
+  if (core >= kCores) return OutOfRange(what + ": the chip has no core " + std::to_string(core));
+  if (byte_address > hbm_bytes || bytes > hbm_bytes - byte_address)
+    return OutOfRange(what + " leaves HBM (" + std::to_string(hbm_bytes) + " bytes)");
   tlm::tlm_generic_payload payload;
-  payload.set_command(tlm::TLM_READ_COMMAND);
-  payload.set_address(byte_address);
+  payload.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+  payload.set_address(core * hbm_bytes + byte_address);
   payload.set_data_ptr(static_cast<uint8_t*>(data));
   payload.set_data_length(static_cast<unsigned int>(bytes));
-  if (bytes > std::numeric_limits<unsigned int>::max() || mmio_initiator_->transport_dbg(payload) != bytes) {
-    return OutOfRange("HBM backdoor read of " + std::to_string(bytes) + " bytes at byte address " +
-                      std::to_string(byte_address) + " leaves HBM (" + std::to_string(hbm_.lines() * kLineBytes) +
-                      " bytes)");
-  }
+  if (bytes > std::numeric_limits<unsigned int>::max() || mmio_initiator_->transport_dbg(payload) != bytes)
+    return OutOfRange(what + " leaves HBM (" + std::to_string(hbm_bytes) + " bytes)");
   return OkStatus();
 }
 

@@ -23,6 +23,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sw/base/status.h"
 #include "sysc/hbm_memory.h"
@@ -74,11 +75,13 @@ class Platform : public sc_core::sc_module {
   // bridge rejects or the chip does not answer gives an error naming the TLM response.
   StatusOr<uint32_t> MmioRead(uint32_t offset);
   Status MmioWrite(uint32_t offset, uint32_t value);
-  // Runs until irq_o is high (returns true at once if it already is) or max_cycles have passed.
-  bool RunUntilIrq(uint64_t max_cycles);
+  // Runs until one of the chip's interrupt lines in `lines` (bit c: core c) is high (returns true at
+  // once if one already is) or max_cycles have passed.
+  bool RunUntilIrq(uint64_t max_cycles, uint32_t lines = ~0u);
   // Runs exactly `cycles` cycles.
   void Run(uint64_t cycles);
-  bool irq() const { return irq_.read(); }
+  // The interrupt lines, core c at bit c.
+  uint32_t IrqLines() const { return Field(irq_.read(), 0, kCores); }
   // Rising clock edges since time 0.
   uint64_t Cycles() const;
 
@@ -91,14 +94,16 @@ class Platform : public sc_core::sc_module {
   void StopTrace();
   bool tracing() const;
 
-  // Backdoor HBM access through the bridge's transport_dbg (byte addresses; no device time).
-  Status HbmDebugWrite(uint64_t byte_address, const void* data, size_t bytes);
-  Status HbmDebugRead(uint64_t byte_address, void* data, size_t bytes);
+  // Backdoor access of core `core`'s HBM through the bridge's transport_dbg (byte addresses; no device
+  // time).
+  Status HbmDebugWrite(unsigned core, uint64_t byte_address, const void* data, size_t bytes);
+  Status HbmDebugRead(unsigned core, uint64_t byte_address, void* data, size_t bytes);
 
-  // The core's issue trace into `profile` from the next run on (nullptr: off); IssueTraceMonitor.
-  void SetProfile(ExecutionProfile* profile) { trace_monitor_.SetProfile(profile); }
+  // Core `core`'s issue trace into `profile` from its next run on (nullptr: off); IssueTraceMonitor.
+  void SetProfile(ExecutionProfile* profile, unsigned core = 0) { trace_monitors_.at(core)->SetProfile(profile); }
 
-  HbmMemory& hbm() { return hbm_; }
+  // Core `core`'s HBM.
+  HbmMemory& hbm(unsigned core = 0) { return *hbm_.at(core); }
   HostMemory& host_memory() { return host_memory_; }
   HostBridge& bridge() { return bridge_; }
   Vtpu_chip& chip() { return *chip_; }
@@ -117,6 +122,10 @@ class Platform : public sc_core::sc_module {
 
   void HostThread();
   void WatchIrq();
+  // Packs the cores' HBM answers onto the chip's pins.
+  void MergeHbmAnswers();
+  // Backdoor access of one core's HBM (`write`: from `data`).
+  Status HbmDebug(bool write, unsigned core, uint64_t byte_address, void* data, size_t bytes);
   void OpenTraceFile();
   void CloseTraceFile();
   void EnsureStarted();
@@ -130,35 +139,38 @@ class Platform : public sc_core::sc_module {
   const PlatformOptions options_;
   sc_core::sc_clock clk_;
   sc_core::sc_signal<bool> rst_n_;
-  sc_core::sc_signal<bool> irq_;
+  sc_core::sc_signal<CoreBits> irq_;
   sc_core::sc_signal<uint32_t> chip_id_;  // this chip's index on the board (CFG_CHIP_ID); 0
   // MMIO pins; the bridge drives them from its initiators' processes (see host_bridge.h)
   sc_core::sc_signal<bool, sc_core::SC_MANY_WRITERS> mmio_valid_, mmio_write_;
   sc_core::sc_signal<uint32_t, sc_core::SC_MANY_WRITERS> mmio_addr_, mmio_wdata_;
   sc_core::sc_signal<bool> mmio_rvalid_;
   sc_core::sc_signal<uint32_t> mmio_rdata_;
-  // HBM port
-  sc_core::sc_signal<bool> hbm_req_valid_, hbm_req_ready_, hbm_req_write_, hbm_rsp_valid_;
-  sc_core::sc_signal<uint32_t> hbm_req_addr_;
-  sc_core::sc_signal<Line> hbm_req_wdata_, hbm_rsp_rdata_;
+  // HBM ports, packed per core; each core's memory answers on its own signals, packed by MergeHbmAnswers
+  sc_core::sc_signal<CoreBits> hbm_req_valid_, hbm_req_ready_, hbm_req_write_, hbm_rsp_valid_;
+  sc_core::sc_signal<CoreWords> hbm_req_addr_;
+  sc_core::sc_signal<CoreLines> hbm_req_wdata_, hbm_rsp_rdata_;
+  sc_core::sc_vector<sc_core::sc_signal<bool>> core_hbm_ready_, core_hbm_rsp_valid_;
+  sc_core::sc_vector<sc_core::sc_signal<Line>> core_hbm_rsp_rdata_;
   // Host port
   sc_core::sc_signal<bool> host_req_valid_, host_req_ready_, host_req_write_, host_rsp_valid_, host_rsp_error_;
   sc_core::sc_signal<uint64_t> host_req_addr_;
   sc_core::sc_signal<Line> host_req_wdata_, host_rsp_rdata_;
-  // Issue trace port
-  sc_core::sc_signal<bool> trace_run_, trace_issue_;
-  sc_core::sc_signal<uint32_t> trace_pc_, trace_wait_, trace_unit_, trace_work_;
+  // Issue trace ports, packed per core
+  sc_core::sc_signal<CoreBits> trace_run_, trace_issue_;
+  sc_core::sc_signal<CoreWords> trace_pc_;
+  sc_core::sc_signal<Pin<kCores * 3>> trace_wait_, trace_unit_, trace_work_;
 
   std::unique_ptr<Vtpu_chip> chip_;
-  HbmMemory hbm_;
+  std::vector<std::unique_ptr<HbmMemory>> hbm_;  // per core: "hbm" (core 0), "hbm1", ...
   HostMemory host_memory_;
   HostBridge bridge_;
-  IssueTraceMonitor trace_monitor_;
+  std::vector<std::unique_ptr<IssueTraceMonitor>> trace_monitors_;  // per core
   tlm_utils::simple_initiator_socket<Platform> mmio_initiator_;
 
   Command command_;  // the one command the host thread executes; done when it has finished
   sc_core::sc_event command_event_;
-  bool pause_on_irq_ = false;
+  uint32_t pause_on_irq_lines_ = 0;  // WatchIrq pauses the kernel when one of these lines is high
   bool started_ = false;
 
   std::unique_ptr<VerilatedFstSc> trace_;

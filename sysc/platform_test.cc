@@ -95,7 +95,7 @@ TEST(PlatformTest, ProgramMovesDataWithDmaAndHalts) {
   ASSERT_NE(transport, nullptr);
   constexpr uint32_t kSourceLine = 100, kDestLine = 7000, kVmemLine = 16, kLines = 4;
   const std::vector<uint8_t> data = RandomBytes(kLines * kLineBytes, 1);
-  ASSERT_TRUE(transport->platform().HbmDebugWrite(kSourceLine * kLineBytes, data.data(), data.size()).ok());
+  ASSERT_TRUE(transport->platform().HbmDebugWrite(0, kSourceLine * kLineBytes, data.data(), data.size()).ok());
 
   const std::vector<uint64_t> program = {
       Li(1, kSourceLine), Li(2, kVmemLine), Li(3, kLines), Li(4, kDestLine),
@@ -122,14 +122,14 @@ TEST(PlatformTest, ProgramMovesDataWithDmaAndHalts) {
   EXPECT_EQ(transport->MmioRead(csr::INSTRET), program.size());
 
   std::vector<uint8_t> moved(data.size());
-  ASSERT_TRUE(transport->platform().HbmDebugRead(kDestLine * kLineBytes, moved.data(), moved.size()).ok());
+  ASSERT_TRUE(transport->platform().HbmDebugRead(0, kDestLine * kLineBytes, moved.data(), moved.size()).ok());
   EXPECT_EQ(moved, data);
   // Each line crossed the HBM port twice (load and store), and each read waited the HBM latency.
   EXPECT_GE(transport->MmioRead(csr::CYCLES_LO), 2 * cfg::kHbmLatency);
 
   // Clearing CORE_DONE (write one to clear) drops the interrupt line.
   transport->MmioWrite(csr::IRQ_STATUS, csr::IRQ_STATUS_CORE_DONE);
-  EXPECT_FALSE(transport->platform().irq());
+  EXPECT_EQ(transport->platform().IrqLines(), 0u);
   EXPECT_FALSE(transport->WaitForInterrupt(100));
 }
 
@@ -155,7 +155,7 @@ TEST(PlatformTest, HostDmaRoundTripThroughHbm) {
 
   host_dma(kHostIn, /*to_host=*/false);
   std::vector<uint8_t> in_hbm(data.size());
-  ASSERT_TRUE(transport->platform().HbmDebugRead(uint64_t{kHbmLine} * kLineBytes, in_hbm.data(), in_hbm.size()).ok());
+  ASSERT_TRUE(transport->platform().HbmDebugRead(0, uint64_t{kHbmLine} * kLineBytes, in_hbm.data(), in_hbm.size()).ok());
   EXPECT_EQ(in_hbm, data);
 
   host_dma(kHostOut, /*to_host=*/true);
@@ -204,7 +204,7 @@ TEST(PlatformTest, IllegalInstructionRaisesErrorAndSoftResetRecovers) {
   EXPECT_EQ(transport->MmioRead(csr::STATUS), 0u);
   EXPECT_EQ(transport->MmioRead(csr::ERROR_CODE), 0u);
   EXPECT_EQ(transport->MmioRead(csr::IRQ_STATUS), 0u);
-  EXPECT_FALSE(transport->platform().irq());
+  EXPECT_EQ(transport->platform().IrqLines(), 0u);
 
   // The chip runs again after the soft reset (and the largest timeout is no problem).
   LoadProgram(*transport, {Li(1, 5), Halt()});
@@ -228,7 +228,7 @@ TEST(PlatformTest, BadMmioAccessesAreErrorsNotHangs) {
   uint8_t byte = 0;
   EXPECT_THROW(transport->HostWrite(transport->HostMemoryBytes(), &byte, 1), std::out_of_range);
   EXPECT_THROW(transport->HostRead(~uint64_t{0}, &byte, 2), std::out_of_range);
-  EXPECT_FALSE(transport->platform().HbmDebugRead(cfg::kHbmLines * kLineBytes, &byte, 1).ok());
+  EXPECT_FALSE(transport->platform().HbmDebugRead(0, cfg::kHbmLines * kLineBytes, &byte, 1).ok());
 }
 
 TEST(PlatformTest, OneTransportAtATimeAndReuseStartsFresh) {

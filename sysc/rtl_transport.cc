@@ -30,7 +30,7 @@ Status RtlTransport::Prepare(sysc::Platform** platform, const RtlTraceOptions& t
                               "per process: destroy the first before creating another");
   }
   *platform = ProcessPlatform();
-  (*platform)->hbm().Clear();
+  for (unsigned core = 0; core < sysc::kCores; ++core) (*platform)->hbm(core).Clear();
   (*platform)->host_memory().Clear();
   if (!trace.file.empty()) TPU_RETURN_IF_ERROR(sysc::Platform::CheckTraceOptions(trace));
   return OkStatus();
@@ -139,7 +139,9 @@ void RtlTransport::HostRead(uint64_t address, void* data, size_t bytes) {
   }
 }
 
-bool RtlTransport::WaitForInterrupt(uint64_t timeout_cycles) { return platform_->RunUntilIrq(timeout_cycles); }
+bool RtlTransport::WaitForInterruptOn(uint64_t lines, uint64_t timeout_cycles) {
+  return platform_->RunUntilIrq(timeout_cycles, static_cast<uint32_t>(lines));
+}
 
 void RtlTransport::Advance(uint64_t cycles) { platform_->Run(cycles); }
 

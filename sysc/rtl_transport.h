@@ -45,7 +45,8 @@ class RtlTransport : public Transport {
   uint64_t HostMemoryBytes() const override;
   void HostWrite(uint64_t address, const void* data, size_t bytes) override;
   void HostRead(uint64_t address, void* data, size_t bytes) override;
-  bool WaitForInterrupt(uint64_t timeout_cycles) override;
+  uint32_t CoresPerChip() const override { return static_cast<uint32_t>(cfg::kNumCores); }
+  bool WaitForInterruptOn(uint64_t lines, uint64_t timeout_cycles) override;
   void Advance(uint64_t cycles) override;
   uint64_t Cycles() const override;
   bool SetProfile(ExecutionProfile* profile) override;

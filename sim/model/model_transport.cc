@@ -26,9 +26,10 @@ void ModelTransport::HostRead(uint64_t address, void* data, size_t bytes) {
   if (!status.ok()) throw std::out_of_range(status.ToString());
 }
 
-bool ModelTransport::WaitForInterrupt(uint64_t timeout_cycles) {
-  model_.RunUntilIrq(timeout_cycles);
-  return model_.Irq();
+bool ModelTransport::WaitForInterruptOn(uint64_t lines, uint64_t timeout_cycles) {
+  const uint32_t chip_lines = static_cast<uint32_t>(lines);
+  model_.RunUntilIrq(timeout_cycles, chip_lines);
+  return (model_.IrqLines() & chip_lines) != 0;
 }
 
 }  // namespace tpu::model

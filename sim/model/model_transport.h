@@ -26,7 +26,8 @@ class ModelTransport : public tpu::Transport {
   // checks against HostMemoryBytes()).
   void HostWrite(uint64_t address, const void* data, size_t bytes) override;
   void HostRead(uint64_t address, void* data, size_t bytes) override;
-  bool WaitForInterrupt(uint64_t timeout_cycles) override;
+  uint32_t CoresPerChip() const override { return model_.config().num_cores; }
+  bool WaitForInterruptOn(uint64_t lines, uint64_t timeout_cycles) override;
   void Advance(uint64_t cycles) override { model_.Step(cycles); }
   uint64_t Cycles() const override { return model_.cycle(); }
   bool SetProfile(ExecutionProfile* profile) override {

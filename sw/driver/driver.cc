@@ -64,42 +64,42 @@ std::string ToString(const DeviceInfo& info) {
 }
 
 Status Driver::Reset() {
-  transport_.MmioWrite(csr::SOFT_RESET, 1);
+  transport_.MmioWrite(Reg(csr::SOFT_RESET), 1);
   // The reset may take a few cycles to reach every unit; let the device run until it reports idle.
   const uint64_t start = transport_.Cycles();
-  while (transport_.MmioRead(csr::STATUS) & (csr::STATUS_BUSY | csr::STATUS_HDMA_BUSY)) {
+  while (transport_.MmioRead(Reg(csr::STATUS)) & (csr::STATUS_BUSY | csr::STATUS_HDMA_BUSY)) {
     if (transport_.Cycles() - start >= kResetSettleCycles) {
       return Internal("device still busy " + std::to_string(kResetSettleCycles) + " cycles after SOFT_RESET");
     }
     const uint64_t before = transport_.Cycles();
-    transport_.WaitForInterrupt(16);
+    transport_.WaitForInterruptOn(irq_line(), 16);
     if (transport_.Cycles() == before) return Internal("transport did not advance time after SOFT_RESET");
   }
-  transport_.MmioWrite(csr::IRQ_STATUS, kAllIrqs);
-  transport_.MmioWrite(csr::IRQ_ENABLE, kAllIrqs);
+  transport_.MmioWrite(Reg(csr::IRQ_STATUS), kAllIrqs);
+  transport_.MmioWrite(Reg(csr::IRQ_ENABLE), kAllIrqs);
   latched_irqs_ = 0;
   return OkStatus();
 }
 
 StatusOr<DeviceInfo> Driver::Discover() {
-  const uint32_t id = transport_.MmioRead(csr::ID);
+  const uint32_t id = transport_.MmioRead(Reg(csr::ID));
   if (id != csr::ID_MAGIC) {
     return FailedPrecondition("no tpusim device on the " + transport_.name() + " transport: ID reads " +
                               Hex(id, 8) + ", expected " + Hex(csr::ID_MAGIC, 8));
   }
   DeviceInfo info;
-  info.version = transport_.MmioRead(csr::VERSION);
+  info.version = transport_.MmioRead(Reg(csr::VERSION));
   if ((info.version >> 16) != (csr::VERSION_VALUE >> 16)) {
     return FailedPrecondition("unsupported tpusim device version " + Hex(info.version, 8) + " (driver supports " +
                               Hex(csr::VERSION_VALUE, 8) + ")");
   }
-  info.lanes = transport_.MmioRead(csr::CFG_LANES);
-  info.vmem_lines = transport_.MmioRead(csr::CFG_VMEM_LINES);
-  info.imem_words = transport_.MmioRead(csr::CFG_IMEM_WORDS);
-  info.hbm_lines = transport_.MmioRead(csr::CFG_HBM_LINES);
-  info.num_cores = transport_.MmioRead(csr::CFG_NUM_CORES);
-  info.sregs = transport_.MmioRead(csr::CFG_SREGS);
-  info.hbm_channels = transport_.MmioRead(csr::CFG_HBM_CHANNELS);
+  info.lanes = transport_.MmioRead(Reg(csr::CFG_LANES));
+  info.vmem_lines = transport_.MmioRead(Reg(csr::CFG_VMEM_LINES));
+  info.imem_words = transport_.MmioRead(Reg(csr::CFG_IMEM_WORDS));
+  info.hbm_lines = transport_.MmioRead(Reg(csr::CFG_HBM_LINES));
+  info.num_cores = transport_.MmioRead(Reg(csr::CFG_NUM_CORES));
+  info.sregs = transport_.MmioRead(Reg(csr::CFG_SREGS));
+  info.hbm_channels = transport_.MmioRead(Reg(csr::CFG_HBM_CHANNELS));
   if (info.lanes == 0 || info.lanes > (1u << 20) || info.vmem_lines == 0 || info.imem_words == 0 ||
       info.hbm_lines == 0 || info.num_cores == 0) {
     return FailedPrecondition("tpusim device reports an impossible configuration: " + ToString(info));
@@ -122,11 +122,11 @@ Status Driver::LoadProgram(const std::vector<uint64_t>& code, uint32_t first_wor
                              std::to_string(first_word) + " does not fit in IMEM of " +
                              std::to_string(info_.imem_words) + " words");
   }
-  if (transport_.MmioRead(csr::STATUS) & csr::STATUS_BUSY) {
+  if (transport_.MmioRead(Reg(csr::STATUS)) & csr::STATUS_BUSY) {
     return FailedPrecondition("cannot load IMEM while the core is busy");
   }
   for (size_t i = 0; i < code.size(); ++i) {
-    const uint32_t offset = csr::IMEM_WINDOW + 8 * (first_word + static_cast<uint32_t>(i));
+    const uint32_t offset = Reg(csr::IMEM_WINDOW) + 8 * (first_word + static_cast<uint32_t>(i));
     transport_.MmioWrite(offset, static_cast<uint32_t>(code[i]));
     transport_.MmioWrite(offset + 4, static_cast<uint32_t>(code[i] >> 32));
   }
@@ -141,22 +141,22 @@ StatusOr<std::vector<uint64_t>> Driver::ReadProgram(uint32_t first_word, uint32_
   }
   std::vector<uint64_t> words(count);
   for (uint32_t i = 0; i < count; ++i) {
-    const uint32_t offset = csr::IMEM_WINDOW + 8 * (first_word + i);
+    const uint32_t offset = Reg(csr::IMEM_WINDOW) + 8 * (first_word + i);
     words[i] = uint64_t(transport_.MmioRead(offset)) | (uint64_t(transport_.MmioRead(offset + 4)) << 32);
   }
   return words;
 }
 
 Status Driver::SetWatchdogLimit(uint32_t cycles) {
-  transport_.MmioWrite(csr::WATCHDOG_LIMIT, cycles);
+  transport_.MmioWrite(Reg(csr::WATCHDOG_LIMIT), cycles);
   return OkStatus();
 }
 
-uint32_t Driver::WatchdogLimit() { return transport_.MmioRead(csr::WATCHDOG_LIMIT); }
+uint32_t Driver::WatchdogLimit() { return transport_.MmioRead(Reg(csr::WATCHDOG_LIMIT)); }
 
 Status Driver::Launch(uint32_t start_pc) {
   TPU_RETURN_IF_ERROR(RequireDiscovered());
-  if (transport_.MmioRead(csr::STATUS) & csr::STATUS_BUSY) {
+  if (transport_.MmioRead(Reg(csr::STATUS)) & csr::STATUS_BUSY) {
     return FailedPrecondition("cannot launch: the core is still busy with the previous program");
   }
   if (start_pc >= info_.imem_words) {
@@ -164,11 +164,11 @@ Status Driver::Launch(uint32_t start_pc) {
                       std::to_string(info_.imem_words) + " words");
   }
   // Completions of an earlier run must not be mistaken for this one's.
-  transport_.MmioWrite(csr::IRQ_STATUS, kCoreIrqs);
+  transport_.MmioWrite(Reg(csr::IRQ_STATUS), kCoreIrqs);
   latched_irqs_ &= ~kCoreIrqs;
-  transport_.MmioWrite(csr::START_PC, start_pc);
+  transport_.MmioWrite(Reg(csr::START_PC), start_pc);
   transport_.Advance(host_link_.launch_latency_cycles);
-  transport_.MmioWrite(csr::DOORBELL, 1);
+  transport_.MmioWrite(Reg(csr::DOORBELL), 1);
   return OkStatus();
 }
 
@@ -176,15 +176,15 @@ StatusOr<uint32_t> Driver::WaitForIrq(uint32_t wanted, uint64_t timeout_cycles, 
                                       uint64_t progress_cycles) {
   const uint64_t start = transport_.Cycles();
   while (true) {
-    const uint32_t pending = transport_.MmioRead(csr::IRQ_STATUS) | latched_irqs_;
+    const uint32_t pending = transport_.MmioRead(Reg(csr::IRQ_STATUS)) | latched_irqs_;
     if (pending & wanted) {
-      transport_.MmioWrite(csr::IRQ_STATUS, pending & wanted);
+      transport_.MmioWrite(Reg(csr::IRQ_STATUS), pending & wanted);
       latched_irqs_ = pending & ~wanted;
       return pending & wanted;
     }
     if (pending & kAllIrqs) {
       // Keep other completions for whoever waits for them, but drop the line so the wait can sleep.
-      transport_.MmioWrite(csr::IRQ_STATUS, pending & kAllIrqs);
+      transport_.MmioWrite(Reg(csr::IRQ_STATUS), pending & kAllIrqs);
       latched_irqs_ = pending & kAllIrqs;
     }
     const uint64_t elapsed = transport_.Cycles() - start;
@@ -194,7 +194,7 @@ StatusOr<uint32_t> Driver::WaitForIrq(uint32_t wanted, uint64_t timeout_cycles, 
     const uint64_t before = transport_.Cycles();
     uint64_t slice = timeout_cycles - elapsed;
     if (progress && progress_cycles > 0) slice = std::min(slice, progress_cycles);
-    const bool raised = transport_.WaitForInterrupt(slice);
+    const bool raised = transport_.WaitForInterruptOn(irq_line(), slice);
     if (!raised && transport_.Cycles() == before) {
       return Internal("the " + transport_.name() + " transport did not advance time while waiting for an interrupt");
     }
@@ -215,12 +215,12 @@ StatusOr<RunEvent> Driver::WaitForRunEvent(uint64_t timeout_cycles, const Progre
     return DeadlineExceeded(message);
   }
   if (*irqs & csr::IRQ_STATUS_CORE_ERROR) {
-    const uint32_t code = transport_.MmioRead(csr::ERROR_CODE);
-    const uint32_t pc = transport_.MmioRead(csr::ERROR_PC);
+    const uint32_t code = transport_.MmioRead(Reg(csr::ERROR_CODE));
+    const uint32_t pc = transport_.MmioRead(Reg(csr::ERROR_PC));
     Status error = CoreErrorStatus(code, pc);
     if (pc < info_.imem_words) {
       // Name the offending instruction word: the first thing anyone debugging the program wants.
-      const uint32_t offset = csr::IMEM_WINDOW + 8 * pc;
+      const uint32_t offset = Reg(csr::IMEM_WINDOW) + 8 * pc;
       const uint64_t word = uint64_t(transport_.MmioRead(offset)) | (uint64_t(transport_.MmioRead(offset + 4)) << 32);
       const isa::OpcodeInfo* op = isa::FindOpcode(isa::Decode(word).opcode);
       error = Status(error.code(), error.message() + " (instruction " + Hex(word, 16) + ", " +
@@ -242,30 +242,39 @@ Status Driver::WaitForCompletion(uint64_t timeout_cycles, const Progress& progre
 }
 
 std::vector<uint32_t> Driver::ReadSemaphores() {
-  const uint32_t counts = transport_.MmioRead(csr::SEM_COUNTS);
+  const uint32_t counts = transport_.MmioRead(Reg(csr::SEM_COUNTS));
   std::vector<uint32_t> values(csr::HOST_SEMS);
   for (uint32_t i = 0; i < csr::HOST_SEMS; ++i) values[i] = (counts >> (i * csr::SEM_BITS)) & ((1u << csr::SEM_BITS) - 1);
   return values;
 }
 
-void Driver::PostSemaphore(uint32_t index) { transport_.MmioWrite(csr::SEM_POST, index); }
-void Driver::TakeSemaphore(uint32_t index) { transport_.MmioWrite(csr::SEM_TAKE, index); }
-void Driver::ClearSemaphores() { transport_.MmioWrite(csr::SEM_CLEAR, 1); }
+void Driver::PostSemaphore(uint32_t index) { transport_.MmioWrite(Reg(csr::SEM_POST), index); }
+void Driver::TakeSemaphore(uint32_t index) { transport_.MmioWrite(Reg(csr::SEM_TAKE), index); }
+void Driver::ClearSemaphores() { transport_.MmioWrite(Reg(csr::SEM_CLEAR), 1); }
+
+uint64_t Driver::StagingBytes() const {
+  // Each core of the board stages in its own slice of host memory (whole lines), so that one core's
+  // transfers never touch another's.
+  const uint64_t slice = transport_.HostMemoryBytes() / transport_.Cores();
+  return slice - slice % std::max<uint64_t>(info_.line_bytes, 1);
+}
+
+uint64_t Driver::StagingBase() const { return StagingBytes() * core_; }
 
 uint64_t Driver::StagingLines() const {
-  const uint64_t bytes = std::min(transport_.HostMemoryBytes(), staging_limit_bytes_);
+  const uint64_t bytes = std::min(StagingBytes(), staging_limit_bytes_);
   // HDMA_LINES is a 32-bit register.
   return std::min<uint64_t>(std::max<uint64_t>(bytes / info_.line_bytes, 1), UINT32_MAX);
 }
 
 Status Driver::RunHostDma(uint32_t hbm_line, uint32_t lines, bool to_host) {
-  transport_.MmioWrite(csr::IRQ_STATUS, kHostDmaIrqs);
+  transport_.MmioWrite(Reg(csr::IRQ_STATUS), kHostDmaIrqs);
   latched_irqs_ &= ~kHostDmaIrqs;
-  transport_.MmioWrite(csr::HDMA_HOST_LO, 0);
-  transport_.MmioWrite(csr::HDMA_HOST_HI, 0);
-  transport_.MmioWrite(csr::HDMA_HBM_LINE, hbm_line);
-  transport_.MmioWrite(csr::HDMA_LINES, lines);
-  transport_.MmioWrite(csr::HDMA_CTRL, csr::HDMA_CTRL_START | (to_host ? csr::HDMA_CTRL_TO_HOST : 0));
+  transport_.MmioWrite(Reg(csr::HDMA_HOST_LO), static_cast<uint32_t>(StagingBase()));
+  transport_.MmioWrite(Reg(csr::HDMA_HOST_HI), static_cast<uint32_t>(StagingBase() >> 32));
+  transport_.MmioWrite(Reg(csr::HDMA_HBM_LINE), hbm_line);
+  transport_.MmioWrite(Reg(csr::HDMA_LINES), lines);
+  transport_.MmioWrite(Reg(csr::HDMA_CTRL), csr::HDMA_CTRL_START | (to_host ? csr::HDMA_CTRL_TO_HOST : 0));
   const uint64_t timeout = kHostDmaFixedCycles + kHostDmaCyclesPerLine * uint64_t(lines);
   StatusOr<uint32_t> irqs = WaitForIrq(kHostDmaIrqs, timeout);
   const std::string what = std::string("host DMA ") + (to_host ? "HBM -> host" : "host -> HBM") + " of " +
@@ -277,7 +286,7 @@ Status Driver::RunHostDma(uint32_t hbm_line, uint32_t lines, bool to_host) {
                             " cycles; the device was reset" + (reset.ok() ? "" : " (reset failed)"));
   }
   if (*irqs & csr::IRQ_STATUS_HDMA_ERROR) {
-    const uint32_t status = transport_.MmioRead(csr::HDMA_STATUS);
+    const uint32_t status = transport_.MmioRead(Reg(csr::HDMA_STATUS));
     const uint32_t code = (status & csr::HDMA_STATUS_CODE) >> csr::HDMA_STATUS_CODE_LSB;
     const std::string message = what + " failed: " + isa::ErrorName(code) + " (HBM has " +
                                 std::to_string(info_.hbm_lines) + " lines)";
@@ -306,10 +315,10 @@ Status Driver::CopyToHbm(const void* data, size_t bytes, uint32_t hbm_line) {
     const uint64_t lines = std::min(chunk_lines, total_lines - done);
     const uint64_t offset = done * line_bytes;
     const uint64_t chunk_bytes = std::min<uint64_t>(lines * line_bytes, bytes - offset);
-    transport_.HostWrite(0, source + offset, chunk_bytes);
+    transport_.HostWrite(StagingBase(), source + offset, chunk_bytes);
     if (chunk_bytes < lines * line_bytes) {
       zeros.assign(lines * line_bytes - chunk_bytes, 0);
-      transport_.HostWrite(chunk_bytes, zeros.data(), zeros.size());
+      transport_.HostWrite(StagingBase() + chunk_bytes, zeros.data(), zeros.size());
     }
     TPU_RETURN_IF_ERROR(RunHostDma(hbm_line + static_cast<uint32_t>(done), static_cast<uint32_t>(lines), false));
     done += lines;
@@ -330,7 +339,7 @@ Status Driver::CopyFromHbm(uint32_t hbm_line, uint32_t lines, void* out) {
   for (uint64_t done = 0; done < lines;) {
     const uint64_t count = std::min<uint64_t>(chunk_lines, lines - done);
     TPU_RETURN_IF_ERROR(RunHostDma(hbm_line + static_cast<uint32_t>(done), static_cast<uint32_t>(count), true));
-    transport_.HostRead(0, destination + done * line_bytes, count * line_bytes);
+    transport_.HostRead(StagingBase(), destination + done * line_bytes, count * line_bytes);
     done += count;
   }
   return OkStatus();
@@ -345,8 +354,8 @@ StatusOr<std::vector<uint8_t>> Driver::CopyFromHbm(uint32_t hbm_line, uint32_t l
 
 uint64_t Driver::Read64(uint32_t lo_offset) {
   // Counters only move while the core is busy and are read after it stopped, so LO/HI cannot tear.
-  const uint64_t lo = transport_.MmioRead(lo_offset);
-  const uint64_t hi = transport_.MmioRead(lo_offset + 4);
+  const uint64_t lo = transport_.MmioRead(Reg(lo_offset));
+  const uint64_t hi = transport_.MmioRead(Reg(lo_offset + 4));
   return (hi << 32) | lo;
 }
 
@@ -354,11 +363,11 @@ DeviceCounters Driver::ReadCounters() {
   DeviceCounters counters;
   counters.cycles = Read64(csr::CYCLES_LO);
   counters.mxu_busy_cycles = Read64(csr::MXU_BUSY_LO);
-  counters.instructions = transport_.MmioRead(csr::INSTRET);
-  counters.dma_lines = transport_.MmioRead(csr::DMA_LINES);
-  counters.vpu_busy_cycles = transport_.MmioRead(csr::VPU_BUSY);
-  counters.stall_cycles = transport_.MmioRead(csr::STALL_CYCLES);
-  counters.feed_stall_cycles = transport_.MmioRead(csr::FEED_STALL);
+  counters.instructions = transport_.MmioRead(Reg(csr::INSTRET));
+  counters.dma_lines = transport_.MmioRead(Reg(csr::DMA_LINES));
+  counters.vpu_busy_cycles = transport_.MmioRead(Reg(csr::VPU_BUSY));
+  counters.stall_cycles = transport_.MmioRead(Reg(csr::STALL_CYCLES));
+  counters.feed_stall_cycles = transport_.MmioRead(Reg(csr::FEED_STALL));
   return counters;
 }
 

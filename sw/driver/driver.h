@@ -67,10 +67,12 @@ class Driver {
   static constexpr uint64_t kHostDmaCyclesPerLine = 1000;
   static constexpr uint64_t kHostDmaFixedCycles = 100000;
 
-  // `transport` must outlive the driver.
-  explicit Driver(Transport& transport) : transport_(transport) {}
+  // The driver of core `core` of the board (chip core / cores-per-chip, core core % cores-per-chip: its
+  // registers at MmioOffset(core), its interrupt line `core`). `transport` must outlive the driver.
+  explicit Driver(Transport& transport, uint32_t core = 0) : transport_(transport), core_(core) {}
 
   Transport& transport() { return transport_; }
+  uint32_t core() const { return core_; }
 
   // Aborts whatever the chip is doing (SOFT_RESET), clears and re-enables the interrupts.
   // Memories keep their contents.
@@ -141,12 +143,18 @@ class Driver {
   // DeadlineExceeded after `timeout_cycles`. Unrelated pending bits are cleared so the line can drop.
   StatusOr<uint32_t> WaitForIrq(uint32_t wanted, uint64_t timeout_cycles, const Progress& progress = nullptr,
                                 uint64_t progress_cycles = 0);
-  // One host DMA of `lines` lines between host address 0 and HBM line `hbm_line`.
+  // One host DMA of `lines` lines between the staging area and HBM line `hbm_line`.
   Status RunHostDma(uint32_t hbm_line, uint32_t lines, bool to_host);
-  // Lines of the host memory staging area.
+  // The host memory staging area of this core: its first byte, its size and its lines.
+  uint64_t StagingBase() const;
+  uint64_t StagingBytes() const;
   uint64_t StagingLines() const;
+  // Offset of this core's register `offset` on the transport; this core's interrupt line.
+  uint32_t Reg(uint32_t offset) const { return transport_.MmioOffset(core_, offset); }
+  uint64_t irq_line() const { return uint64_t{1} << core_; }
 
   Transport& transport_;
+  const uint32_t core_;
   DeviceInfo info_;
   bool discovered_ = false;
   uint64_t staging_limit_bytes_ = UINT64_MAX;

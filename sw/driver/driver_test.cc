@@ -139,7 +139,8 @@ class EmptyBus : public Transport {
   void HostWrite(uint64_t, const void*, size_t) override {}
   void HostRead(uint64_t, void*, size_t) override {}
   void Advance(uint64_t cycles) override { cycles_ += cycles; }
-  bool WaitForInterrupt(uint64_t timeout) override {
+  uint32_t CoresPerChip() const override { return 1; }
+  bool WaitForInterruptOn(uint64_t, uint64_t timeout) override {
     cycles_ += timeout;
     return false;
   }
