@@ -361,25 +361,32 @@ int Info(const Flags& flags) {
   if (!client.ok()) return Fail("tpusim: " + client.status().ToString());
   runtime::Client& c = **client;
   std::cout << "backend: " << c.backend() << "\n";
-  std::cout << "devices: " << c.devices().size() << "\n";
+  // The lines TPUStrategy prints when it finds the TPU system.
+  const size_t cores = c.devices().size();
+  std::cout << "*** Num TPU Cores: " << cores << "\n*** Num TPU Workers: 1\n*** Num TPU Cores Per Worker: " << cores
+            << "\n";
+  std::cout << "devices: " << cores << "\n";
   for (const runtime::Device& device : c.devices()) {
     std::cout << "  " << device.ToString() << "  " << device.full_name() << "\n";
   }
   const DeviceInfo& info = c.device_info();
-  std::cout << "hbm: " << runtime::HumanReadableBytes(info.hbm_bytes()) << " (" << info.hbm_lines << " lines of "
-            << info.line_bytes << " bytes)\n";
-  std::cout << "csr:\n";
-  Transport& transport = c.driver().transport();
-  for (const csr::CsrInfo& reg : csr::kCsrs) {
-    const std::string name = reg.name;
-    if (name != "ID" && name != "VERSION" && name.rfind("CFG_", 0) != 0 && name != "WATCHDOG_LIMIT" &&
-        name != "IRQ_ENABLE" && name != "STATUS") {
-      continue;
+  std::cout << "hbm: " << runtime::HumanReadableBytes(info.hbm_bytes()) << " per core (" << info.hbm_lines
+            << " lines of " << info.line_bytes << " bytes)\n";
+  for (const runtime::Device& device : c.devices()) {
+    std::cout << "csr of " << device.name() << ":\n";
+    Transport& transport = c.driver(device.id).transport();
+    for (const csr::CsrInfo& reg : csr::kCsrs) {
+      const std::string name = reg.name;
+      if (name != "ID" && name != "VERSION" && name.rfind("CFG_", 0) != 0 && name != "WATCHDOG_LIMIT" &&
+          name != "IRQ_ENABLE" && name != "STATUS") {
+        continue;
+      }
+      const uint32_t offset = transport.MmioOffset(static_cast<uint32_t>(device.id), reg.offset);
+      const uint32_t value = transport.MmioRead(offset);
+      char line[96];
+      std::snprintf(line, sizeof(line), "  %-16s 0x%06x = 0x%08x (%u)\n", reg.name, offset, value, value);
+      std::cout << line;
     }
-    char line[96];
-    std::snprintf(line, sizeof(line), "  %-16s 0x%03x = 0x%08x (%u)\n", reg.name, reg.offset,
-                  transport.MmioRead(reg.offset), transport.MmioRead(reg.offset));
-    std::cout << line;
   }
   return kExitOk;
 }

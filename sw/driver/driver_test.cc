@@ -162,6 +162,51 @@ TEST(DriverDiscoveryTest, NoDeviceIsFailedPrecondition) {
   EXPECT_EQ(driver.Launch(0).code(), StatusCode::kFailedPrecondition);
 }
 
+// Every core of the chip is a device of its own: its registers, IMEM, HBM and interrupt line. Both run
+// programs at once on data of their own; each ends with its own interrupt and its own results.
+TEST_P(DriverTest, EveryCoreRunsItsOwnProgramAtOnce) {
+  const uint32_t cores = transport_->Cores();
+  EXPECT_EQ(cores, config_.num_cores);
+  std::vector<std::unique_ptr<Driver>> drivers;
+  const uint32_t lanes = driver_->info().lanes;
+  for (uint32_t core = 0; core < cores; ++core) {
+    drivers.push_back(std::make_unique<Driver>(*transport_, core));
+    Driver& driver = *drivers.back();
+    ASSERT_TRUE(driver.Reset().ok());
+    StatusOr<DeviceInfo> info = driver.Discover();
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(transport_->MmioRead(transport_->MmioOffset(core, csr::CFG_CORE_ID)), core);
+    // Two lines of f32 2^k in HBM line 100..101 of this core; the program doubles them (k + 1 more per
+    // core, so each core's result shows it ran its own program on its own data) into line 200..201.
+    std::vector<float> values(2 * lanes);
+    for (uint32_t i = 0; i < values.size(); ++i) values[i] = float(i + 1) * float(core + 1);
+    ASSERT_TRUE(driver.CopyToHbm(values.data(), values.size() * 4, 100).ok());
+    std::vector<uint64_t> code = {Li(1, 100), Li(2, 0), Li(3, 2), Instr(Opcode::DMA_LD, 0, 1, 2, 3, 0, 1),
+                                  Instr(Opcode::SYNC)};
+    for (uint32_t k = 0; k <= core; ++k) code.insert(code.end(), {Instr(Opcode::VADD, 2, 2, 2, 3), Instr(Opcode::SYNC)});
+    code.insert(code.end(), {Li(1, 200), Instr(Opcode::DMA_ST, 0, 1, 2, 3, 0, 1),
+                             Instr(Opcode::SYNC), Halt()});
+    ASSERT_TRUE(driver.LoadProgram(code).ok());
+  }
+  for (auto& driver : drivers) ASSERT_TRUE(driver->Launch(0).ok());
+  for (uint32_t core = 0; core < cores; ++core) {
+    Status done = drivers[core]->WaitForCompletion(kTimeout);
+    ASSERT_TRUE(done.ok()) << "core " << core << ": " << done;
+    std::vector<float> out(2 * lanes);
+    ASSERT_TRUE(drivers[core]->CopyFromHbm(200, 2, out.data()).ok());
+    for (uint32_t i = 0; i < out.size(); ++i)
+      EXPECT_EQ(out[i], float(i + 1) * float(core + 1) * float(1u << (core + 1))) << "core " << core << " lane " << i;
+    // The other cores' HBM did not see this core's data.
+    for (uint32_t other = 0; other < cores; ++other) {
+      if (other == core) continue;
+      std::vector<float> input(2 * lanes);
+      ASSERT_TRUE(drivers[other]->CopyFromHbm(100, 2, input.data()).ok());
+      EXPECT_EQ(input[0], float(other + 1)) << "core " << other << "'s input";
+    }
+  }
+  ExpectUsable();
+}
+
 TEST_P(DriverTest, LoadsLaunchesAndCompletesAProgram) {
   const std::vector<uint64_t> code = AddProgram();
   ASSERT_TRUE(driver_->LoadProgram(code).ok());

@@ -426,8 +426,9 @@ PYBIND11_MODULE(_tpusim, m) {
       .def_property_readonly("backend", &Client::backend)
       .def_property_readonly("devices", &Client::devices, py::return_value_policy::reference_internal)
       .def_property_readonly("lanes", [](const Client& c) { return c.device_info().lanes; })
-      .def_property_readonly("hbm_used_bytes", &Client::hbm_used_bytes)
-      .def_property_readonly("hbm_limit_bytes", &Client::hbm_limit_bytes)
+      // HBM of device 0 (every device has the same size).
+      .def_property_readonly("hbm_used_bytes", [](const Client& c) { return c.hbm_used_bytes(); })
+      .def_property_readonly("hbm_limit_bytes", [](const Client& c) { return c.hbm_limit_bytes(); })
       .def(
           "buffer_from_numpy",
           [](Client& c, const py::array& array, int device) {

@@ -13,18 +13,25 @@
 
 namespace tpu::runtime {
 
-// The chip behind a client: its transport, driver and HBM allocator. Buffers and executables share it,
-// so they may outlive the Client object.
+// The board behind a client: the transport every device talks through, and the lock that lets one host
+// thread at a time use it.
+struct BoardState {
+  std::unique_ptr<Transport> owned_transport;  // null when the caller owns the transport
+  std::mutex mutex;
+};
+
+// One device (a core) of the board: its driver and HBM allocator, its infeed and outfeed queues. Buffers
+// and executables share it, so they may outlive the Client object.
 class DeviceState {
  public:
-  DeviceState(std::unique_ptr<Transport> owned, Transport& transport)
-      : owned_transport(std::move(owned)), driver(transport) {}
+  DeviceState(std::shared_ptr<BoardState> board, Transport& transport, uint32_t core)
+      : board(std::move(board)), mutex(this->board->mutex), driver(transport, core) {}
 
-  std::unique_ptr<Transport> owned_transport;
+  std::shared_ptr<BoardState> board;
+  std::mutex& mutex;  // the board's: one host thread talks to the chips at a time
   Driver driver;
   DeviceInfo info;
   std::unique_ptr<HbmAllocator> allocator;
-  std::mutex mutex;  // one host thread talks to the chip at a time
   // The host side of infeed and outfeed: values waiting for the device, values the device sent.
   std::deque<std::vector<hlo::Literal>> infeed_queue;
   std::deque<std::vector<hlo::Literal>> outfeed_queue;
@@ -369,7 +376,7 @@ StatusOr<std::unique_ptr<Client>> Client::Create(const std::string& backend, con
   TPU_ASSIGN_OR_RETURN(std::unique_ptr<Transport> transport, CreateTransport(backend, config, options));
   Transport& reference = *transport;
   TPU_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, CreateWithTransport(reference, options));
-  client->state_->owned_transport = std::move(transport);
+  client->states_.front()->board->owned_transport = std::move(transport);
   client->backend_ = backend;
   return client;
 }
@@ -378,29 +385,29 @@ StatusOr<std::unique_ptr<Client>> Client::CreateWithTransport(Transport& transpo
   std::unique_ptr<Client> client(new Client());
   client->backend_ = transport.name();
   client->options_ = options;
-  client->state_ = std::make_shared<DeviceState>(nullptr, transport);
-  DeviceState& state = *client->state_;
-  TPU_ASSIGN_OR_RETURN(state.info, state.driver.Discover());
-  TPU_RETURN_IF_ERROR(state.driver.Reset());
-  TPU_RETURN_IF_ERROR(state.driver.SetWatchdogLimit(options.watchdog_limit_cycles));
-  state.driver.set_host_link(options.host_link);
-  state.allocator = std::make_unique<HbmAllocator>(state.info.hbm_lines, state.info.line_bytes);
-
-  const std::string kind = "tpusim " + std::to_string(state.info.lanes) + "x" + std::to_string(state.info.lanes);
-  for (uint32_t core = 0; core < state.info.num_cores; ++core) {
+  auto board = std::make_shared<BoardState>();
+  for (uint32_t core = 0; core < transport.Cores(); ++core) {
+    auto state = std::make_shared<DeviceState>(board, transport, core);
+    TPU_ASSIGN_OR_RETURN(state->info, state->driver.Discover());
+    TPU_RETURN_IF_ERROR(state->driver.Reset());
+    TPU_RETURN_IF_ERROR(state->driver.SetWatchdogLimit(options.watchdog_limit_cycles));
+    state->driver.set_host_link(options.host_link);
+    state->allocator = std::make_unique<HbmAllocator>(state->info.hbm_lines, state->info.line_bytes);
     Device device;
     device.id = static_cast<int>(core);
     device.core = static_cast<int>(core);
     device.worker = 0;
-    device.kind = kind;
+    device.kind = "tpusim " + std::to_string(state->info.lanes) + "x" + std::to_string(state->info.lanes);
     client->devices_.push_back(device);
+    client->states_.push_back(std::move(state));
   }
+  const DeviceState& state = *client->states_.front();
   TPU_LOG(INFO) << "tpusim " << transport.name() << " backend: " << ToString(state.info);
   TPU_LOG(INFO) << "Num TPU Cores: " << client->devices_.size() << ", Num TPU Workers: 1, Num TPU Cores Per Worker: "
                 << client->devices_.size();
   for (const Device& device : client->devices_) {
     TPU_LOG(INFO) << "Available Device: " << device.full_name() << " " << device.ToString()
-                  << ", HBM " << HumanReadableBytes(state.allocator->limit_bytes());
+                  << ", HBM " << HumanReadableBytes(client->states_[device.id]->allocator->limit_bytes());
   }
   return client;
 }
@@ -413,52 +420,51 @@ Status Client::TransferToInfeed(std::vector<hlo::Literal> elements, int device) 
     TPU_RETURN_IF_ERROR(hlo::CheckTpuInfeedTypes(element.shape()));
     TPU_RETURN_IF_ERROR(CheckBufferShape(element.shape()));
   }
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  state_->infeed_queue.push_back(std::move(elements));
+  DeviceState& state = *states_[device];
+  std::lock_guard<std::mutex> lock(state.mutex);
+  state.infeed_queue.push_back(std::move(elements));
   return OkStatus();
 }
 
 StatusOr<std::vector<hlo::Literal>> Client::TransferFromOutfeed(int device) {
   TPU_RETURN_IF_ERROR(GetDevice(device).status());
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  if (state_->outfeed_queue.empty()) return NotFound("the outfeed queue of TPU:" + std::to_string(device) + " is empty");
-  std::vector<hlo::Literal> value = std::move(state_->outfeed_queue.front());
-  state_->outfeed_queue.pop_front();
+  DeviceState& state = *states_[device];
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (state.outfeed_queue.empty()) return NotFound("the outfeed queue of TPU:" + std::to_string(device) + " is empty");
+  std::vector<hlo::Literal> value = std::move(state.outfeed_queue.front());
+  state.outfeed_queue.pop_front();
   return value;
 }
 
 size_t Client::InfeedQueueSize(int device) const {
-  (void)device;
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->infeed_queue.size();
+  if (!GetDevice(device).ok()) return 0;
+  std::lock_guard<std::mutex> lock(states_[device]->mutex);
+  return states_[device]->infeed_queue.size();
 }
 
 size_t Client::OutfeedQueueSize(int device) const {
-  (void)device;
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->outfeed_queue.size();
+  if (!GetDevice(device).ok()) return 0;
+  std::lock_guard<std::mutex> lock(states_[device]->mutex);
+  return states_[device]->outfeed_queue.size();
 }
 
 uint64_t Client::DeviceCycles() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->driver.transport().Cycles();
+  std::lock_guard<std::mutex> lock(states_.front()->mutex);
+  return states_.front()->driver.transport().Cycles();
 }
 
-const DeviceInfo& Client::device_info() const { return state_->info; }
-Driver& Client::driver() { return state_->driver; }
-uint64_t Client::hbm_used_bytes() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->allocator->used_bytes();
+const DeviceInfo& Client::device_info() const { return states_.front()->info; }
+Driver& Client::driver(int device) { return states_.at(device)->driver; }
+uint64_t Client::hbm_used_bytes(int device) const {
+  std::lock_guard<std::mutex> lock(states_.at(device)->mutex);
+  return states_.at(device)->allocator->used_bytes();
 }
-uint64_t Client::hbm_limit_bytes() const { return state_->allocator->limit_bytes(); }
+uint64_t Client::hbm_limit_bytes(int device) const { return states_.at(device)->allocator->limit_bytes(); }
 
 StatusOr<const Device*> Client::GetDevice(int device) const {
   if (device < 0 || device >= static_cast<int>(devices_.size())) {
     return InvalidArgument("no device TPU:" + std::to_string(device) + " (the client has " +
                            std::to_string(devices_.size()) + ")");
-  }
-  if (device != 0) {
-    return Unimplemented("the driver runs programs on core 0 only; TPU:" + std::to_string(device) + " is not usable yet");
   }
   return &devices_[device];
 }
@@ -468,18 +474,20 @@ StatusOr<std::unique_ptr<Buffer>> Client::CreateUninitializedBuffer(const hlo::S
   TPU_RETURN_IF_ERROR(CheckBufferShape(shape));
   // Sized in 64 bits before the layout: a shape of more than 2^32 lines must fail as out of memory with
   // its true size, not wrap around in the layout's 32-bit line count.
+  const std::shared_ptr<DeviceState>& state = states_[device];
   TPU_ASSIGN_OR_RETURN(std::unique_ptr<HbmRegion> region,
-                       state_->Allocate(state_, compiler::DeviceLines(shape, state_->info.lanes)));
-  compiler::DeviceLayout layout = compiler::MakeDeviceLayout(shape, state_->info.lanes);
-  return std::make_unique<Buffer>(state_, target, std::move(layout), std::move(region));
+                       state->Allocate(state, compiler::DeviceLines(shape, state->info.lanes)));
+  compiler::DeviceLayout layout = compiler::MakeDeviceLayout(shape, state->info.lanes);
+  return std::make_unique<Buffer>(state, target, std::move(layout), std::move(region));
 }
 
 StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHostLiteral(const hlo::Literal& literal, int device) {
   TPU_RETURN_IF_ERROR(compiler::CheckDeviceValues(literal));
   TPU_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> buffer, CreateUninitializedBuffer(literal.shape(), device));
   const std::vector<uint8_t> bytes = compiler::ToDeviceBytes(literal, buffer->layout());
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  TPU_RETURN_IF_ERROR(state_->driver.CopyToHbm(bytes, static_cast<uint32_t>(buffer->hbm_line())));
+  DeviceState& state = *states_[device];
+  std::lock_guard<std::mutex> lock(state.mutex);
+  TPU_RETURN_IF_ERROR(state.driver.CopyToHbm(bytes, static_cast<uint32_t>(buffer->hbm_line())));
   return buffer;
 }
 
@@ -498,11 +506,12 @@ StatusOr<std::unique_ptr<LoadedExecutable>> Client::Compile(const hlo::HloModule
 
 StatusOr<std::unique_ptr<LoadedExecutable>> Client::CompileOwned(std::unique_ptr<hlo::HloModule> module, int device) {
   TPU_RETURN_IF_ERROR(GetDevice(device).status());
+  const DeviceInfo& info = states_[device]->info;
   compiler::CompileModuleOptions options;
-  options.codegen.lanes = state_->info.lanes;
-  options.codegen.vmem_lines = state_->info.vmem_lines;
-  options.codegen.imem_words = state_->info.imem_words;
-  options.codegen.hbm_lines = state_->info.hbm_lines;
+  options.codegen.lanes = info.lanes;
+  options.codegen.vmem_lines = info.vmem_lines;
+  options.codegen.imem_words = info.imem_words;
+  options.codegen.hbm_lines = info.hbm_lines;
   options.codegen.dot_passes = options_.dot_passes;
   options.dump_dir = options_.compile_dump_dir;
   compiler::CompileModuleReport report;
@@ -521,30 +530,35 @@ StatusOr<std::unique_ptr<LoadedExecutable>> Client::CompileOwned(std::unique_ptr
 
 StatusOr<std::unique_ptr<LoadedExecutable>> Client::Load(compiler::Program program, int device) {
   TPU_ASSIGN_OR_RETURN(const Device* target, GetDevice(device));
-  if (program.lanes != state_->info.lanes) {
+  const std::shared_ptr<DeviceState>& state = states_[device];
+  if (program.lanes != state->info.lanes) {
     return InvalidArgument("program " + program.module_name + " was compiled for " + std::to_string(program.lanes) +
-                           " lanes, the device has " + std::to_string(state_->info.lanes));
+                           " lanes, the device has " + std::to_string(state->info.lanes));
   }
   TPU_RETURN_IF_ERROR(compiler::ValidateProgram(program));
-  if (program.code.size() > state_->info.imem_words) {
+  if (program.code.size() > state->info.imem_words) {
     return ResourceExhausted("program " + program.module_name + " has " + std::to_string(program.code.size()) +
-                             " instruction words; IMEM holds " + std::to_string(state_->info.imem_words));
+                             " instruction words; IMEM holds " + std::to_string(state->info.imem_words));
   }
   std::vector<std::unique_ptr<HbmRegion>> constants;
   for (size_t i = 0; i < program.constants.size(); ++i) {
-    TPU_ASSIGN_OR_RETURN(std::unique_ptr<HbmRegion> region, state_->Allocate(state_, program.constants[i].lines));
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    TPU_RETURN_IF_ERROR(state_->driver.CopyToHbm(program.constant_bytes[i], static_cast<uint32_t>(region->first_line())));
+    TPU_ASSIGN_OR_RETURN(std::unique_ptr<HbmRegion> region, state->Allocate(state, program.constants[i].lines));
+    std::lock_guard<std::mutex> lock(state->mutex);
+    TPU_RETURN_IF_ERROR(state->driver.CopyToHbm(program.constant_bytes[i], static_cast<uint32_t>(region->first_line())));
     constants.push_back(std::move(region));
   }
-  return std::make_unique<LoadedExecutable>(state_, target, std::move(program), std::move(constants),
+  return std::make_unique<LoadedExecutable>(state, target, std::move(program), std::move(constants),
                                             options_.execute_timeout_cycles);
 }
 
 Status Client::ResetDevice() {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  TPU_RETURN_IF_ERROR(state_->driver.Reset());
-  return state_->driver.SetWatchdogLimit(options_.watchdog_limit_cycles);
+  // The seeds' "stop/start the TPU": every core of the board.
+  for (const auto& state : states_) {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    TPU_RETURN_IF_ERROR(state->driver.Reset());
+    TPU_RETURN_IF_ERROR(state->driver.SetWatchdogLimit(options_.watchdog_limit_cycles));
+  }
+  return OkStatus();
 }
 
 }  // namespace tpu::runtime

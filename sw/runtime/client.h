@@ -192,14 +192,15 @@ class Client {
 
   const std::string& backend() const { return backend_; }
   const std::vector<Device>& devices() const { return devices_; }
+  // The configuration every device has (read from device 0).
   const DeviceInfo& device_info() const;
   const ClientOptions& options() const { return options_; }
-  // The register-level driver (for diagnostics such as `tpusim info`).
-  Driver& driver();
+  // The register-level driver of `device` (for diagnostics such as `tpusim info`).
+  Driver& driver(int device = 0);
 
-  // HBM in use and its size, in bytes.
-  uint64_t hbm_used_bytes() const;
-  uint64_t hbm_limit_bytes() const;
+  // HBM of `device` in use and its size, in bytes.
+  uint64_t hbm_used_bytes(int device = 0) const;
+  uint64_t hbm_limit_bytes(int device = 0) const;
 
   // Allocates HBM for `shape` and copies `literal` there. `device` indexes devices().
   StatusOr<std::unique_ptr<Buffer>> BufferFromHostLiteral(const hlo::Literal& literal, int device = 0);
@@ -214,8 +215,8 @@ class Client {
   // Loads an already compiled program.
   StatusOr<std::unique_ptr<LoadedExecutable>> Load(compiler::Program program, int device = 0);
 
-  // Stops whatever the device is doing and resets it (the seeds' "stop/start the TPU"). Buffers keep
-  // their contents.
+  // Stops whatever the devices are doing and resets every one (the seeds' "stop/start the TPU"). Buffers
+  // keep their contents.
   Status ResetDevice();
 
   // libtpu's TransferToInfeed: queues one infeed value for `device` (its elements, a tuple flattened);
@@ -238,8 +239,7 @@ class Client {
 
   std::string backend_;
   ClientOptions options_;
-  std::unique_ptr<Transport> owned_transport_;
-  std::shared_ptr<DeviceState> state_;
+  std::vector<std::shared_ptr<DeviceState>> states_;  // per device, as devices_
   std::vector<Device> devices_;
 };
 

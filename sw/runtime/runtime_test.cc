@@ -76,10 +76,10 @@ ENTRY %main (a: f32[2,3]) -> f32[2,3] {
 )";
 
 // Compiles `text`, runs it on seeded arguments and compares with the interpreter.
-void RunAndCheck(Client& client, const char* text, uint32_t seed) {
+void RunAndCheck(Client& client, const char* text, uint32_t seed, int device = 0) {
   StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
   ASSERT_TRUE(module.ok()) << module.status();
-  StatusOr<std::unique_ptr<LoadedExecutable>> executable = client.Compile(**module);
+  StatusOr<std::unique_ptr<LoadedExecutable>> executable = client.Compile(**module, device);
   ASSERT_TRUE(executable.ok()) << executable.status();
   std::mt19937 rng(seed);
   std::vector<Literal> arguments;
@@ -87,8 +87,9 @@ void RunAndCheck(Client& client, const char* text, uint32_t seed) {
   std::vector<const Buffer*> pointers;
   for (const hlo::HloInstruction* parameter : (*module)->entry_computation()->parameter_instructions()) {
     arguments.push_back(Literal::Random(parameter->shape(), rng));
-    StatusOr<std::unique_ptr<Buffer>> buffer = client.BufferFromHostLiteral(arguments.back());
+    StatusOr<std::unique_ptr<Buffer>> buffer = client.BufferFromHostLiteral(arguments.back(), device);
     ASSERT_TRUE(buffer.ok()) << buffer.status();
+    EXPECT_EQ((*buffer)->device().id, device);
     pointers.push_back(buffer->get());
     buffers.push_back(std::move(*buffer));
   }
@@ -157,7 +158,10 @@ TEST(ClientTest, LogsTheDevicesLikeLibtpu) {
   std::ifstream in(file);
   std::stringstream text;
   text << in.rdbuf();
-  EXPECT_NE(text.str().find("Num TPU Cores: 1"), std::string::npos) << text.str();
+  const std::string cores = std::to_string(cfg::kNumCores);
+  EXPECT_NE(text.str().find("Num TPU Cores: " + cores + ", Num TPU Workers: 1, Num TPU Cores Per Worker: " + cores),
+            std::string::npos)
+      << text.str();
   EXPECT_NE(text.str().find("/job:worker/replica:0/task:0/device:TPU:0"), std::string::npos) << text.str();
 }
 
@@ -293,6 +297,28 @@ TEST(ExecuteTest, RunsElementwiseAndDotModulesLikeTheInterpreter) {
   RunAndCheck(*client, kAddModule, 1);
   RunAndCheck(*client, kDotModule, 2);
   EXPECT_EQ(client->hbm_used_bytes(), 0u);
+}
+
+TEST(ExecuteTest, EveryDeviceRunsProgramsWithItsOwnHbm) {
+  std::unique_ptr<Client> client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  for (int device = 0; device < static_cast<int>(client->devices().size()); ++device) {
+    RunAndCheck(*client, kDotModule, 10 + device, device);
+    EXPECT_EQ(client->hbm_used_bytes(device), 0u);
+  }
+  // A buffer lives on one device: it is no argument for an executable on another.
+  if (client->devices().size() < 2) GTEST_SKIP() << "one device";
+  std::unique_ptr<LoadedExecutable> on_first = client->Compile(std::string(kAddModule), 0).value();
+  auto on_second = client->BufferFromHostLiteral(RandomLiteral(Shape::Make(PrimitiveType::F32, {3, 20}), 6), 1).value();
+  EXPECT_GT(client->hbm_used_bytes(1), 0u);
+  EXPECT_EQ(client->hbm_used_bytes(0), 0u);
+  StatusOr<ExecuteResult> wrong = on_first->Execute({on_second.get(), on_second.get()});
+  ASSERT_EQ(wrong.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(wrong.status().message().find("lives on TPU:1, the executable on TPU:0"), std::string::npos) << wrong.status();
+  // Each device has its own infeed queue.
+  ASSERT_TRUE(client->TransferToInfeed({RandomLiteral(Shape::Make(PrimitiveType::F32, {4}), 1)}, 1).ok());
+  EXPECT_EQ(client->InfeedQueueSize(1), 1u);
+  EXPECT_EQ(client->InfeedQueueSize(0), 0u);
 }
 
 TEST(ExecuteTest, RunsTheDenseLayer) {

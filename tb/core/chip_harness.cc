@@ -20,16 +20,28 @@ constexpr uint64_t kLinesPerPage = 1024;
 constexpr uint64_t kHostPageBytes = 4096;
 constexpr uint32_t kLanes = static_cast<uint32_t>(cfg::kLanes);
 
-// Copies a verilated wide signal (LINE_W bits) into lanes and back.
+constexpr unsigned kCores = static_cast<unsigned>(cfg::kNumCores);
+
+// Copies line `index` of a verilated wide signal (lines of LINE_W bits packed) into lanes and back.
 template <typename Wide>
-std::vector<uint32_t> FromWide(const Wide& wide) {
+std::vector<uint32_t> FromWide(const Wide& wide, unsigned index = 0) {
   std::vector<uint32_t> lanes(kLanes);
-  for (uint32_t i = 0; i < kLanes; ++i) lanes[i] = wide[i];
+  for (uint32_t i = 0; i < kLanes; ++i) lanes[i] = wide[index * kLanes + i];
   return lanes;
 }
 template <typename Wide>
-void ToWide(Wide& wide, const std::vector<uint32_t>& lanes) {
-  for (uint32_t i = 0; i < kLanes; ++i) wide[i] = lanes[i];
+void ToWide(Wide& wide, const std::vector<uint32_t>& lanes, unsigned index = 0) {
+  for (uint32_t i = 0; i < kLanes; ++i) wide[index * kLanes + i] = lanes[i];
+}
+
+// Bit `index` of a packed per-core pin, and setting it.
+template <typename Bits>
+bool BitAt(Bits bits, unsigned index) {
+  return ((uint64_t(bits) >> index) & 1) != 0;
+}
+template <typename Bits>
+void SetBitAt(Bits& bits, unsigned index, bool value) {
+  bits = Bits((uint64_t(bits) & ~(uint64_t{1} << index)) | (uint64_t{value} << index));
 }
 
 }  // namespace
@@ -75,7 +87,8 @@ ChipHarness::ChipHarness(const HarnessOptions& options)
     : options_(options), context_(new VerilatedContext), rng_(options.seed) {
   if (options_.hbm_latency == 0) options_.hbm_latency = static_cast<uint32_t>(cfg::kHbmLatency);
   if (options_.host_latency == 0) options_.host_latency = 1;
-  hbm_.lanes = kLanes;
+  hbm_.resize(kCores);
+  for (CoreHbm& hbm : hbm_) hbm.lines.lanes = kLanes;
   top_.reset(new Vtpu_chip(context_.get(), "tpu_chip"));
   top_->clk_i = 0;
   top_->mmio_valid_i = 0;
@@ -86,31 +99,36 @@ ChipHarness::~ChipHarness() { top_->final(); }
 
 uint32_t ChipHarness::lanes() const { return kLanes; }
 
-bool ChipHarness::irq() const { return top_->irq_o; }
+bool ChipHarness::irq() const { return BitAt(top_->irq_o, 0); }
 
 void ChipHarness::Reset() {
   top_->rst_ni = 0;
   Tick(4);
   top_->rst_ni = 1;
   // Responses to requests made before the reset never arrive: the chip forgot them.
-  hbm_pending_.clear();
+  for (CoreHbm& hbm : hbm_) {
+    hbm.pending.clear();
+    hbm.held = HeldRequest();
+  }
   host_pending_.clear();
-  hbm_held_ = HeldRequest();
   host_held_ = HeldRequest();
   Tick(1);
 }
 
 void ChipHarness::DriveInputs() {
   std::uniform_real_distribution<double> coin(0.0, 1.0);
-  top_->hbm_req_ready_i = coin(rng_) < options_.hbm_ready_probability;
+  top_->hbm_rsp_valid_i = 0;
+  for (unsigned core = 0; core < kCores; ++core) {
+    SetBitAt(top_->hbm_req_ready_i, core, coin(rng_) < options_.hbm_ready_probability);
+    std::deque<Response>& pending = hbm_[core].pending;
+    if (!pending.empty() && pending.front().due <= cycle_) {
+      SetBitAt(top_->hbm_rsp_valid_i, core, true);
+      ToWide(top_->hbm_rsp_rdata_i, pending.front().data, core);
+      pending.pop_front();
+    }
+  }
   top_->host_req_ready_i = coin(rng_) < options_.host_ready_probability;
 
-  top_->hbm_rsp_valid_i = 0;
-  if (!hbm_pending_.empty() && hbm_pending_.front().due <= cycle_) {
-    top_->hbm_rsp_valid_i = 1;
-    ToWide(top_->hbm_rsp_rdata_i, hbm_pending_.front().data);
-    hbm_pending_.pop_front();
-  }
   top_->host_rsp_valid_i = 0;
   top_->host_rsp_error_i = 0;
   if (!host_pending_.empty() && host_pending_.front().due <= cycle_) {
@@ -134,27 +152,33 @@ void ChipHarness::CheckHeld(const char* port, HeldRequest& held, bool valid, boo
   held.wdata = wdata;
 }
 
+void ChipHarness::SampleHbm(unsigned core) {
+  CoreHbm& hbm = hbm_[core];
+  const bool valid = BitAt(top_->hbm_req_valid_o, core), ready = BitAt(top_->hbm_req_ready_i, core);
+  const bool write = BitAt(top_->hbm_req_write_o, core);
+  const uint64_t line = (uint64_t(top_->hbm_req_addr_o) >> (32 * core)) & 0xFFFFFFFFu;
+  const std::string port = kCores == 1 ? "HBM" : "HBM of core " + std::to_string(core);
+  CheckHeld(port.c_str(), hbm.held, valid, ready, write, line, FromWide(top_->hbm_req_wdata_o, core));
+  if (!valid || !ready) return;
+  ++hbm_requests_;
+  Response response{cycle_ + options_.hbm_latency, std::vector<uint32_t>(kLanes, 0), false};
+  if (line >= cfg::kHbmLines) {
+    violations_.push_back(port + " request beyond HBM_LINES: line " + std::to_string(line));
+  } else if (write) {
+    hbm.lines.Write(line, FromWide(top_->hbm_req_wdata_o, core).data());
+  } else {
+    response.data = hbm.lines.Read(line);
+  }
+  hbm.pending.push_back(std::move(response));
+}
+
 void ChipHarness::SampleOutputs() {
-  CheckHeld("HBM", hbm_held_, top_->hbm_req_valid_o, top_->hbm_req_ready_i, top_->hbm_req_write_o,
-            top_->hbm_req_addr_o, FromWide(top_->hbm_req_wdata_o));
+  for (unsigned core = 0; core < kCores; ++core) SampleHbm(core);
   CheckHeld("host", host_held_, top_->host_req_valid_o, top_->host_req_ready_i, top_->host_req_write_o,
             top_->host_req_addr_o, FromWide(top_->host_req_wdata_o));
   if (top_->mmio_rvalid_o) {
     mmio_rvalid_seen_ = true;
     mmio_rdata_ = top_->mmio_rdata_o;
-  }
-  if (top_->hbm_req_valid_o && top_->hbm_req_ready_i) {
-    ++hbm_requests_;
-    const uint64_t line = top_->hbm_req_addr_o;
-    Response response{cycle_ + options_.hbm_latency, std::vector<uint32_t>(kLanes, 0), false};
-    if (line >= cfg::kHbmLines) {
-      violations_.push_back("HBM request beyond HBM_LINES: line " + std::to_string(line));
-    } else if (top_->hbm_req_write_o) {
-      hbm_.Write(line, FromWide(top_->hbm_req_wdata_o).data());
-    } else {
-      response.data = hbm_.Read(line);
-    }
-    hbm_pending_.push_back(std::move(response));
   }
   if (top_->host_req_valid_o && top_->host_req_ready_i) {
     const uint64_t address = top_->host_req_addr_o;
@@ -247,18 +271,18 @@ bool ChipHarness::WaitIdle(uint64_t max_cycles) {
 bool ChipHarness::WaitIrq(uint64_t max_cycles) {
   const uint64_t deadline = cycle_ + max_cycles;
   while (cycle_ < deadline) {
-    if (top_->irq_o) return true;
+    if (irq()) return true;
     Tick(1);
   }
-  return top_->irq_o;
+  return irq();
 }
 
-std::vector<uint32_t> ChipHarness::ReadHbm(uint64_t line) const { return hbm_.Read(line); }
+std::vector<uint32_t> ChipHarness::ReadHbm(uint64_t line) const { return hbm_[0].lines.Read(line); }
 
 void ChipHarness::WriteHbm(uint64_t line, const std::vector<uint32_t>& lanes) {
   std::vector<uint32_t> padded(lanes);
   padded.resize(kLanes, 0);
-  hbm_.Write(line, padded.data());
+  hbm_[0].lines.Write(line, padded.data());
 }
 
 std::vector<uint32_t> ChipHarness::ReadVmem(uint32_t line) const {

@@ -112,7 +112,7 @@ class ChipHarness {
   // Waits for the interrupt line. Returns false on timeout.
   bool WaitIrq(uint64_t max_cycles);
 
-  // Backdoor access: a line is lanes() 32-bit words, lane 0 first.
+  // Backdoor access of core 0: a line is lanes() 32-bit words, lane 0 first.
   std::vector<uint32_t> ReadHbm(uint64_t line) const;
   void WriteHbm(uint64_t line, const std::vector<uint32_t>& lanes);
   std::vector<uint32_t> ReadVmem(uint32_t line) const;
@@ -143,6 +143,7 @@ class ChipHarness {
 
   void DriveInputs();
   void SampleOutputs();
+  void SampleHbm(unsigned core);
 
   HarnessOptions options_;
   std::unique_ptr<VerilatedContext> context_;
@@ -150,8 +151,6 @@ class ChipHarness {
   uint64_t cycle_ = 0;
   std::mt19937_64 rng_;
 
-  SparseLines hbm_;
-  std::deque<Response> hbm_pending_;
   std::unordered_map<uint64_t, std::vector<uint8_t>> host_pages_;
   std::deque<Response> host_pending_;
   uint64_t bus_error_begin_ = 0, bus_error_end_ = 0;
@@ -166,7 +165,14 @@ class ChipHarness {
   };
   void CheckHeld(const char* port, HeldRequest& held, bool valid, bool ready, bool write, uint64_t address,
                  const std::vector<uint32_t>& wdata);
-  HeldRequest hbm_held_, host_held_;
+  HeldRequest host_held_;
+  // Each core's HBM: its lines, the responses on their way and its request held for the ready.
+  struct CoreHbm {
+    SparseLines lines;
+    std::deque<Response> pending;
+    HeldRequest held;
+  };
+  std::vector<CoreHbm> hbm_;
 
   bool mmio_rvalid_seen_ = false;
   uint32_t mmio_rdata_ = 0;
