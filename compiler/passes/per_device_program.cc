@@ -34,7 +34,8 @@ bool IsCustomCall(const HloInstruction& instruction, std::string_view target) {
 }
 
 bool IsShardyCustomCall(const HloInstruction& instruction) {
-  return instruction.opcode() == HloOpcode::kCustomCall && instruction.custom_call_target().rfind(kShardyPrefix, 0) == 0;
+  return instruction.opcode() == HloOpcode::kCustomCall &&
+         instruction.custom_call_target().rfind(kShardyPrefix, 0) == 0;
 }
 
 bool IsManualBodyCall(const HloInstruction& instruction) {
@@ -181,7 +182,8 @@ class ShardyReader {
 // Strings separated by commas up to `close`: `"x", "y"}`.
 Status ReadStrings(ShardyReader* reader, std::string_view close, std::vector<std::string>* strings) {
   while (!reader->Consume(close)) {
-    if (!strings->empty() && !reader->Consume(",")) return reader->Expected(std::string("',' or '") + std::string(close) + "'");
+    if (!strings->empty() && !reader->Consume(","))
+      return reader->Expected("',' or '" + std::string(close) + "'");
     std::string value;
     if (!reader->ReadString(&value)) return reader->Expected("a quoted axis name");
     strings->push_back(std::move(value));
@@ -226,7 +228,8 @@ Status ReadMesh(ShardyReader* reader, Mesh* mesh) {
   }
   if (reader->Consume(",")) {
     // Devices in another order than the mesh's would need partition-id mapped; only the usual order is taken.
-    if (!reader->Consume("device_ids") || !reader->Consume("=") || !reader->Consume("[")) return reader->Expected("device_ids=[");
+    if (!reader->Consume("device_ids") || !reader->Consume("=") || !reader->Consume("["))
+      return reader->Expected("device_ids=[");
     for (int64_t i = 0; !reader->Consume("]"); ++i) {
       int64_t id = 0;
       if ((i > 0 && !reader->Consume(",")) || !reader->ReadInt(&id)) return reader->Expected("a device id");
@@ -293,7 +296,8 @@ Status ReadSharding(ShardyReader* reader, Sharding* sharding) {
       if (reader->Consume(":")) {
         if (!reader->Consume("(") || !reader->ReadInt(&offset) || !reader->Consume(")") || !reader->ReadInt(&size))
           return reader->Expected("a sub-axis (k)n");
-        sharding->unhandled = "sub-axes (\"" + axes.back() + "\":(" + std::to_string(offset) + ")" + std::to_string(size) + ")";
+        sharding->unhandled =
+            "sub-axes (\"" + axes.back() + "\":(" + std::to_string(offset) + ")" + std::to_string(size) + ")";
       }
     }
     int64_t priority = 0;
@@ -315,7 +319,8 @@ Status ReadSharding(ShardyReader* reader, Sharding* sharding) {
 StatusOr<std::vector<Sharding>> ReadShardingPerValue(const std::string& text) {
   std::vector<Sharding> shardings;
   ShardyReader reader(text);
-  if (!reader.Consume("#sdy.sharding_per_value<") || !reader.Consume("[")) return reader.Expected("#sdy.sharding_per_value<[");
+  if (!reader.Consume("#sdy.sharding_per_value<") || !reader.Consume("["))
+    return reader.Expected("#sdy.sharding_per_value<[");
   while (!reader.Consume("]")) {
     if (!shardings.empty() && !reader.Consume(",")) return reader.Expected("',' or ']'");
     TPU_RETURN_IF_ERROR(ReadSharding(&reader, &shardings.emplace_back()));
@@ -340,7 +345,8 @@ StatusOr<ShardLayout> LayoutOf(const Sharding& sharding, const std::string& mesh
                                 const Shape& shape) {
   if (!sharding.unhandled.empty()) return Unimplemented("shardings with " + sharding.unhandled + " are not handled");
   if (sharding.mesh != mesh_name)
-    return Unimplemented("sharding on mesh @" + sharding.mesh + " in a module whose manual computations use @" + mesh_name);
+    return Unimplemented("sharding on mesh @" + sharding.mesh + " in a module whose manual computations use @" +
+                         mesh_name);
   if (!shape.IsArray()) return InvalidArgument("a sharding of " + shape.ToString() + ", which is not an array");
   if (static_cast<int>(sharding.dimensions.size()) != shape.rank())
     return InvalidArgument("a sharding of " + std::to_string(sharding.dimensions.size()) + " dimensions for " +
@@ -389,17 +395,20 @@ struct DeviceValue {
   std::vector<DeviceValue> elements;
 
   bool replicated() const {
-    return kind == Kind::kGlobal && std::all_of(layout.pieces.begin(), layout.pieces.end(), [](int64_t p) { return p == 1; });
+    return kind == Kind::kGlobal &&
+           std::all_of(layout.pieces.begin(), layout.pieces.end(), [](int64_t pieces) { return pieces == 1; });
   }
   // Whether every device can use the value as it is: a global array only when it is whole everywhere.
   bool same_on_each_device() const {
     if (kind == Kind::kTuple)
-      return std::all_of(elements.begin(), elements.end(), [](const DeviceValue& e) { return e.same_on_each_device(); });
+      return std::all_of(elements.begin(), elements.end(),
+                         [](const DeviceValue& element) { return element.same_on_each_device(); });
     return kind == Kind::kLocal || replicated();
   }
   bool has_local() const {
     if (kind == Kind::kTuple)
-      return std::any_of(elements.begin(), elements.end(), [](const DeviceValue& e) { return e.has_local(); });
+      return std::any_of(elements.begin(), elements.end(),
+                         [](const DeviceValue& element) { return element.has_local(); });
     return kind == Kind::kLocal;
   }
 };
@@ -470,7 +479,8 @@ Status GlobalViewRewriter::ReadCuts() {
                       : target == kLocalToGlobal ? "xla.sdy.out_shardings"
                       : target == kFuncResultSharding ? "xla.sdy.sharding"
                                                       : nullptr;
-    if (key == nullptr) return Unimplemented(Named(*instruction) + ": custom call target " + target + " is not handled");
+    if (key == nullptr)
+      return Unimplemented(Named(*instruction) + ": custom call target " + target + " is not handled");
     TPU_ASSIGN_OR_RETURN(std::string text, FrontendAttributeOf(*instruction, key));
     StatusOr<std::vector<Sharding>> shardings = ReadShardingPerValue(text);
     TPU_RETURN_IF_ERROR(WithContext(shardings.status(), Named(*instruction) + ": " + key + " \"" + text + "\": "));
@@ -485,7 +495,8 @@ Status GlobalViewRewriter::ReadCuts() {
     if (target == kFuncResultSharding) continue;
     TPU_ASSIGN_OR_RETURN(std::string axes_text, FrontendAttributeOf(*instruction, "xla.sdy.manual_axes"));
     StatusOr<std::vector<std::string>> axes = ReadManualAxes(axes_text);
-    TPU_RETURN_IF_ERROR(WithContext(axes.status(), Named(*instruction) + ": xla.sdy.manual_axes \"" + axes_text + "\": "));
+    TPU_RETURN_IF_ERROR(
+        WithContext(axes.status(), Named(*instruction) + ": xla.sdy.manual_axes \"" + axes_text + "\": "));
     manual_axes.emplace_back(instruction, std::move(axes).value());
   }
   if (manual_axes.empty()) {
@@ -529,7 +540,8 @@ Status GlobalViewRewriter::ReadParameterLayouts() {
   for (HloInstruction* parameter : entry_->parameter_instructions()) {
     if (parameter == nullptr) return InvalidArgument("the entry computation misses a parameter number");
     if (!parameter->shape().IsArray())
-      return Unimplemented(Named(*parameter) + ": parameters of type " + parameter->shape().ToString() + " are not handled");
+      return Unimplemented(Named(*parameter) + ": parameters of type " + parameter->shape().ToString() +
+                           " are not handled");
     std::optional<ShardLayout> layout;
     const HloInstruction* first_cut = nullptr;
     for (const HloInstruction* user : parameter->users()) {
@@ -591,13 +603,14 @@ StatusOr<DeviceValue> GlobalViewRewriter::VisitLocalToGlobal(HloInstruction* joi
     HloInstruction* operand = join->operand(static_cast<int64_t>(i));
     const DeviceValue& local = values_.at(operand);
     if (local.kind == DeviceValue::Kind::kTuple || !local.same_on_each_device())
-      return InvalidArgument(Named(*join) + ": operand %" + operand->name() + " is not an array of the manual computation");
+      return InvalidArgument(Named(*join) + ": operand %" + operand->name() +
+                             " is not an array of the manual computation");
     const Shape& global = tuple ? join->shape().tuple_shapes[i] : join->shape();
     TPU_ASSIGN_OR_RETURN(ShardLayout layout, Layout(*join, i, global));
     if (operand->shape() != layout.PartShape(global))
-      return InvalidArgument(Named(*join) + ": a device's part of " + global.ToString() + " cut as " + layout.ToString() +
-                             " is " + layout.PartShape(global).ToString() + ", not " + operand->shape().ToString() +
-                             " (%" + operand->name() + ")");
+      return InvalidArgument(Named(*join) + ": a device's part of " + global.ToString() + " cut as " +
+                             layout.ToString() + " is " + layout.PartShape(global).ToString() + ", not " +
+                             operand->shape().ToString() + " (%" + operand->name() + ")");
     result.elements.push_back(Global(local.part, std::move(layout)));
   }
   return tuple ? result : result.elements.front();
@@ -607,10 +620,15 @@ StatusOr<DeviceValue> GlobalViewRewriter::VisitLocalToGlobal(HloInstruction* joi
 // computes alike from whole arrays. Global-view work on parts of arrays needs a partitioner.
 StatusOr<DeviceValue> GlobalViewRewriter::VisitOther(HloInstruction* instruction) {
   bool uses_local = IsManualBodyCall(*instruction);
+  if (uses_local && instruction->to_apply()->num_parameters() != instruction->operand_count())
+    return InvalidArgument(Named(*instruction) + " passes " + std::to_string(instruction->operand_count()) +
+                           " operands to %" + instruction->to_apply()->name() + ", which takes " +
+                           std::to_string(instruction->to_apply()->num_parameters()));
   for (const HloInstruction* operand : instruction->operands()) {
     const DeviceValue& value = values_.at(operand);
     if (!value.same_on_each_device()) {
-      const std::string cut = value.kind == DeviceValue::Kind::kGlobal ? "cut as " + value.layout.ToString() : "(parts of cut arrays)";
+      const std::string cut =
+          value.kind == DeviceValue::Kind::kGlobal ? "cut as " + value.layout.ToString() : "(parts of cut arrays)";
       return Unimplemented(Named(*instruction) + " works on %" + operand->name() + " " + cut +
                            " outside the manual computation (shard_map); only manual computations are handled");
     }
@@ -632,11 +650,12 @@ StatusOr<DeviceValue> GlobalViewRewriter::Visit(HloInstruction* instruction) {
     if (instruction->operand_count() != 1) return InvalidArgument(Named(*instruction) + ": expected one operand");
     const DeviceValue& value = values_.at(instruction->operand(0));
     if (value.kind != DeviceValue::Kind::kGlobal)
-      return InvalidArgument(Named(*instruction) + ": operand %" + instruction->operand(0)->name() + " is not a global array");
+      return InvalidArgument(Named(*instruction) + ": operand %" + instruction->operand(0)->name() +
+                             " is not a global array");
     TPU_ASSIGN_OR_RETURN(ShardLayout stated, Layout(*instruction, 0, instruction->shape()));
     if (stated != value.layout)
-      return Unimplemented(Named(*instruction) + " wants the result cut as " + stated.ToString() + ", but it is cut as " +
-                           value.layout.ToString() + " (resharding is not handled)");
+      return Unimplemented(Named(*instruction) + " wants the result cut as " + stated.ToString() +
+                           ", but it is cut as " + value.layout.ToString() + " (resharding is not handled)");
     return value;
   }
   switch (instruction->opcode()) {
@@ -647,17 +666,20 @@ StatusOr<DeviceValue> GlobalViewRewriter::Visit(HloInstruction* instruction) {
       return tuple;
     }
     case HloOpcode::kGetTupleElement: {
+      const Shape& shape = instruction->operand(0)->shape();
+      if (!shape.IsTuple() || instruction->tuple_index() < 0 ||
+          instruction->tuple_index() >= static_cast<int64_t>(shape.tuple_shapes.size()))
+        return InvalidArgument(Named(*instruction) + ": no element " + std::to_string(instruction->tuple_index()) +
+                               " in " + shape.ToString());
       const DeviceValue& tuple = values_.at(instruction->operand(0));
       if (tuple.kind != DeviceValue::Kind::kTuple) break;
-      if (instruction->tuple_index() < 0 || instruction->tuple_index() >= static_cast<int64_t>(tuple.elements.size()))
-        return InvalidArgument(Named(*instruction) + ": index " + std::to_string(instruction->tuple_index()) +
-                               " out of range");
-      return tuple.elements[static_cast<size_t>(instruction->tuple_index())];
+      return tuple.elements.at(static_cast<size_t>(instruction->tuple_index()));
     }
     case HloOpcode::kReshape: {
       // JAX's reshapes of results to their own shape (they carry the sharding in the global view).
       const DeviceValue& value = values_.at(instruction->operand(0));
-      if (value.kind == DeviceValue::Kind::kGlobal && instruction->shape() == instruction->operand(0)->shape()) return value;
+      if (value.kind == DeviceValue::Kind::kGlobal && instruction->shape() == instruction->operand(0)->shape())
+        return value;
       break;
     }
     default:
@@ -752,9 +774,12 @@ Status GlobalViewRewriter::Rewrite() {
   for (HloInstruction* call : body_calls) TPU_RETURN_IF_ERROR(InlineComputation(entry_, call, *call->to_apply()));
   // The inlined bodies end in tuples that the entry takes apart again.
   for (HloInstruction* instruction : std::vector<HloInstruction*>(entry_->instructions())) {
-    if (instruction->opcode() != HloOpcode::kGetTupleElement || instruction->operand(0)->opcode() != HloOpcode::kTuple)
+    if (instruction->opcode() != HloOpcode::kGetTupleElement) continue;
+    const HloInstruction* tuple = instruction->operand(0);
+    if (tuple->opcode() != HloOpcode::kTuple || instruction->tuple_index() < 0 ||
+        instruction->tuple_index() >= tuple->operand_count())
       continue;
-    TPU_RETURN_IF_ERROR(instruction->ReplaceAllUsesWith(instruction->operand(0)->operand(instruction->tuple_index())));
+    TPU_RETURN_IF_ERROR(instruction->ReplaceAllUsesWith(tuple->operand(instruction->tuple_index())));
   }
   entry_->RemoveDeadInstructions();
   module_->RemoveUnusedComputations();
