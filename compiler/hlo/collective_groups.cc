@@ -14,8 +14,9 @@ StatusOr<int64_t> HeaderCount(const HloModule& module, const std::string& key) {
     if (name != key) continue;
     char* end = nullptr;
     long long count = std::strtoll(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0' || count < 1 || count > 4096)
-      return InvalidArgument("module " + module.name() + ": " + key + "=" + value + " is not a count from 1 to 4096");
+    if (value.empty() || *end != '\0' || count < 1 || count > kMaxDevices)
+      return InvalidArgument("module " + module.name() + ": " + key + "=" + value + " is not a count from 1 to " +
+                             std::to_string(kMaxDevices));
     return static_cast<int64_t>(count);
   }
   return int64_t{1};
@@ -54,9 +55,9 @@ StatusOr<DeviceGrid> ModuleDeviceGrid(const HloModule& module) {
   DeviceGrid grid;
   TPU_ASSIGN_OR_RETURN(grid.replicas, HeaderCount(module, "replica_count"));
   TPU_ASSIGN_OR_RETURN(grid.partitions, HeaderCount(module, "num_partitions"));
-  if (grid.devices() > 4096)
+  if (grid.devices() > kMaxDevices)
     return InvalidArgument("module " + module.name() + " runs on " + std::to_string(grid.devices()) +
-                           " devices (replica_count x num_partitions); at most 4096");
+                           " devices (replica_count x num_partitions); at most " + std::to_string(kMaxDevices));
   return grid;
 }
 

@@ -13,6 +13,9 @@
 
 namespace tpu::hlo {
 
+// The most devices a module may run on (replica_count x num_partitions).
+inline constexpr int64_t kMaxDevices = 4096;
+
 struct DeviceGrid {
   int64_t replicas = 1;
   int64_t partitions = 1;

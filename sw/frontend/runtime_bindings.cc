@@ -31,9 +31,11 @@
 #include "compiler/codegen/program.h"
 #include "compiler/hlo/literal.h"
 #include "compiler/hlo/parser.h"
+#include "compiler/hlo/printer.h"
 #include "compiler/hlo/shape.h"
 #include "compiler/hlo/verifier.h"
 #include "compiler/interpreter/interpreter.h"
+#include "compiler/passes/per_device_program.h"
 #include "sw/base/file.h"
 #include "sw/base/status.h"
 #include "sw/profiler/html_report.h"
@@ -257,6 +259,38 @@ PYBIND11_MODULE(_tpusim, m) {
       py::arg("hlo_text"), py::arg("arguments"),
       "Runs an HLO module on every device of its grid (replica_count x num_partitions, or one replica per "
       "argument list) with the project's interpreter; arguments and the result hold one list per device.");
+
+  m.def(
+      "per_device_program",
+      [](const std::string& hlo_text) {
+        compiler::PerDeviceProgram pass;
+        StatusOr<std::string> text = [&]() -> StatusOr<std::string> {
+          py::gil_scoped_release release;
+          TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> module, hlo::ParseHloModule(hlo_text));
+          TPU_ASSIGN_OR_RETURN(bool changed, pass.Run(module.get()));
+          if (changed) TPU_RETURN_IF_ERROR(hlo::VerifyHloModule(*module));
+          return hlo::PrintHloModule(*module);
+        }();
+        auto layouts = [](const std::vector<compiler::ShardLayout>& layouts) {
+          py::list list;
+          for (const compiler::ShardLayout& layout : layouts) {
+            py::dict entry;
+            entry["axes"] = layout.axes;
+            entry["pieces"] = layout.pieces;
+            entry["device_blocks"] = layout.device_blocks;
+            list.append(entry);
+          }
+          return list;
+        };
+        std::string program = ValueOrThrow(std::move(text));
+        return py::make_tuple(program, layouts(pass.parameter_layouts()), layouts(pass.result_layouts()));
+      },
+      py::arg("hlo_text"),
+      "Turns the global-view module JAX lowers pmap / shard_map to (`.lower(...).as_text('hlo')`) into the "
+      "program every device runs (compiler/passes/per_device_program.h). Returns (hlo_text, parameters, "
+      "results): one layout per entry parameter and per result, a dict of 'axes' (per dimension, the mesh "
+      "axes splitting it), 'pieces' (per dimension) and 'device_blocks' ([device][dimension]: which block the "
+      "device holds). A module without Shardy's custom calls comes back as it is, with no layouts.");
 
   py::class_<Device>(m, "Device")
       .def_readonly("id", &Device::id)
