@@ -169,6 +169,7 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
         fp.writes.push_back({s[in.rs2], s[in.rs2] + count});
         break;
       case Opcode::DMA_ST:
+      case Opcode::RDMA:  // reads this core's VMEM; what it writes is another core's
         unit = kDma;
         fp.reads.push_back({s[in.rs2], s[in.rs2] + count});
         break;

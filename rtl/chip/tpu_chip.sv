@@ -1,6 +1,8 @@
 // tpusim chip top (docs/architecture.md): NUM_CORES cores (tpu_tile: CSR block, core, host DMA engine,
-// HBM arbiter), each with its own MMIO window, interrupt line and HBM port, and the arbiter that shares
-// the chip's one host port among the cores' host DMA engines.
+// HBM arbiter), each with its own MMIO window, interrupt line and HBM port; the arbiter that shares the
+// chip's one host port among the cores' host DMA engines; and the core network that carries RDMA lines
+// from any core to any core (one round-robin arbiter per destination core, acknowledgements routed back
+// to the sender in order).
 module tpu_chip
 (
   input  logic              clk_i,
@@ -60,6 +62,21 @@ module tpu_chip
   logic [NumCores*LineW-1:0] host_wdata;
   logic [LineW:0]             host_rsp;   // {error, data}
 
+  // Core network: what each core sends (net_out) and receives (net_in). A line travels as
+  // {post, sem, data} to the destination's arbiter, which holds it in its slice until the core takes it.
+  localparam int unsigned SemW = $clog2(tpu_pkg::SEMS);
+  localparam int unsigned NetW = 1 + SemW + LineW;
+  logic [NumCores-1:0]        out_valid, out_ready, out_post, out_ack;
+  logic [NumCores*4-1:0]      out_core;
+  logic [NumCores*32-1:0]     out_line;
+  logic [NumCores*LineW-1:0]  out_data;
+  logic [NumCores*SemW-1:0]   out_sem;
+  logic [NumCores-1:0]        in_valid, in_ready, in_ack;
+  logic [NumCores*32-1:0]     in_line;
+  logic [NumCores*NetW-1:0]   in_payload;
+  // Per destination d, per source s at [d*NumCores + s].
+  logic [NumCores*NumCores-1:0] route_valid, route_ready, route_ack;
+
   assign core_sel = mmio_addr_i[23:tpu_pkg::CORE_SHIFT];
 
   for (genvar c = 0; c < NumCores; c++) begin : gen_core
@@ -91,6 +108,21 @@ module tpu_chip
       .host_rsp_valid_i (host_rsp_valid[c]),
       .host_rsp_rdata_i (host_rsp[LineW-1:0]),
       .host_rsp_error_i (host_rsp[LineW]),
+      .net_out_valid_o  (out_valid[c]),
+      .net_out_ready_i  (out_ready[c]),
+      .net_out_core_o   (out_core[c*4 +: 4]),
+      .net_out_line_o   (out_line[c*32 +: 32]),
+      .net_out_data_o   (out_data[c*LineW +: LineW]),
+      .net_out_post_o   (out_post[c]),
+      .net_out_sem_o    (out_sem[c*SemW +: SemW]),
+      .net_out_ack_i    (out_ack[c]),
+      .net_in_valid_i   (in_valid[c]),
+      .net_in_ready_o   (in_ready[c]),
+      .net_in_line_i    (in_line[c*32 +: 32]),
+      .net_in_data_i    (in_payload[c*NetW +: LineW]),
+      .net_in_post_i    (in_payload[c*NetW + LineW + SemW]),
+      .net_in_sem_i     (in_payload[c*NetW + LineW +: SemW]),
+      .net_in_ack_o     (in_ack[c]),
       .trace_run_o      (trace_run_o[c]),
       .trace_issue_o    (trace_issue_o[c]),
       .trace_pc_o       (trace_pc_o[c*32 +: 32]),
@@ -98,6 +130,51 @@ module tpu_chip
       .trace_unit_o     (trace_unit_o[c*3 +: 3]),
       .trace_work_o     (trace_work_o[c*3 +: 3])
     );
+  end
+
+  for (genvar d = 0; d < NumCores; d++) begin : gen_route
+    logic [NumCores*NetW-1:0] payload;
+    for (genvar src = 0; src < NumCores; src++) begin : gen_source
+      assign route_valid[d*NumCores + src] = out_valid[src] && out_core[src*4 +: 4] == 4'(d);
+      assign payload[src*NetW +: NetW] =
+          {out_post[src], out_sem[src*SemW +: SemW], out_data[src*LineW +: LineW]};
+    end
+    tpu_arbiter #(
+      .Masters (NumCores),
+      .AddrW   (32),
+      .DataW   (NetW),
+      .RspW    (1)
+    ) u_route (
+      .clk_i         (clk_i),
+      .rst_ni        (rst_ni),
+      .m_req_valid_i (route_valid[d*NumCores +: NumCores]),
+      .m_req_ready_o (route_ready[d*NumCores +: NumCores]),
+      .m_req_write_i ('1),
+      .m_req_addr_i  (out_line),
+      .m_req_wdata_i (payload),
+      .m_rsp_valid_o (route_ack[d*NumCores +: NumCores]),
+      // Acknowledgements carry nothing.
+      // verilator lint_off PINCONNECTEMPTY
+      .m_rsp_data_o  (),
+      .req_write_o   (),
+      // verilator lint_on PINCONNECTEMPTY
+      .req_valid_o   (in_valid[d]),
+      .req_ready_i   (in_ready[d]),
+      .req_addr_o    (in_line[d*32 +: 32]),
+      .req_wdata_o   (in_payload[d*NetW +: NetW]),
+      .rsp_valid_i   (in_ack[d]),
+      .rsp_data_i    (1'b0)
+    );
+  end
+
+  // A core's line goes to one destination: its ready and acknowledgements come from that one's arbiter.
+  always_comb begin
+    out_ready = '0;
+    out_ack   = '0;
+    for (int unsigned d = 0; d < NumCores; d++) begin
+      out_ready = out_ready | route_ready[d*NumCores +: NumCores];
+      out_ack   = out_ack | route_ack[d*NumCores +: NumCores];
+    end
   end
 
   // Every access gets its response pulse the next cycle, from the core it named or, for an offset of no

@@ -1,9 +1,10 @@
 // CSR block: decodes the host's MMIO accesses (docs/csr.md), holds the writable registers and
 // IRQ_STATUS, forwards the IMEM window to the core and collects status from the core and the host DMA.
 // Every access gets a response pulse the next cycle; reads return data with it.
-// It also holds the host semaphores: HOST_SEMS saturating counters that the host posts, takes and clears
-// through SEM_POST/SEM_TAKE/SEM_CLEAR and the core through SEMPOST/SEMWAIT; a core post raises
-// IRQ_STATUS.SEM_POST. A take of a zero counter does nothing, a post to a full one neither.
+// It also holds the semaphores: SEMS saturating counters that the host posts, takes and clears through
+// SEM_POST/SEM_TAKE/SEM_CLEAR, the core through SEMPOST/SEMWAIT and other cores through RDMA's POST; a
+// core post of a host semaphore (below HOST_SEMS) raises IRQ_STATUS.SEM_POST. A take of a zero counter
+// does nothing, a post to a full one neither.
 module tpu_csr
 #(
   parameter int unsigned ImemAw = $clog2(tpu_pkg::IMEM_WORDS),
@@ -41,11 +42,14 @@ module tpu_csr
   input  logic [31:0]       perf_stall_i,
   input  logic [31:0]       perf_feed_stall_i,
 
-  // Host semaphores: which are non-zero, and the core's take or post of semaphore sem_idx_i.
-  output logic [tpu_pkg::HOST_SEMS-1:0] sem_nonzero_o,
+  // Semaphores: which are non-zero, the core's take or post of semaphore sem_idx_i, and a post from
+  // another core's RDMA.
+  output logic [tpu_pkg::SEMS-1:0] sem_nonzero_o,
   input  logic              sem_take_i,
   input  logic              sem_post_i,
-  input  logic [$clog2(tpu_pkg::HOST_SEMS)-1:0] sem_idx_i,
+  input  logic [$clog2(tpu_pkg::SEMS)-1:0] sem_idx_i,
+  input  logic              sem_remote_post_i,
+  input  logic [$clog2(tpu_pkg::SEMS)-1:0] sem_remote_idx_i,
 
   // IMEM window.
   output logic              imem_req_o,
@@ -76,8 +80,8 @@ module tpu_csr
   logic [31:0] start_pc_q, watchdog_q;
   logic [31:0] hdma_host_lo_q, hdma_host_hi_q, hdma_hbm_line_q, hdma_lines_q;
   logic [IrqBits-1:0] irq_status_q, irq_status_d, irq_enable_q;
-  logic [SemBits-1:0] sem_q [tpu_pkg::HOST_SEMS];
-  logic [SemBits-1:0] sem_d [tpu_pkg::HOST_SEMS];
+  logic [SemBits-1:0] sem_q [tpu_pkg::SEMS];
+  logic [SemBits-1:0] sem_d [tpu_pkg::SEMS];
   logic        rvalid_q, imem_read_q;
   logic [31:0] rdata_q, csr_rdata;
 
@@ -101,27 +105,28 @@ module tpu_csr
   assign hdma_start_o   = wr && (mmio_addr_i == tpu_pkg::CSR_HDMA_CTRL) && mmio_wdata_i[tpu_pkg::HDMA_CTRL_START_LSB];
   assign hdma_to_host_o = mmio_wdata_i[tpu_pkg::HDMA_CTRL_TO_HOST_LSB];
 
-  // Host semaphores: the host's and the core's takes and posts of one cycle all count.
+  // Semaphores: the host's, the core's and a remote core's takes and posts of one cycle all count.
   logic host_sem_post, host_sem_take, host_sem_clear;
   assign host_sem_post  = wr && (mmio_addr_i == tpu_pkg::CSR_SEM_POST);
   assign host_sem_take  = wr && (mmio_addr_i == tpu_pkg::CSR_SEM_TAKE);
   assign host_sem_clear = wr && (mmio_addr_i == tpu_pkg::CSR_SEM_CLEAR) && mmio_wdata_i[0];
 
   // A counter after this cycle's posts (saturating) and takes (never below zero).
-  function automatic logic [SemBits-1:0] sem_next(logic [SemBits-1:0] q, logic up_a, logic up_b,
+  function automatic logic [SemBits-1:0] sem_next(logic [SemBits-1:0] q, logic up_a, logic up_b, logic up_c,
                                                   logic down_a, logic down_b);
     logic [SemBits+1:0] n;
-    n = {2'b00, q} + {{(SemBits+1){1'b0}}, up_a} + {{(SemBits+1){1'b0}}, up_b};
+    n = {2'b00, q} + {{(SemBits+1){1'b0}}, up_a} + {{(SemBits+1){1'b0}}, up_b} + {{(SemBits+1){1'b0}}, up_c};
     if (down_a && n != '0) n = n - 1'b1;
     if (down_b && n != '0) n = n - 1'b1;
     sem_next = (n[SemBits+1:SemBits] != 2'b00) ? {SemBits{1'b1}} : n[SemBits-1:0];
   endfunction
 
   always_comb begin
-    for (int unsigned i = 0; i < tpu_pkg::HOST_SEMS; i++) begin
+    for (int unsigned i = 0; i < tpu_pkg::SEMS; i++) begin
       sem_d[i] = sem_next(sem_q[i],
                           host_sem_post && (mmio_wdata_i == 32'(i)),
                           sem_post_i && (32'(sem_idx_i) == 32'(i)),
+                          sem_remote_post_i && (32'(sem_remote_idx_i) == 32'(i)),
                           host_sem_take && (mmio_wdata_i == 32'(i)),
                           sem_take_i && (32'(sem_idx_i) == 32'(i)));
       if (host_sem_clear || soft_reset_o) sem_d[i] = '0;
@@ -131,16 +136,21 @@ module tpu_csr
 
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
-      for (int unsigned i = 0; i < tpu_pkg::HOST_SEMS; i++) sem_q[i] <= '0;
+      for (int unsigned i = 0; i < tpu_pkg::SEMS; i++) sem_q[i] <= '0;
     end else begin
-      for (int unsigned i = 0; i < tpu_pkg::HOST_SEMS; i++) sem_q[i] <= sem_d[i];
+      for (int unsigned i = 0; i < tpu_pkg::SEMS; i++) sem_q[i] <= sem_d[i];
     end
   end
 
-  logic [31:0] sem_counts;
+  // SEM_COUNTS holds semaphores 0..3, SEM_COUNTS_HI 4..7.
+  logic [31:0] sem_counts, sem_counts_hi;
   always_comb begin
-    sem_counts = 32'd0;
-    for (int unsigned i = 0; i < tpu_pkg::HOST_SEMS; i++) sem_counts[i*SemBits +: SemBits] = sem_q[i];
+    sem_counts    = 32'd0;
+    sem_counts_hi = 32'd0;
+    for (int unsigned i = 0; i < 4; i++) begin
+      sem_counts[i*SemBits +: SemBits]    = sem_q[i];
+      sem_counts_hi[i*SemBits +: SemBits] = sem_q[i + 4];
+    end
   end
 
   // IRQ_STATUS: events set bits, writing ones clears them (an event in the same cycle wins).
@@ -151,7 +161,7 @@ module tpu_csr
     irq_events[tpu_pkg::IRQ_STATUS_CORE_ERROR_LSB] = core_fail_i;
     irq_events[tpu_pkg::IRQ_STATUS_HDMA_DONE_LSB]  = hdma_done_i;
     irq_events[tpu_pkg::IRQ_STATUS_HDMA_ERROR_LSB] = hdma_fail_i;
-    irq_events[tpu_pkg::IRQ_STATUS_SEM_POST_LSB]   = sem_post_i;
+    irq_events[tpu_pkg::IRQ_STATUS_SEM_POST_LSB]   = sem_post_i && (32'(sem_idx_i) < 32'(tpu_pkg::HOST_SEMS));
     irq_status_d = irq_status_q;
     if (wr && mmio_addr_i == tpu_pkg::CSR_IRQ_STATUS) irq_status_d = irq_status_d & ~mmio_wdata_i[IrqBits-1:0];
     irq_status_d = irq_status_d | irq_events;
@@ -221,6 +231,7 @@ module tpu_csr
       tpu_pkg::CSR_STALL_CYCLES:   csr_rdata = perf_stall_i;
       tpu_pkg::CSR_FEED_STALL:     csr_rdata = perf_feed_stall_i;
       tpu_pkg::CSR_SEM_COUNTS:     csr_rdata = sem_counts;
+      tpu_pkg::CSR_SEM_COUNTS_HI:  csr_rdata = sem_counts_hi;
       tpu_pkg::CSR_HDMA_HOST_LO:   csr_rdata = hdma_host_lo_q;
       tpu_pkg::CSR_HDMA_HOST_HI:   csr_rdata = hdma_host_hi_q;
       tpu_pkg::CSR_HDMA_HBM_LINE:  csr_rdata = hdma_hbm_line_q;

@@ -1,6 +1,7 @@
 // One core of the chip (docs/architecture.md): its CSR block, the core, its host DMA engine and the
-// arbiter that shares the core's HBM port between the core's DMA unit and the host DMA engine. The chip
-// top instantiates one per core; each has its own registers, doorbell, interrupt and HBM.
+// arbiter that shares the core's HBM port among the core's DMA unit, the host DMA engine and the lines
+// other cores' RDMA write here. The chip top instantiates one per core; each has its own registers,
+// doorbell, interrupt and HBM.
 module tpu_tile
 #(
   parameter int unsigned CoreId = 0   // index of this core on its chip
@@ -38,6 +39,25 @@ module tpu_tile
   input  logic [tpu_pkg::LINE_W-1:0] host_rsp_rdata_i,
   input  logic              host_rsp_error_i,
 
+  // The core network (tpu_chip routes it): this core's RDMA lines out, each acknowledged once written...
+  output logic              net_out_valid_o,
+  input  logic              net_out_ready_i,
+  output logic [3:0]        net_out_core_o,
+  output logic [31:0]       net_out_line_o,
+  output logic [tpu_pkg::LINE_W-1:0] net_out_data_o,
+  output logic              net_out_post_o,
+  output logic [$clog2(tpu_pkg::SEMS)-1:0] net_out_sem_o,
+  input  logic              net_out_ack_i,
+  // ... and other cores' lines in, written into this core's HBM and acknowledged in order; a line with
+  // POST then posts its semaphore here.
+  input  logic              net_in_valid_i,
+  output logic              net_in_ready_o,
+  input  logic [31:0]       net_in_line_i,
+  input  logic [tpu_pkg::LINE_W-1:0] net_in_data_i,
+  input  logic              net_in_post_i,
+  input  logic [$clog2(tpu_pkg::SEMS)-1:0] net_in_sem_i,
+  output logic              net_in_ack_o,
+
   // Issue trace of the core, for profilers (tpu_sequencer: trace_*).
   output logic              trace_run_o,
   output logic              trace_issue_o,
@@ -57,9 +77,13 @@ module tpu_tile
   logic [31:0]       core_error_pc;
   logic [63:0]       perf_cycles, perf_mxu_busy;
   logic [31:0]       perf_instret, perf_dma_lines, perf_vpu_busy, perf_stall, perf_feed_stall;
-  logic [tpu_pkg::HOST_SEMS-1:0] sem_nonzero;
+  localparam int unsigned SemW = $clog2(tpu_pkg::SEMS);
+  logic [tpu_pkg::SEMS-1:0] sem_nonzero;
   logic              sem_take, sem_post;
-  logic [$clog2(tpu_pkg::HOST_SEMS)-1:0] sem_idx;
+  logic [SemW-1:0]   sem_idx;
+  // RDMA lines written here: the POST flag and semaphore of each, until its HBM write is answered.
+  logic              in_post, in_remote_post;
+  logic [SemW-1:0]   in_sem;
   logic              imem_req, imem_write, imem_hi;
   logic [ImemAw-1:0] imem_addr;
   logic [31:0]       imem_wdata, imem_rdata;
@@ -70,10 +94,10 @@ module tpu_tile
   logic [31:0]       hdma_hbm_line, hdma_lines;
   logic [7:0]        hdma_code;
 
-  // Arbiter masters: 0 core DMA, 1 host DMA.
-  logic [1:0]             m_req_valid, m_req_ready, m_req_write, m_rsp_valid;
-  logic [63:0]            m_req_addr;     // master m at [m*32 +: 32]
-  logic [2*tpu_pkg::LINE_W-1:0] m_req_wdata;  // master m at [m*LINE_W +: LINE_W]
+  // Arbiter masters: 0 core DMA, 1 host DMA, 2 other cores' RDMA lines.
+  logic [2:0]             m_req_valid, m_req_ready, m_req_write, m_rsp_valid;
+  logic [95:0]            m_req_addr;     // master m at [m*32 +: 32]
+  logic [3*tpu_pkg::LINE_W-1:0] m_req_wdata;  // master m at [m*LINE_W +: LINE_W]
   logic [tpu_pkg::LINE_W-1:0]      m_rsp_rdata;
 
   tpu_csr #(
@@ -112,6 +136,8 @@ module tpu_tile
     .sem_take_i        (sem_take),
     .sem_post_i        (sem_post),
     .sem_idx_i         (sem_idx),
+    .sem_remote_post_i (in_remote_post),
+    .sem_remote_idx_i  (in_sem),
     .imem_req_o        (imem_req),
     .imem_write_o      (imem_write),
     .imem_hi_o         (imem_hi),
@@ -175,7 +201,15 @@ module tpu_tile
     .hbm_req_addr_o   (m_req_addr[0 +: 32]),
     .hbm_req_wdata_o  (m_req_wdata[0 +: tpu_pkg::LINE_W]),
     .hbm_rsp_valid_i  (m_rsp_valid[0]),
-    .hbm_rsp_rdata_i  (m_rsp_rdata)
+    .hbm_rsp_rdata_i  (m_rsp_rdata),
+    .net_req_valid_o  (net_out_valid_o),
+    .net_req_ready_i  (net_out_ready_i),
+    .net_req_core_o   (net_out_core_o),
+    .net_req_line_o   (net_out_line_o),
+    .net_req_data_o   (net_out_data_o),
+    .net_req_post_o   (net_out_post_o),
+    .net_req_sem_o    (net_out_sem_o),
+    .net_rsp_valid_i  (net_out_ack_i)
   );
 
   tpu_host_dma u_host_dma (
@@ -209,8 +243,36 @@ module tpu_tile
     .hbm_rsp_rdata_i  (m_rsp_rdata)
   );
 
+  // Other cores' RDMA lines: HBM writes of master 2; their answers are the acknowledgements.
+  assign m_req_valid[2]                                  = net_in_valid_i;
+  assign net_in_ready_o                                  = m_req_ready[2];
+  assign m_req_write[2]                                  = 1'b1;
+  assign m_req_addr[64 +: 32]                            = net_in_line_i;
+  assign m_req_wdata[2*tpu_pkg::LINE_W +: tpu_pkg::LINE_W] = net_in_data_i;
+  assign net_in_ack_o                                    = m_rsp_valid[2];
+
+  tpu_fifo #(
+    .Width (1 + SemW),
+    .Depth (128)  // the arbiter's outstanding requests at most
+  ) u_post_fifo (
+    .clk_i       (clk_i),
+    .rst_ni      (rst_ni),
+    .flush_i     (1'b0),
+    .push_i      (m_req_valid[2] && m_req_ready[2]),
+    .push_data_i ({net_in_post_i, net_in_sem_i}),
+    .pop_i       (m_rsp_valid[2]),
+    .head_o      ({in_post, in_sem}),
+    // Unconnected on purpose: the arbiter bounds the writes in flight
+    // verilator lint_off PINCONNECTEMPTY
+    .empty_o     (),
+    .full_o      (),
+    .count_o     ()
+    // verilator lint_on PINCONNECTEMPTY
+  );
+  assign in_remote_post = m_rsp_valid[2] && in_post;
+
   tpu_arbiter #(
-    .Masters (2),
+    .Masters (3),
     .AddrW   (32)
   ) u_hbm_arbiter (
     .clk_i         (clk_i),

@@ -27,11 +27,11 @@ module tpu_core
   output logic [31:0]       perf_vpu_busy_o,
   output logic [31:0]       perf_stall_o,
   output logic [31:0]       perf_feed_stall_o,
-  // Host semaphores (tpu_csr).
-  input  logic [tpu_pkg::HOST_SEMS-1:0] sem_nonzero_i,
+  // Semaphores (tpu_csr).
+  input  logic [tpu_pkg::SEMS-1:0] sem_nonzero_i,
   output logic              sem_take_o,
   output logic              sem_post_o,
-  output logic [$clog2(tpu_pkg::HOST_SEMS)-1:0] sem_idx_o,
+  output logic [$clog2(tpu_pkg::SEMS)-1:0] sem_idx_o,
   // Issue trace (tpu_sequencer).
   output logic              trace_run_o,
   output logic              trace_issue_o,
@@ -55,7 +55,17 @@ module tpu_core
   output logic [31:0]       hbm_req_addr_o,
   output logic [tpu_pkg::LINE_W-1:0] hbm_req_wdata_o,
   input  logic              hbm_rsp_valid_i,
-  input  logic [tpu_pkg::LINE_W-1:0] hbm_rsp_rdata_i
+  input  logic [tpu_pkg::LINE_W-1:0] hbm_rsp_rdata_i,
+
+  // RDMA lines to other cores (tpu_dma: net_req_*), acknowledged once written.
+  output logic              net_req_valid_o,
+  input  logic              net_req_ready_i,
+  output logic [3:0]        net_req_core_o,
+  output logic [31:0]       net_req_line_o,
+  output logic [tpu_pkg::LINE_W-1:0] net_req_data_o,
+  output logic              net_req_post_o,
+  output logic [$clog2(tpu_pkg::SEMS)-1:0] net_req_sem_o,
+  input  logic              net_rsp_valid_i
 );
 
   localparam int unsigned NumRd = 7;
@@ -187,6 +197,8 @@ module tpu_core
     .cmd_vmem_i      (cmd_rs2),
     .cmd_count_i     (cmd_rs3),
     .cmd_stride_i    (cmd_imm),
+    .cmd_core_i      (cmd_rd[3:0]),
+    .cmd_post_i      (cmd_flags[tpu_pkg::FLAG_RDMA_POST]),
     .cmd_ready_o     (dma_ready),
     .busy_o          (dma_busy),
     .line_done_o     (dma_line),
@@ -197,6 +209,14 @@ module tpu_core
     .hbm_req_wdata_o (hbm_req_wdata_o),
     .hbm_rsp_valid_i (hbm_rsp_valid_i),
     .hbm_rsp_rdata_i (hbm_rsp_rdata_i),
+    .net_req_valid_o (net_req_valid_o),
+    .net_req_ready_i (net_req_ready_i),
+    .net_req_core_o  (net_req_core_o),
+    .net_req_line_o  (net_req_line_o),
+    .net_req_data_o  (net_req_data_o),
+    .net_req_post_o  (net_req_post_o),
+    .net_req_sem_o   (net_req_sem_o),
+    .net_rsp_valid_i (net_rsp_valid_i),
     .vmem_rd_en_o    (vm_rd_en[0]),
     .vmem_rd_addr_o  (vm_rd_addr[0*VmemAw +: VmemAw]),
     .vmem_rd_data_i  (vm_rd_data[0*tpu_pkg::LINE_W +: tpu_pkg::LINE_W]),

@@ -12,8 +12,8 @@
 // then the core stops with ERROR. The watchdog keeps counting while draining; when it expires the units
 // are flushed and the core stops at once.
 //
-// Host semaphores live in the CSR block; SEMWAIT stalls (on no unit, counted in FEED_STALL too) until its
-// semaphore is non-zero and takes one, SEMPOST adds one. The watchdog counts a SEMWAIT's wait like any
+// Semaphores live in the CSR block; SEMWAIT stalls (on no unit, counted in FEED_STALL too) until its
+// semaphore is non-zero and takes one, SEMPOST adds one; another core's RDMA with POST adds one too. The watchdog counts a SEMWAIT's wait like any
 // other stall, so a program waiting on a feed the host never fills stops with WATCHDOG.
 module tpu_sequencer
 #(
@@ -78,11 +78,11 @@ module tpu_sequencer
   output logic [31:0]       perf_stall_o,
   output logic [31:0]       perf_feed_stall_o, // cycles SEMWAIT waited
 
-  // Host semaphores (tpu_csr): which are non-zero; a take or post of semaphore sem_idx_o.
-  input  logic [tpu_pkg::HOST_SEMS-1:0] sem_nonzero_i,
+  // Semaphores (tpu_csr): which are non-zero; a take or post of semaphore sem_idx_o.
+  input  logic [tpu_pkg::SEMS-1:0] sem_nonzero_i,
   output logic              sem_take_o,
   output logic              sem_post_o,
-  output logic [$clog2(tpu_pkg::HOST_SEMS)-1:0] sem_idx_o,
+  output logic [$clog2(tpu_pkg::SEMS)-1:0] sem_idx_o,
 
   // Issue trace (profilers, sw/driver/execution_profile.h): per cycle of a run, whether the instruction
   // at trace_pc_o issues, else which units it waits for; and the unit events of the counters. Units are
@@ -179,9 +179,9 @@ module tpu_sequencer
   logic        wd_expired;
   logic        sld_pending_q, sld_read;  // SLD: the line was read last cycle / is read this cycle
   logic        feed_stall;  // SEMWAIT waits for its semaphore
-  logic        sem_legal;   // imm names a host semaphore
-  assign sem_legal = (imm < 32'(tpu_pkg::HOST_SEMS));
-  assign sem_idx_o = imm[$clog2(tpu_pkg::HOST_SEMS)-1:0];
+  logic        sem_legal;   // imm names a semaphore
+  assign sem_legal = (imm < 32'(tpu_pkg::SEMS));
+  assign sem_idx_o = imm[$clog2(tpu_pkg::SEMS)-1:0];
   logic [32:0] sld_addr;
   assign sld_addr = {1'b0, rs1_val} + {1'b0, imm};
 
@@ -276,6 +276,23 @@ module tpu_sequencer
           end
           tpu_pkg::OP_DMA_LD, tpu_pkg::OP_DMA_ST: begin
             if (hbm_range_bad(rs1_val, rs3_val, imm)) begin
+              raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_HBM_ADDR;
+            end else if (vmem_range_bad(rs2_val, rs3_val)) begin
+              raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_VMEM_ADDR;
+            end else if (!dma_ready_i) begin
+              stall = 1'b1;
+            end else begin
+              issue = 1'b1; dma_cmd_valid_o = 1'b1;
+            end
+          end
+          tpu_pkg::OP_RDMA: begin
+            // Lines of this core's VMEM into another core's HBM (contiguous on both sides); with POST,
+            // semaphore imm of that core is posted once they are written.
+            if (rd_val >= 32'(tpu_pkg::NUM_CORES)) begin
+              raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_CORE;
+            end else if (flags[tpu_pkg::FLAG_RDMA_POST] && !sem_legal) begin
+              raise = 1'b1; raise_code = tpu_pkg::ERR_ILLEGAL_INSTR;
+            end else if (hbm_range_bad(rs1_val, rs3_val, 32'd1)) begin
               raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_HBM_ADDR;
             end else if (vmem_range_bad(rs2_val, rs3_val)) begin
               raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_VMEM_ADDR;

@@ -11,7 +11,7 @@ ChipModel::ChipModel(const ChipConfig& config, uint32_t chip_id, HostMemory* hos
       own_host_(host == nullptr ? std::make_unique<HostMemory>(config.host_mem_bytes) : nullptr),
       host_(host == nullptr ? own_host_.get() : host) {
   for (uint32_t core = 0; core < config_.num_cores; ++core)
-    cores_.push_back(std::make_unique<CoreModel>(config_, timing_, core, chip_id, host_));
+    cores_.push_back(std::make_unique<CoreModel>(config_, timing_, core, chip_id, host_, static_cast<CoreNetwork*>(this)));
 }
 
 void ChipModel::set_mxu_kernel(MxuKernel kernel) {
@@ -43,6 +43,8 @@ uint32_t ChipModel::IrqLines() const {
   return lines;
 }
 
+void ChipModel::PostAt(uint32_t core, uint32_t semaphore, uint64_t cycle) { posts_.emplace(cycle, core, semaphore); }
+
 uint64_t ChipModel::Run(uint64_t max_cycles) { return Advance(max_cycles, StopWhen::kIdle, 0); }
 void ChipModel::Step(uint64_t cycles) { Advance(cycles, StopWhen::kNever, 0); }
 uint64_t ChipModel::RunUntilIrq(uint64_t max_cycles, uint32_t lines) {
@@ -62,6 +64,18 @@ uint64_t ChipModel::Advance(uint64_t max_cycles, StopWhen stop, uint32_t irq_lin
         next = at;
         next_core = core.get();
       }
+    }
+    if (!posts_.empty() && std::get<0>(posts_.top()) <= next) {
+      const auto [at, core, semaphore] = posts_.top();
+      if (at > end) {
+        cycle_ = end;
+        break;
+      }
+      posts_.pop();
+      cycle_ = std::max(cycle_, at);
+      cores_[core]->SetTime(std::max(cores_[core]->cycle(), cycle_));
+      cores_[core]->PostSemaphore(semaphore, cycle_ + 1);
+      continue;
     }
     if (next_core == nullptr) {  // nothing will happen by itself any more
       if (stop == StopWhen::kIdle) {

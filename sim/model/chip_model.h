@@ -1,13 +1,18 @@
 // ChipModel: the fast ISA-level reference model of one tpusim chip: config.num_cores cores (CoreModel,
 // which says what is and is not modelled), each with its own MMIO window at core << CORE_SHIFT,
-// interrupt line and HBM, and the host memory their host DMA engines share. The chip steps its cores'
-// events in time order (ties: lower core first), so runs are deterministic.
+// interrupt line and HBM, the host memory their host DMA engines share, and the core network their RDMA
+// uses (a line lands at issue; the destination's semaphore is posted at the RDMA's done time, as an event).
+// The chip steps its cores' events and the posts in time order (ties: posts first, then lower core
+// first), so runs are deterministic.
 //
 // Time only advances in Run/Step/RunUntilIrq; MMIO accesses and backdoor accesses take no device time.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <queue>
+#include <tuple>
 #include <vector>
 
 #include "sim/model/chip_config.h"
@@ -16,7 +21,7 @@
 
 namespace tpu::model {
 
-class ChipModel {
+class ChipModel : private CoreNetwork {
  public:
   // `chip_id` is read as CFG_CHIP_ID. Host memory of config.host_mem_bytes is the chip's own unless
   // `host` (shared with other chips, outliving this one) is given.
@@ -72,6 +77,11 @@ class ChipModel {
 
  private:
   enum class StopWhen { kIdle, kIrq, kNever };
+  // CoreNetwork: the cores of this chip.
+  uint32_t Cores() const override { return static_cast<uint32_t>(cores_.size()); }
+  CoreModel& Core(uint32_t index) override { return *cores_.at(index); }
+  void PostAt(uint32_t core, uint32_t semaphore, uint64_t cycle) override;
+
   uint64_t Advance(uint64_t max_cycles, StopWhen stop, uint32_t irq_lines);
   // The core an MMIO offset names, or null.
   CoreModel* CoreAt(uint32_t offset);
@@ -81,6 +91,10 @@ class ChipModel {
   std::unique_ptr<HostMemory> own_host_;
   HostMemory* host_;
   std::vector<std::unique_ptr<CoreModel>> cores_;
+  // Semaphore posts on their way: (cycle, core, semaphore), earliest first.
+  std::priority_queue<std::tuple<uint64_t, uint32_t, uint32_t>, std::vector<std::tuple<uint64_t, uint32_t, uint32_t>>,
+                      std::greater<>>
+      posts_;
   uint64_t cycle_ = 0;
 };
 

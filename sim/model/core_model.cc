@@ -32,7 +32,7 @@ constexpr uint32_t kMxuChunkElements = 16384;
 }  // namespace
 
 CoreModel::CoreModel(const ChipConfig& config, const Timing& timing, uint32_t core_id, uint32_t chip_id,
-                     HostMemory* host)
+                     HostMemory* host, CoreNetwork* network)
     : config_(config),
       timing_(timing),
       core_id_(core_id),
@@ -41,6 +41,7 @@ CoreModel::CoreModel(const ChipConfig& config, const Timing& timing, uint32_t co
       vmem_(static_cast<size_t>(config.vmem_lines) * config.lanes, 0),
       hbm_(std::make_unique<SparseMemory>(config.hbm_lines * config.line_bytes())),
       host_(host),
+      network_(network),
       mxu_chunk_rows_(std::max(1u, kMxuChunkElements / config.lanes)),
       mxu_lhs_(static_cast<size_t>(mxu_chunk_rows_) * config.lanes),
       mxu_lhs_bf16_(config.lanes),
@@ -102,9 +103,11 @@ uint32_t CoreModel::MmioRead(uint32_t offset) {
     case csr::VPU_BUSY: return vpu_busy_;
     case csr::STALL_CYCLES: return stall_cycles_;
     case csr::FEED_STALL: return feed_stall_;
-    case csr::SEM_COUNTS: {
+    case csr::SEM_COUNTS:
+    case csr::SEM_COUNTS_HI: {
+      const uint32_t first = offset == csr::SEM_COUNTS ? 0 : 4;
       uint32_t counts = 0;
-      for (uint32_t i = 0; i < csr::HOST_SEMS; ++i) counts |= sems_[i] << (i * csr::SEM_BITS);
+      for (uint32_t i = 0; i < 4; ++i) counts |= sems_[first + i] << (i * csr::SEM_BITS);
       return counts;
     }
     case csr::HDMA_HOST_LO: return hdma_host_lo_;
@@ -140,13 +143,10 @@ void CoreModel::MmioWrite(uint32_t offset, uint32_t value) {
     case csr::IRQ_STATUS: irq_status_ &= ~value; break;
     case csr::IRQ_ENABLE: irq_enable_ = value & kIrqMask; break;
     case csr::SEM_POST:
-      if (value < csr::HOST_SEMS) {
-        IncrementSemaphore(value);
-        if (sem_blocked_ && sems_[tpu::isa::Decode(imem_[pc_]).imm] != 0) WakeFromSemaphore(cycle_ + 1);
-      }
+      if (value < csr::SEMS) PostSemaphore(value, cycle_ + 1);
       break;
     case csr::SEM_TAKE:
-      if (value < csr::HOST_SEMS && sems_[value] != 0) --sems_[value];
+      if (value < csr::SEMS && sems_[value] != 0) --sems_[value];
       break;
     case csr::SEM_CLEAR:
       if (value & 1u) sems_.fill(0);
@@ -386,6 +386,11 @@ void CoreModel::WakeFromSemaphore(uint64_t wake) {
 
 void CoreModel::IncrementSemaphore(uint32_t index) { sems_[index] = std::min(sems_[index] + 1, kSemMax); }
 
+void CoreModel::PostSemaphore(uint32_t index, uint64_t wake) {
+  IncrementSemaphore(index);
+  if (sem_blocked_ && sems_[tpu::isa::Decode(imem_[pc_]).imm] != 0) WakeFromSemaphore(wake);
+}
+
 bool CoreModel::CheckVmemRange(uint64_t base, uint64_t count) {
   if (count == 0 || base + count <= config_.vmem_lines) return true;
   RaiseCoreError(ErrorValue(Error::BAD_VMEM_ADDR));
@@ -466,7 +471,7 @@ void CoreModel::Issue(uint64_t word) {
       break;
     }
     case Opcode::SEMWAIT:
-      if (in.imm >= tpu::csr::HOST_SEMS) {
+      if (in.imm >= tpu::csr::SEMS) {
         RaiseCoreError(ErrorValue(Error::ILLEGAL_INSTR));
         return;
       }
@@ -477,13 +482,52 @@ void CoreModel::Issue(uint64_t word) {
       --sems_[in.imm];
       break;
     case Opcode::SEMPOST:
-      if (in.imm >= tpu::csr::HOST_SEMS) {
+      if (in.imm >= tpu::csr::SEMS) {
         RaiseCoreError(ErrorValue(Error::ILLEGAL_INSTR));
         return;
       }
       IncrementSemaphore(in.imm);
-      irq_status_ |= tpu::csr::IRQ_STATUS_SEM_POST;  // only the core's posts interrupt the host
+      // Only the core's posts of host semaphores interrupt the host.
+      if (in.imm < tpu::csr::HOST_SEMS) irq_status_ |= tpu::csr::IRQ_STATUS_SEM_POST;
       break;
+    case Opcode::RDMA: {
+      const uint64_t count = reg(in.rs3);
+      if (network_ == nullptr || reg(in.rd) >= network_->Cores()) {
+        RaiseCoreError(ErrorValue(Error::BAD_CORE));
+        return;
+      }
+      const bool post = (in.flags & flag::RDMA_POST) != 0;
+      if (post && in.imm >= tpu::csr::SEMS) {
+        RaiseCoreError(ErrorValue(Error::ILLEGAL_INSTR));
+        return;
+      }
+      if (count > 0 && uint64_t{reg(in.rs1)} + count > config_.hbm_lines) {
+        RaiseCoreError(ErrorValue(Error::BAD_HBM_ADDR));
+        return;
+      }
+      if (!CheckVmemRange(reg(in.rs2), count)) return;
+      // The unit takes an RDMA when no other DMA instruction is unfinished, and the next one after it.
+      const uint64_t dma_idle = unit_busy_until_[kDma];
+      if (!WaitUntil(dma_idle, kDma)) return;
+      dma_done_at_.clear();
+      // The lines land at issue (the model's order); the destination's semaphore is posted, and the
+      // instruction done, when the last line has crossed the network and been written and acknowledged.
+      const uint64_t done =
+          core_time_ + count + config_.hbm_latency + timing_.rdma_overhead + (count == 0 ? 0 : timing_.dma_store_overhead);
+      if (count > 0) {
+        CoreModel& destination = network_->Core(reg(in.rd));
+        std::vector<uint8_t> lines(count * config_.line_bytes());
+        std::memcpy(lines.data(), VmemLine(reg(in.rs2)), lines.size());
+        (void)destination.WriteHbm(reg(in.rs1), lines.data(), count);
+      }
+      if (post) network_->PostAt(reg(in.rd), in.imm, done);
+      dma_accept_at_ = done;
+      dma_done_at_.push_back(done);
+      unit_busy_until_[kDma] = done;
+      if (profile_ != nullptr) ProfileInterval(kDma, core_time_, done, static_cast<uint32_t>(count), reg(in.rs1), 1);
+      dma_lines_ += static_cast<uint32_t>(count);
+      break;
+    }
     case Opcode::SYNC: {
       const uint8_t units = (in.flags & 7u) == 0 ? 7u : (in.flags & 7u);
       uint64_t ready = 0;

@@ -62,6 +62,9 @@ struct Timing {
   // VADD/VMAX/VSPLAT of C lines: read, compute, write stages, free at T + C + 3; C = 0 at T + 2.
   uint32_t vpu_overhead = 3;
   uint32_t vpu_empty = 2;
+  // RDMA of C lines: done at T + C + hbm_latency + dma_store_overhead + rdma_overhead (the network's
+  // arbiter slices on the way out and back); C = 0 at T + hbm_latency + rdma_overhead.
+  uint32_t rdma_overhead = 4;
   // Host DMA of C lines: done at start + C + hbm_latency + overhead; the overhead includes the host
   // memory's latency (8 cycles in the chip bench).
   uint32_t hdma_to_hbm_overhead = 11;
@@ -75,14 +78,27 @@ struct Timing {
 // widest this host has), kNumericsLibrary calls tpu::numerics::MxuMatVec.
 enum class MxuKernel { kHostFloat, kNumericsLibrary };
 
+class CoreModel;
+
+// What a core's RDMA reaches: the cores of its chip (board cores later) and their semaphores, posted at a
+// cycle (ChipModel runs the post as an event then).
+class CoreNetwork {
+ public:
+  virtual ~CoreNetwork() = default;
+  virtual uint32_t Cores() const = 0;
+  virtual CoreModel& Core(uint32_t index) = 0;
+  virtual void PostAt(uint32_t core, uint32_t semaphore, uint64_t cycle) = 0;
+};
+
 class CoreModel {
  public:
   static constexpr uint64_t kNever = ~uint64_t{0};
 
   // `config` and `timing` are the chip's (they must outlive the core); `core_id` and `chip_id` are read
   // as CFG_CORE_ID and CFG_CHIP_ID; the host DMA engine reads and writes `host`, which every core of the
-  // board shares.
-  CoreModel(const ChipConfig& config, const Timing& timing, uint32_t core_id, uint32_t chip_id, HostMemory* host);
+  // board shares; RDMA reaches the cores of `network` (null: RDMA is BAD_CORE).
+  CoreModel(const ChipConfig& config, const Timing& timing, uint32_t core_id, uint32_t chip_id, HostMemory* host,
+            CoreNetwork* network = nullptr);
   ~CoreModel();
   CoreModel(const CoreModel&) = delete;
   CoreModel& operator=(const CoreModel&) = delete;
@@ -142,6 +158,13 @@ class CoreModel {
   void BlockOnSemaphore();
   void WakeFromSemaphore(uint64_t wake);
   void IncrementSemaphore(uint32_t index);  // saturating, from the host or the core
+
+ public:
+  // A post of semaphore `index` from outside the core (the host, another core's RDMA); a SEMWAIT waiting
+  // on it wakes at `wake`.
+  void PostSemaphore(uint32_t index, uint64_t wake);
+
+ private:
   void FinishCoreError();
   void StopCore();
   // Stalls the sequencer until `ready`, waiting for `unit` (kNumUnits: none, SLD's VMEM read); returns
@@ -180,6 +203,7 @@ class CoreModel {
   std::vector<uint32_t> vmem_;
   std::unique_ptr<SparseMemory> hbm_;
   HostMemory* host_;
+  CoreNetwork* network_;
 
   // An MXU weight buffer, N x N, row k = input lane, column n = output lane: the fp32 value of each bf16
   // weight (the matmul kernel works on floats), the same weights as bf16 (for kNumericsLibrary) and the
@@ -225,7 +249,7 @@ class CoreModel {
   bool halted_ = false, error_ = false;
   uint32_t error_code_ = 0, error_pc_ = 0;
   uint32_t irq_status_ = 0, irq_enable_ = kIrqMask;
-  std::array<uint32_t, tpu::csr::HOST_SEMS> sems_{};  // host semaphores (SEM_COUNTS)
+  std::array<uint32_t, tpu::csr::SEMS> sems_{};  // semaphores (SEM_COUNTS, SEM_COUNTS_HI)
   uint32_t watchdog_limit_ = 1000000;
 
   // Perf counters (cleared by the doorbell).

@@ -128,6 +128,9 @@ std::string Disassemble(uint64_t word) {
     case Opcode::DMA_LD:
     case Opcode::DMA_ST:
       return name + " " + Reg(in.rs1) + ", " + Reg(in.rs2) + ", " + Reg(in.rs3) + ", " + Number(in.imm) + flags;
+    case Opcode::RDMA:
+      return name + " " + Reg(in.rd) + ", " + Reg(in.rs1) + ", " + Reg(in.rs2) + ", " + Reg(in.rs3) + ", " +
+             Number(in.imm) + flags;
     case Opcode::MXU_LW: return name + " " + Reg(in.rs1) + flags;
     case Opcode::MXU_MM: return name + " " + Reg(in.rs1) + ", " + Reg(in.rs2) + ", " + Reg(in.rs3) + flags;
     case Opcode::VADD:

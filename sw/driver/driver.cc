@@ -45,6 +45,7 @@ Status CoreErrorStatus(uint32_t error_code, uint32_t pc) {
   switch (static_cast<isa::Error>(error_code)) {
     case isa::Error::BAD_HBM_ADDR:
     case isa::Error::BAD_VMEM_ADDR:
+    case isa::Error::BAD_CORE:
       return OutOfRange(what);
     case isa::Error::WATCHDOG:
       return DeadlineExceeded(what + " (no instruction issued within the watchdog limit)");

@@ -207,6 +207,63 @@ TEST_P(DriverTest, EveryCoreRunsItsOwnProgramAtOnce) {
   ExpectUsable();
 }
 
+// RDMA: core 0 sends lines of its VMEM into core 1's HBM and posts core 1's semaphore 5; core 1 waits on
+// it, then loads the lines, doubles them and stores them. Its SEMWAIT is the only synchronization.
+TEST_P(DriverTest, RdmaWritesAnotherCoresHbmAndPostsItsSemaphore) {
+  if (transport_->Cores() < 2) GTEST_SKIP() << "one core";
+  Driver sender(*transport_, 0), receiver(*transport_, 1);
+  for (Driver* driver : {&sender, &receiver}) {
+    ASSERT_TRUE(driver->Reset().ok());
+    ASSERT_TRUE(driver->Discover().ok());
+  }
+  const uint32_t lanes = sender.info().lanes;
+  std::vector<float> values(4 * lanes);
+  for (uint32_t i = 0; i < values.size(); ++i) values[i] = 0.25f * float(i) - 3.0f;
+  ASSERT_TRUE(sender.CopyToHbm(values.data(), values.size() * 4, 100).ok());
+  const uint32_t semaphore = csr::HOST_SEMS + 1;
+  ASSERT_TRUE(receiver.LoadProgram({Instr(Opcode::SEMWAIT, 0, 0, 0, 0, 0, semaphore), Li(1, 300), Li(2, 10), Li(3, 4),
+                                    Instr(Opcode::DMA_LD, 0, 1, 2, 3, 0, 1), Instr(Opcode::SYNC),
+                                    Instr(Opcode::VADD, 2, 2, 2, 3), Instr(Opcode::SYNC), Li(1, 400),
+                                    Instr(Opcode::DMA_ST, 0, 1, 2, 3, 0, 1), Instr(Opcode::SYNC), Halt()})
+                  .ok());
+  ASSERT_TRUE(sender.LoadProgram({Li(1, 100), Li(2, 0), Li(3, 4), Instr(Opcode::DMA_LD, 0, 1, 2, 3, 0, 1),
+                                  Instr(Opcode::SYNC), Li(4, 1), Li(1, 300),
+                                  Instr(Opcode::RDMA, 4, 1, 2, 3, isa::flag::RDMA_POST, semaphore),
+                                  Instr(Opcode::SYNC), Halt()})
+                  .ok());
+  ASSERT_TRUE(receiver.Launch(0).ok());
+  ASSERT_TRUE(sender.Launch(0).ok());
+  Status sent = sender.WaitForCompletion(kTimeout);
+  ASSERT_TRUE(sent.ok()) << sent;
+  Status received = receiver.WaitForCompletion(kTimeout);
+  ASSERT_TRUE(received.ok()) << received;
+  EXPECT_GT(receiver.ReadCounters().feed_stall_cycles, 0u) << "the receiver waited for the lines";
+  std::vector<float> landed(values.size()), doubled(values.size()), untouched(values.size());
+  ASSERT_TRUE(receiver.CopyFromHbm(300, 4, landed.data()).ok());
+  ASSERT_TRUE(receiver.CopyFromHbm(400, 4, doubled.data()).ok());
+  ASSERT_TRUE(sender.CopyFromHbm(300, 4, untouched.data()).ok());
+  for (uint32_t i = 0; i < values.size(); ++i) {
+    EXPECT_EQ(landed[i], values[i]) << i;
+    EXPECT_EQ(doubled[i], 2 * values[i]) << i;
+    EXPECT_EQ(untouched[i], 0.0f) << "the sender's own HBM, line " << 300 + i / lanes;
+  }
+  EXPECT_EQ(transport_->MmioRead(transport_->MmioOffset(1, csr::SEM_COUNTS_HI)), 0u) << "the post was taken";
+
+  // A core the chip lacks, and a semaphore past the last.
+  ASSERT_TRUE(sender.LoadProgram({Li(4, transport_->CoresPerChip()), Li(3, 1),
+                                  Instr(Opcode::RDMA, 4, 1, 2, 3, 0, 0), Halt()}).ok());
+  ASSERT_TRUE(sender.Launch(0).ok());
+  Status bad_core = sender.WaitForCompletion(kTimeout);
+  EXPECT_EQ(bad_core.code(), StatusCode::kOutOfRange) << bad_core;
+  EXPECT_NE(bad_core.message().find("BAD_CORE at pc 2"), std::string::npos) << bad_core;
+  ASSERT_TRUE(sender.LoadProgram({Li(4, 1), Li(3, 1), Instr(Opcode::RDMA, 4, 1, 2, 3, isa::flag::RDMA_POST, csr::SEMS),
+                                  Halt()}).ok());
+  ASSERT_TRUE(sender.Launch(0).ok());
+  Status bad_semaphore = sender.WaitForCompletion(kTimeout);
+  EXPECT_NE(bad_semaphore.message().find("ILLEGAL_INSTR at pc 2"), std::string::npos) << bad_semaphore;
+  ExpectUsable();
+}
+
 TEST_P(DriverTest, LoadsLaunchesAndCompletesAProgram) {
   const std::vector<uint64_t> code = AddProgram();
   ASSERT_TRUE(driver_->LoadProgram(code).ok());
@@ -475,7 +532,7 @@ TEST_P(DriverTest, SemaphoresSaturateNeverGoNegativeAndTheResetClearsThem) {
 }
 
 TEST_P(DriverTest, ASemaphoreBeyondTheLastIsAnIllegalInstruction) {
-  Status error = RunExpectingError({Instr(Opcode::SEMPOST, 0, 0, 0, 0, 0, csr::HOST_SEMS), Halt()});
+  Status error = RunExpectingError({Instr(Opcode::SEMPOST, 0, 0, 0, 0, 0, csr::SEMS), Halt()});
   EXPECT_EQ(error.code(), StatusCode::kInternal) << error;
   EXPECT_NE(error.message().find("ILLEGAL_INSTR at pc 0"), std::string::npos) << error;
   ExpectUsable();
