@@ -100,7 +100,8 @@ class FeedService {
   FeedService(DeviceState& state, const compiler::Program& program, uint64_t infeed_base, uint64_t outfeed_base)
       : state_(state), program_(program), infeed_base_(infeed_base), outfeed_base_(outfeed_base) {}
 
-  // Before the doorbell: no semaphore left from an earlier run; the outfeed slot is free.
+  // Before the doorbell: no semaphore left from an earlier run; the outfeed slot is free (when the program
+  // has outfeeds).
   void Prepare() {
     state_.driver.ClearSemaphores();
     if (!program_.outfeed.empty()) state_.driver.PostSemaphore(csr::SEM_OUTFEED_FREE);
@@ -237,12 +238,18 @@ class DeviceRun {
 
   // The rest runs with the board lock held (TakeResult excepted).
 
-  // Loads the code, readies the feeds and rings the doorbell.
+  // Loads the code and readies the semaphores. Every device of an execution is loaded before any is
+  // launched: a running peer may post this core's semaphores (RDMA), and the clearing must not lose that.
+  Status Load() {
+    start_ = state_->driver.transport().Cycles();
+    TPU_RETURN_IF_ERROR(state_->driver.LoadProgram(code_));
+    feed_->Prepare();
+    return OkStatus();
+  }
+
+  // Rings the doorbell.
   Status Launch() {
     Driver& driver = state_->driver;
-    start_ = driver.transport().Cycles();
-    TPU_RETURN_IF_ERROR(driver.LoadProgram(code_));
-    if (feeds_) feed_->Prepare();
     TPU_RETURN_IF_ERROR(driver.Launch(0));
     TPU_LOG(INFO) << "Execute " << program_.module_name << " on " << device_->name() << ": " << code_.size()
                   << " instruction words";
@@ -410,12 +417,13 @@ class DeviceRun {
 
 namespace {
 
-// Launches every run, then waits for all of them together: one wait on all their interrupt lines, each
-// device's events handled as they come and its feeds served while it runs; a device that finishes leaves
-// the others running. All are launched before the first wait because programs that meet at a collective
-// need every core running. The first failure stops the others and resets every device of the execution
-// (a device waiting for a failed peer would otherwise run on until its watchdog); it comes back with the
-// failed run's name. The board lock is held throughout; the caller destroys the runs after it is released.
+// Loads every run, launches every run, then waits for all of them together: one wait on all their
+// interrupt lines, each device's events handled as they come and its feeds served while it runs; a device
+// that finishes leaves the others running. All are launched before the first wait because programs that
+// meet at a collective need every core running. The first failure stops the others and resets every
+// device of the execution (a device waiting for a failed peer would otherwise run on until its watchdog);
+// it comes back with the failed run's name. The board lock is held throughout; the caller destroys the
+// runs after it is released.
 Status RunOnDevices(const std::vector<DeviceRun*>& runs, uint64_t timeout_cycles, const ExecuteOptions& options) {
   std::lock_guard<std::mutex> lock(runs.front()->board_mutex());
   Transport& transport = runs.front()->driver().transport();
@@ -430,11 +438,10 @@ Status RunOnDevices(const std::vector<DeviceRun*>& runs, uint64_t timeout_cycles
   DeviceRun* failed = nullptr;
   Status status;
   for (DeviceRun* run : runs) {
-    status = run->Launch();
-    if (!status.ok()) {
-      failed = run;
-      break;
-    }
+    if (failed == nullptr && !(status = run->Load()).ok()) failed = run;
+  }
+  for (DeviceRun* run : runs) {
+    if (failed == nullptr && !(status = run->Launch()).ok()) failed = run;
   }
   const uint64_t start = transport.Cycles();
   auto remaining = [&] {
