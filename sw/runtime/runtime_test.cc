@@ -5,6 +5,7 @@
 #include <cmath>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 
@@ -18,6 +19,7 @@
 #include "sw/runtime/logging.h"
 #include "sw/runtime/transport_factory.h"
 #include "tpu_config.h"
+#include "tpu_csr.h"
 
 namespace tpu::runtime {
 namespace {
@@ -1018,6 +1020,76 @@ TEST(ReplicatedTest, TheFirstFailureIsNamedStopsTheOtherDevicesAndLeavesEveryOne
   RunAndCheck(*client, kDotModule, 403, 1);
   EXPECT_EQ(client->hbm_used_bytes(0), 0u);
   EXPECT_EQ(client->hbm_used_bytes(1), 0u);
+}
+
+// Programs that meet: the receiver waits on a core semaphore that the sender's RDMA posts once it has
+// written 2.5s into the receiver's output (at the same HBM line as its own: both devices allocate alike).
+// Receiver first: a runtime that waited for it before launching the sender would end in its watchdog.
+// Sender first, with a receiver whose code takes long to load: a runtime that cleared the receiver's
+// semaphores after the sender had started could lose the post.
+TEST_P(BackendTest, ReplicatedProgramsThatWaitForEachOtherRunBecauseEveryDeviceIsLoadedAndLaunchedFirst) {
+  ClientOptions options;
+  options.watchdog_limit_cycles = 200'000;
+  std::unique_ptr<Client> client = MakeBackendClient(options);
+  ASSERT_NE(client, nullptr);
+  ASSERT_GE(client->devices().size(), 2u);
+  const uint32_t lanes = client->device_info().lanes;
+  const Shape shape = Shape::Make(PrimitiveType::F32, {4, 20});
+  const uint32_t lines = compiler::MakeDeviceLayout(shape, lanes).lines;
+  const uint32_t semaphore = csr::HOST_SEMS + 1;  // one of the cores' semaphores
+  auto load = [&](int device, const std::function<void(compiler::Assembler&)>& body) {
+    compiler::Program program;
+    program.module_name = "meet";
+    program.lanes = lanes;
+    program.outputs.push_back(compiler::MakeDeviceLayout(shape, lanes));
+    compiler::Assembler assembler;
+    body(assembler);
+    EXPECT_TRUE(assembler.Finish(&program.code, &program.relocations).ok());
+    return client->Load(std::move(program), device).value();
+  };
+  auto receiver = [&](int device, uint32_t padding) {
+    return load(device, [&](compiler::Assembler& a) {
+      a.SemWait(semaphore);
+      a.Halt();
+      if (padding == 0) return;
+      for (uint32_t i = 0; i < padding; ++i) a.Nop();  // never runs; only makes the code long to load
+      a.Halt();
+    });
+  };
+  auto sender = [&](int device, int to) {
+    return load(device, [&](compiler::Assembler& a) {
+      const compiler::Reg hbm{1}, vmem{2}, count{3}, core{4};
+      a.Li(vmem, 0);
+      a.Li(count, lines);
+      a.Vsplat(vmem, count, 0x40200000u);  // 2.5f
+      a.Sync(0);
+      a.Li(core, static_cast<uint32_t>(client->devices()[to].core));
+      a.LoadAddress(hbm, compiler::RegionKind::kOutput, 0, 0);
+      a.Emit(isa::Opcode::RDMA, {core, hbm, vmem, count, isa::flag::RDMA_POST, semaphore});
+      a.Sync(0);
+      a.Halt();
+    });
+  };
+  for (const int receiving : {0, 1}) {
+    SCOPED_TRACE("receiver at position " + std::to_string(receiving));
+    std::vector<std::unique_ptr<LoadedExecutable>> executables;
+    if (receiving == 0) {
+      executables.push_back(receiver(0, 0));
+      executables.push_back(sender(1, 0));
+    } else {
+      executables.push_back(sender(0, 1));
+      executables.push_back(receiver(1, 3000));
+    }
+    ReplicatedExecutable replicated(hlo::DeviceGrid{2, 1}, std::move(executables));
+    StatusOr<std::vector<ExecuteResult>> results = replicated.Execute({{}, {}});
+    ASSERT_TRUE(results.ok()) << results.status();
+    const ExecuteResult& received = (*results)[receiving];
+    ASSERT_EQ(received.outputs[0]->hbm_line(), (*results)[1 - receiving].outputs[0]->hbm_line());
+    // Launched first, the receiver waits for the lines; launched second, it finds the post already there.
+    if (receiving == 0) EXPECT_GT(received.counters.feed_stall_cycles, 0u) << "the receiver waited for the lines";
+    const Literal landed = received.outputs[0]->ToLiteral().value();
+    for (int64_t i = 0; i < landed.element_count(); ++i) ASSERT_EQ(landed.Get<float>(i), 2.5f) << i;
+  }
 }
 
 // Both devices run the feed loop at once, each on its own infeed and outfeed queues.
