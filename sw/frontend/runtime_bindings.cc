@@ -376,6 +376,39 @@ PYBIND11_MODULE(_tpusim, m) {
           "Profile): the chip's issue trace of the run per HLO operation. Outputs aliased to a parameter "
           "take over that argument's HBM (the argument becomes donated).");
 
+  py::class_<ReplicatedExecutable>(m, "ReplicatedExecutable",
+                                   "One program loaded on several devices, run on all of them at once.")
+      .def_property_readonly("name", &ReplicatedExecutable::name)
+      .def_property_readonly("num_devices", &ReplicatedExecutable::num_devices)
+      .def_property_readonly(
+          "devices",
+          [](const ReplicatedExecutable& e) {
+            py::list devices;
+            for (size_t i = 0; i < e.num_devices(); ++i) devices.append(e.device(i).name());
+            return devices;
+          },
+          "The device names, in position order (position i is device i of the module's grid).")
+      .def(
+          "execute",
+          [](ReplicatedExecutable& e, const std::vector<std::vector<const Buffer*>>& arguments) {
+            StatusOr<std::vector<ExecuteResult>> results = [&] {
+              InterruptWhileRunning acknowledge;
+              py::gil_scoped_release release;
+              return e.Execute(arguments);
+            }();
+            py::list per_device;
+            for (ExecuteResult& result : ValueOrThrow(std::move(results))) {
+              py::list outputs;
+              for (auto& output : result.outputs) outputs.append(py::cast(std::move(output)));
+              per_device.append(py::make_tuple(outputs, CountersToDict(result)));
+            }
+            return per_device;
+          },
+          py::arg("arguments"),
+          "Runs the program on every device at once, device i on arguments[i] (a list of buffers on that "
+          "device). Returns one (outputs, counters) per device. A failure names its device (\"replica 1 "
+          "(TPU:1): ...\") and resets every device of the execution.");
+
   py::class_<ProfiledRun>(m, "Profile",
                           "A profiled run: cycles, stalls and unit work per HLO operation (sw/profiler).")
       .def_property_readonly("cycles", [](const ProfiledRun& p) { return p.ops.cycles; })
@@ -484,6 +517,18 @@ PYBIND11_MODULE(_tpusim, m) {
             return ValueOrThrow(std::move(executable));
           },
           py::arg("hlo_text"), py::arg("device") = 0)
+      .def(
+          "compile_replicated",
+          [](Client& c, const std::string& hlo_text, const std::vector<int>& devices) {
+            StatusOr<std::unique_ptr<ReplicatedExecutable>> executable = [&] {
+              py::gil_scoped_release release;
+              return c.CompileReplicated(hlo_text, devices);
+            }();
+            return ValueOrThrow(std::move(executable));
+          },
+          py::arg("hlo_text"), py::arg("devices") = std::vector<int>{},
+          "Compiles once and loads the program on each listed device (default: as many as the module's "
+          "replica_count x num_partitions, from device 0).")
       .def("reset_device", [](Client& c) { ThrowIfError(c.ResetDevice()); })
       .def(
           "transfer_to_infeed",

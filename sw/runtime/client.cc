@@ -1,6 +1,7 @@
 #include "sw/runtime/client.h"
 
 #include <deque>
+#include <optional>
 #include <utility>
 
 #include "compiler/codegen/codegen.h"
@@ -91,39 +92,32 @@ std::string ShapesText(const std::vector<hlo::Literal>& elements) {
   return "(" + text + ")";
 }
 
-// Runs a launched program that has infeeds or outfeeds to its end: between the device's semaphore posts
-// the host writes the next queued infeed value into the infeed slot when the program has freed it, and
-// moves a sent outfeed value from the outfeed slot into the outfeed queue (docs/csr.md, "Host semaphores").
+// The host side of a running program's infeeds and outfeeds: between the device's semaphore posts the
+// host writes the next queued infeed value into the infeed slot when the program has freed it, and moves
+// a sent outfeed value from the outfeed slot into the outfeed queue (docs/csr.md, "Host semaphores").
 class FeedService {
  public:
   FeedService(DeviceState& state, const compiler::Program& program, uint64_t infeed_base, uint64_t outfeed_base)
       : state_(state), program_(program), infeed_base_(infeed_base), outfeed_base_(outfeed_base) {}
 
-  // Before the doorbell: no semaphore left from an earlier run; the outfeed slot is free.
+  // Before the doorbell: no semaphore left from an earlier run; the outfeed slot is free (when the program
+  // has outfeeds).
   void Prepare() {
     state_.driver.ClearSemaphores();
     if (!program_.outfeed.empty()) state_.driver.PostSemaphore(csr::SEM_OUTFEED_FREE);
   }
 
-  Status Run(uint64_t timeout_cycles, const Driver::Progress& progress, uint64_t progress_cycles) {
-    Driver& driver = state_.driver;
-    const uint64_t start = driver.transport().Cycles();
-    while (true) {
-      if (Status served = Service(/*running=*/true); !served.ok()) {
-        Unfeed();
-        return served;
-      }
-      const uint64_t elapsed = driver.transport().Cycles() - start;
-      StatusOr<RunEvent> event = driver.WaitForRunEvent(timeout_cycles > elapsed ? timeout_cycles - elapsed : 0,
-                                                         progress, progress_cycles);
-      if (!event.ok() || *event == RunEvent::kCompleted) {
-        // The last posts first (a value taken, the last outfeed value), then what the program never took.
-        const Status served = Service(/*running=*/false);
-        Unfeed();
-        if (!event.ok()) return Explain(event.status());
-        return served;
-      }
-    }
+  // While the program runs: one pass over the semaphores; true if it moved something (then another pass
+  // may find more).
+  StatusOr<bool> Serve() { return Service(/*running=*/true); }
+
+  // Once the program has stopped (`run`: how): the last posts (a value taken, the last outfeed value),
+  // then what the program never took goes back to the queue.
+  Status Finish(const Status& run) {
+    const StatusOr<bool> served = Service(/*running=*/false);
+    Unfeed();
+    if (!run.ok()) return Explain(run);
+    return served.status();
   }
 
   uint64_t infeed_values() const { return infeed_values_; }
@@ -139,12 +133,14 @@ class FeedService {
     --infeed_values_;
   }
 
-  Status Service(bool running) {
+  StatusOr<bool> Service(bool running) {
     Driver& driver = state_.driver;
+    bool moved = false;
     const std::vector<uint32_t> semaphores = driver.ReadSemaphores();
     if (semaphores[csr::SEM_INFEED_FREE] > 0) {
       driver.TakeSemaphore(csr::SEM_INFEED_FREE);
       slot_full_ = false;
+      moved = true;
     }
     if (semaphores[csr::SEM_OUTFEED_FULL] > 0) {
       driver.TakeSemaphore(csr::SEM_OUTFEED_FULL);
@@ -159,6 +155,7 @@ class FeedService {
       state_.outfeed_queue.push_back(std::move(value));
       ++outfeed_values_;
       driver.PostSemaphore(csr::SEM_OUTFEED_FREE);
+      moved = true;
     }
     if (running && !program_.infeed.empty() && !slot_full_ && !state_.infeed_queue.empty()) {
       const std::vector<hlo::Literal>& value = state_.infeed_queue.front();
@@ -180,8 +177,9 @@ class FeedService {
       ++infeed_values_;
       slot_full_ = true;
       driver.PostSemaphore(csr::SEM_INFEED_FULL);
+      moved = true;
     }
-    return OkStatus();
+    return moved;
   }
 
   // A program stopped by the watchdog while its infeed had nothing to give: say so.
@@ -202,6 +200,310 @@ class FeedService {
   std::vector<hlo::Literal> in_slot_;
   uint64_t infeed_values_ = 0, outfeed_values_ = 0;
 };
+
+// The core is still running its program (the STATUS register; the driver has no call that asks without
+// waiting).
+bool CoreBusy(Driver& driver) {
+  Transport& transport = driver.transport();
+  return (transport.MmioRead(transport.MmioOffset(driver.core(), csr::STATUS)) & csr::STATUS_BUSY) != 0;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------------------
+// DeviceRun: one device's part of an execution, shared by LoadedExecutable::Execute and
+// ReplicatedExecutable::Execute. Create checks the arguments and allocates what the run writes;
+// RunOnDevices launches the runs and waits for them together; TakeResult hands the outputs over.
+
+class DeviceRun {
+ public:
+  // `name` prefixes the run's errors ("replica 1 (TPU:1): "; empty for a single execution).
+  static StatusOr<std::unique_ptr<DeviceRun>> Create(const LoadedExecutable& executable,
+                                                     const std::vector<const Buffer*>& arguments, std::string name) {
+    std::unique_ptr<DeviceRun> run(new DeviceRun(executable, arguments, std::move(name)));
+    Status prepared = run->Prepare();
+    if (!prepared.ok()) return Status(prepared.code(), run->name_ + prepared.message());
+    return run;
+  }
+
+  const std::string& name() const { return name_; }
+  const std::string& module_name() const { return program_.module_name; }
+  Driver& driver() { return state_->driver; }
+  std::mutex& board_mutex() { return state_->mutex; }
+  bool running() const { return running_; }
+  // Feed values may be waiting to move: serve the device again before sleeping.
+  bool wants_service() const { return serve_; }
+  uint64_t irq_line() const { return uint64_t{1} << state_->driver.core(); }
+  void set_profile(std::shared_ptr<const ExecutionProfile> profile) { result_.profile = std::move(profile); }
+
+  // The rest runs with the board lock held (TakeResult excepted).
+
+  // Loads the code and readies the semaphores. Every device of an execution is loaded before any is
+  // launched: a running peer may post this core's semaphores (RDMA), and the clearing must not lose that.
+  Status Load() {
+    start_ = state_->driver.transport().Cycles();
+    TPU_RETURN_IF_ERROR(state_->driver.LoadProgram(code_));
+    feed_->Prepare();
+    return OkStatus();
+  }
+
+  // Rings the doorbell.
+  Status Launch() {
+    Driver& driver = state_->driver;
+    TPU_RETURN_IF_ERROR(driver.Launch(0));
+    TPU_LOG(INFO) << "Execute " << program_.module_name << " on " << device_->name() << ": " << code_.size()
+                  << " instruction words";
+    running_ = true;
+    serve_ = feeds_;  // the first infeed value goes in at once
+    return OkStatus();
+  }
+
+  // Handles what the device has to say, if anything: an interrupt on its line, feed values to move.
+  // Returns the run's error when it ended with one.
+  Status Poll(uint64_t timeout_cycles) {
+    Driver& driver = state_->driver;
+    if (driver.transport().WaitForInterruptOn(irq_line(), 0)) {
+      StatusOr<RunEvent> event = driver.WaitForRunEvent(timeout_cycles);  // pending: returns at once
+      if (!event.ok() || *event == RunEvent::kCompleted) return End(event.status());
+      serve_ = feeds_;
+    }
+    if (!serve_) return OkStatus();
+    StatusOr<bool> moved = feed_->Serve();
+    if (!moved.ok()) return End(moved.status());
+    // Until a pass moves nothing: a post that came during a host transfer raised no interrupt (the driver
+    // keeps the core's interrupts while it waits for its transfer), only the semaphores show it.
+    serve_ = *moved;
+    // For the same reason a core that stopped meanwhile left its line low: its driver holds the completion.
+    if (!serve_ && !CoreBusy(driver)) return End(driver.WaitForCompletion(timeout_cycles));
+    return OkStatus();
+  }
+
+  // The program stopped (`run`: how) or is given up: its counters, the feeds' last moves.
+  Status End(const Status& run) {
+    Driver& driver = state_->driver;
+    running_ = serve_ = false;
+    result_.counters = driver.ReadCounters();
+    const Status status = feeds_ ? feed_->Finish(run) : run;
+    result_.elapsed_cycles = driver.transport().Cycles() - start_;
+    result_.infeed_values = feed_->infeed_values();
+    result_.outfeed_values = feed_->outfeed_values();
+    return status;
+  }
+
+  // After a successful run: the aliased arguments' regions now hold the outputs (donation).
+  ExecuteResult TakeResult() {
+    for (size_t i = 0; i < program_.outputs.size(); ++i) {
+      const int32_t parameter = AliasOf(i);
+      if (parameter < 0) continue;
+      const Buffer& donated = *arguments_[parameter];
+      result_.outputs[i] = std::make_unique<Buffer>(state_, device_, program_.outputs[i], std::move(donated.region_));
+      donated.donated_to_ = program_.module_name;
+    }
+    TPU_LOG(INFO) << "Execute " << program_.module_name << " on " << device_->name()
+                  << " done: cycles=" << result_.counters.cycles
+                  << " mxu_busy_cycles=" << result_.counters.mxu_busy_cycles
+                  << " instructions=" << result_.counters.instructions;
+    return std::move(result_);
+  }
+
+ private:
+  DeviceRun(const LoadedExecutable& executable, const std::vector<const Buffer*>& arguments, std::string name)
+      : state_(executable.state_),
+        device_(executable.device_),
+        program_(executable.program_),
+        constants_(executable.constants_),
+        arguments_(arguments),
+        name_(std::move(name)),
+        feeds_(!program_.infeed.empty() || !program_.outfeed.empty()) {}
+
+  int32_t AliasOf(size_t output) const {
+    return program_.output_aliases.empty() ? -1 : program_.output_aliases[output];
+  }
+
+  // Checks the arguments, allocates the outputs, the temps and the feed slots, relocates the code.
+  Status Prepare() {
+    const compiler::Program& program = program_;
+    if (arguments_.size() != program.parameters.size()) {
+      return InvalidArgument("executable " + program.module_name + " takes " +
+                             std::to_string(program.parameters.size()) + " arguments, got " +
+                             std::to_string(arguments_.size()));
+    }
+    std::vector<uint64_t> parameter_bases;
+    for (size_t i = 0; i < arguments_.size(); ++i) {
+      const Buffer* argument = arguments_[i];
+      if (argument == nullptr) return InvalidArgument("argument " + std::to_string(i) + " is null");
+      if (Status usable = argument->CheckNotDonated(); !usable.ok()) {
+        return Status(usable.code(),
+                      "argument " + std::to_string(i) + " of " + program.module_name + ": " + usable.message());
+      }
+      const hlo::Shape& expected = program.parameters[i].shape;
+      if (argument->shape() != expected) {
+        return InvalidArgument("argument " + std::to_string(i) + " of " + program.module_name + ": expected shape " +
+                               ShapeText(expected) + ", got " + ShapeText(argument->shape()));
+      }
+      if (!(argument->layout() == program.parameters[i])) {
+        return InvalidArgument("argument " + std::to_string(i) + " of " + program.module_name +
+                               " has a device layout of another configuration");
+      }
+      if (&argument->device() != device_) {
+        return InvalidArgument("argument " + std::to_string(i) + " lives on " + argument->device().name() +
+                               ", the executable on " + device_->name());
+      }
+      parameter_bases.push_back(argument->hbm_line());
+    }
+
+    // Outputs: aliased ones are written into their parameter's buffer (donated by TakeResult), the others
+    // get buffers of their own.
+    for (size_t i = 0; i < program.outputs.size(); ++i) {
+      const int32_t parameter = AliasOf(i);
+      if (parameter < 0) continue;
+      for (size_t j = 0; j < arguments_.size(); ++j) {
+        if (j != static_cast<size_t>(parameter) && arguments_[j] == arguments_[parameter]) {
+          return InvalidArgument("argument " + std::to_string(parameter) + " of " + program.module_name +
+                                 " is donated to output " + std::to_string(i) +
+                                 " (input_output_alias) and may not also be passed as argument " + std::to_string(j));
+        }
+      }
+    }
+    result_.outputs.resize(program.outputs.size());
+    std::vector<uint64_t> output_bases(program.outputs.size(), 0);
+    for (size_t i = 0; i < program.outputs.size(); ++i) {
+      const int32_t parameter = AliasOf(i);
+      if (parameter >= 0) {
+        output_bases[i] = parameter_bases[parameter];
+        continue;
+      }
+      const compiler::DeviceLayout& layout = program.outputs[i];
+      TPU_ASSIGN_OR_RETURN(std::unique_ptr<HbmRegion> region, state_->Allocate(state_, layout.lines));
+      output_bases[i] = region->first_line();
+      result_.outputs[i] = std::make_unique<Buffer>(state_, device_, layout, std::move(region));
+    }
+    uint64_t temp_base = 0;
+    if (program.temp_lines > 0) {
+      TPU_ASSIGN_OR_RETURN(temp_, state_->Allocate(state_, program.temp_lines));
+      temp_base = temp_->first_line();
+    }
+    std::vector<uint64_t> constant_bases;
+    for (const auto& region : constants_) constant_bases.push_back(region->first_line());
+    if (!program.infeed.empty()) {
+      TPU_ASSIGN_OR_RETURN(infeed_slot_, state_->Allocate(state_, compiler::FeedLines(program.infeed)));
+    }
+    if (!program.outfeed.empty()) {
+      TPU_ASSIGN_OR_RETURN(outfeed_slot_, state_->Allocate(state_, compiler::FeedLines(program.outfeed)));
+    }
+    const uint64_t infeed_base = infeed_slot_ ? infeed_slot_->first_line() : 0;
+    const uint64_t outfeed_base = outfeed_slot_ ? outfeed_slot_->first_line() : 0;
+    feed_.emplace(*state_, program, infeed_base, outfeed_base);
+    TPU_ASSIGN_OR_RETURN(code_, compiler::RelocateCode(program, parameter_bases, output_bases, constant_bases,
+                                                       temp_base, infeed_base, outfeed_base));
+    return OkStatus();
+  }
+
+  std::shared_ptr<DeviceState> state_;
+  const Device* device_;
+  const compiler::Program& program_;
+  const std::vector<std::unique_ptr<HbmRegion>>& constants_;
+  const std::vector<const Buffer*> arguments_;
+  const std::string name_;
+  const bool feeds_;  // the program has infeeds or outfeeds
+  ExecuteResult result_;
+  std::unique_ptr<HbmRegion> temp_, infeed_slot_, outfeed_slot_;
+  std::optional<FeedService> feed_;
+  std::vector<uint64_t> code_;
+  bool running_ = false;
+  bool serve_ = false;
+  uint64_t start_ = 0;
+};
+
+namespace {
+
+// Loads every run, launches every run, then waits for all of them together: one wait on all their
+// interrupt lines, each device's events handled as they come and its feeds served while it runs; a device
+// that finishes leaves the others running. All are launched before the first wait because programs that
+// meet at a collective need every core running. The first failure stops the others and resets every
+// device of the execution (a device waiting for a failed peer would otherwise run on until its watchdog);
+// it comes back with the failed run's name. The board lock is held throughout; the caller destroys the
+// runs after it is released.
+Status RunOnDevices(const std::vector<DeviceRun*>& runs, uint64_t timeout_cycles, const ExecuteOptions& options) {
+  std::lock_guard<std::mutex> lock(runs.front()->board_mutex());
+  Transport& transport = runs.front()->driver().transport();
+  std::shared_ptr<ExecutionProfile> profile;
+  if (options.profile) {
+    if (runs.size() != 1) return Unimplemented("profiling an execution on " + std::to_string(runs.size()) + " devices");
+    profile = std::make_shared<ExecutionProfile>();
+    if (!transport.SetProfile(profile.get())) {
+      return Unimplemented("the " + transport.name() + " backend cannot profile (it has no issue trace)");
+    }
+  }
+  DeviceRun* failed = nullptr;
+  Status status;
+  for (DeviceRun* run : runs) {
+    if (failed == nullptr && !(status = run->Load()).ok()) failed = run;
+  }
+  for (DeviceRun* run : runs) {
+    if (failed == nullptr && !(status = run->Launch()).ok()) failed = run;
+  }
+  const uint64_t start = transport.Cycles();
+  auto remaining = [&] {
+    const uint64_t elapsed = transport.Cycles() - start;
+    return timeout_cycles > elapsed ? timeout_cycles - elapsed : 0;
+  };
+  while (failed == nullptr) {
+    uint64_t lines = 0;
+    bool serve = false;
+    for (DeviceRun* run : runs) {
+      if (!run->running()) continue;
+      status = run->Poll(remaining());
+      if (!status.ok()) {
+        failed = run;
+        break;
+      }
+      if (run->running()) lines |= run->irq_line();
+      serve = serve || run->wants_service();
+    }
+    if (failed != nullptr || lines == 0) break;
+    if (remaining() == 0) {
+      for (DeviceRun* run : runs) {
+        if (!run->running()) continue;
+        status = run->End(DeadlineExceeded("TPU program did not complete within " + std::to_string(timeout_cycles) +
+                                           " cycles; the device was reset"));
+        failed = run;
+        break;
+      }
+      break;
+    }
+    if (serve) continue;  // every device gets its turn before one is served again
+    uint64_t slice = remaining();
+    if (options.progress && options.progress_cycles > 0) slice = std::min(slice, options.progress_cycles);
+    const uint64_t before = transport.Cycles();
+    const bool raised = transport.WaitForInterruptOn(lines, slice);
+    if (!raised && transport.Cycles() == before) {
+      status = Internal("the " + transport.name() + " transport did not advance time while waiting for an interrupt");
+      for (DeviceRun* run : runs) {
+        if (run->running()) failed = run;
+      }
+      break;
+    }
+    if (options.progress && !raised) options.progress(transport.Cycles() - start);
+  }
+  if (failed != nullptr) {
+    // Stop the others (their feeds give back what they hold), then leave every device usable.
+    for (DeviceRun* run : runs) {
+      if (run->running()) (void)run->End(Aborted("stopped: another device of the execution failed"));
+    }
+    for (DeviceRun* run : runs) {
+      const Status reset = run->driver().Reset();
+      if (!reset.ok()) TPU_LOG(ERROR) << "reset after a failed run: " << reset.ToString();
+    }
+    status = Status(status.code(), failed->name() + status.message());
+    TPU_LOG(ERROR) << "Execute " << failed->module_name() << " failed: " << status.ToString();
+  }
+  if (profile != nullptr) {
+    transport.SetProfile(nullptr);
+    runs.front()->set_profile(std::move(profile));
+  }
+  return status;
+}
 
 }  // namespace
 
@@ -232,140 +534,47 @@ const DeviceInfo& LoadedExecutable::device_info() const { return state_->info; }
 
 StatusOr<ExecuteResult> LoadedExecutable::Execute(const std::vector<const Buffer*>& arguments,
                                                   const ExecuteOptions& options) {
-  const compiler::Program& program = program_;
-  if (arguments.size() != program.parameters.size()) {
-    return InvalidArgument("executable " + program.module_name + " takes " +
-                           std::to_string(program.parameters.size()) + " arguments, got " +
-                           std::to_string(arguments.size()));
-  }
-  std::vector<uint64_t> parameter_bases;
-  for (size_t i = 0; i < arguments.size(); ++i) {
-    const Buffer* argument = arguments[i];
-    if (argument == nullptr) return InvalidArgument("argument " + std::to_string(i) + " is null");
-    if (Status usable = argument->CheckNotDonated(); !usable.ok()) {
-      return Status(usable.code(), "argument " + std::to_string(i) + " of " + program.module_name + ": " + usable.message());
-    }
-    const hlo::Shape& expected = program.parameters[i].shape;
-    if (argument->shape() != expected) {
-      return InvalidArgument("argument " + std::to_string(i) + " of " + program.module_name + ": expected shape " +
-                             ShapeText(expected) + ", got " + ShapeText(argument->shape()));
-    }
-    if (!(argument->layout() == program.parameters[i])) {
-      return InvalidArgument("argument " + std::to_string(i) + " of " + program.module_name +
-                             " has a device layout of another configuration");
-    }
-    if (&argument->device() != device_) {
-      return InvalidArgument("argument " + std::to_string(i) + " lives on " + argument->device().name() +
-                             ", the executable on " + device_->name());
-    }
-    parameter_bases.push_back(argument->hbm_line());
-  }
+  TPU_ASSIGN_OR_RETURN(std::unique_ptr<DeviceRun> run, DeviceRun::Create(*this, arguments, ""));
+  TPU_RETURN_IF_ERROR(RunOnDevices({run.get()}, timeout_cycles_, options));
+  return run->TakeResult();
+}
 
-  // Outputs: aliased ones are written into their parameter's buffer (donated below), the others get
-  // buffers of their own.
-  auto alias_of = [&](size_t output) { return program.output_aliases.empty() ? -1 : program.output_aliases[output]; };
-  for (size_t i = 0; i < program.outputs.size(); ++i) {
-    const int32_t parameter = alias_of(i);
-    if (parameter < 0) continue;
-    for (size_t j = 0; j < arguments.size(); ++j) {
-      if (j != static_cast<size_t>(parameter) && arguments[j] == arguments[parameter]) {
-        return InvalidArgument("argument " + std::to_string(parameter) + " of " + program.module_name +
-                               " is donated to output " + std::to_string(i) +
-                               " (input_output_alias) and may not also be passed as argument " + std::to_string(j));
-      }
-    }
-  }
-  ExecuteResult result;
-  result.outputs.resize(program.outputs.size());
-  std::vector<uint64_t> output_bases(program.outputs.size(), 0);
-  for (size_t i = 0; i < program.outputs.size(); ++i) {
-    const int32_t parameter = alias_of(i);
-    if (parameter >= 0) {
-      output_bases[i] = parameter_bases[parameter];
-      continue;
-    }
-    const compiler::DeviceLayout& layout = program.outputs[i];
-    TPU_ASSIGN_OR_RETURN(std::unique_ptr<HbmRegion> region, state_->Allocate(state_, layout.lines));
-    output_bases[i] = region->first_line();
-    result.outputs[i] = std::make_unique<Buffer>(state_, device_, layout, std::move(region));
-  }
-  std::unique_ptr<HbmRegion> temp;
-  uint64_t temp_base = 0;
-  if (program.temp_lines > 0) {
-    TPU_ASSIGN_OR_RETURN(temp, state_->Allocate(state_, program.temp_lines));
-    temp_base = temp->first_line();
-  }
-  std::vector<uint64_t> constant_bases;
-  for (const auto& region : constants_) constant_bases.push_back(region->first_line());
-  // The feed slots.
-  std::unique_ptr<HbmRegion> infeed_slot, outfeed_slot;
-  if (!program.infeed.empty()) {
-    TPU_ASSIGN_OR_RETURN(infeed_slot, state_->Allocate(state_, compiler::FeedLines(program.infeed)));
-  }
-  if (!program.outfeed.empty()) {
-    TPU_ASSIGN_OR_RETURN(outfeed_slot, state_->Allocate(state_, compiler::FeedLines(program.outfeed)));
-  }
-  const uint64_t infeed_base = infeed_slot ? infeed_slot->first_line() : 0;
-  const uint64_t outfeed_base = outfeed_slot ? outfeed_slot->first_line() : 0;
+// ---------------------------------------------------------------------------------------------------------
+// ReplicatedExecutable
 
-  TPU_ASSIGN_OR_RETURN(std::vector<uint64_t> code,
-                       compiler::RelocateCode(program, parameter_bases, output_bases, constant_bases, temp_base,
-                                              infeed_base, outfeed_base));
+std::string ReplicatedExecutable::DeviceName(size_t i) const {
+  const int64_t replica = grid_.replica_of(static_cast<int64_t>(i));
+  const int64_t partition = grid_.partition_of(static_cast<int64_t>(i));
+  std::string name;
+  if (grid_.partitions == 1) {
+    name = "replica " + std::to_string(replica);
+  } else if (grid_.replicas == 1) {
+    name = "partition " + std::to_string(partition);
+  } else {
+    name = "replica " + std::to_string(replica) + " partition " + std::to_string(partition);
+  }
+  return name + " (" + device(i).name() + ")";
+}
 
-  Status done;
-  {
-    // The lock must be released before any buffer of `result` is destroyed (HbmRegion takes it to free).
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    Driver& driver = state_->driver;
-    std::shared_ptr<ExecutionProfile> profile;
-    if (options.profile) {
-      profile = std::make_shared<ExecutionProfile>();
-      if (!driver.transport().SetProfile(profile.get())) {
-        return Unimplemented("the " + driver.transport().name() + " backend cannot profile (it has no issue trace)");
-      }
-    }
-    const uint64_t start = driver.transport().Cycles();
-    const bool feeds = !program.infeed.empty() || !program.outfeed.empty();
-    FeedService feed(*state_, program, infeed_base, outfeed_base);
-    done = driver.LoadProgram(code);
-    if (done.ok() && feeds) feed.Prepare();
-    if (done.ok()) done = driver.Launch(0);
-    if (done.ok()) {
-      TPU_LOG(INFO) << "Execute " << program.module_name << " on " << device_->name() << ": " << code.size()
-                    << " instruction words";
-      done = feeds ? feed.Run(timeout_cycles_, options.progress, options.progress_cycles)
-                   : driver.WaitForCompletion(timeout_cycles_, options.progress, options.progress_cycles);
-      result.counters = driver.ReadCounters();
-      if (!done.ok() && feeds) {
-        // The program may still run, waiting for a feed: stop it, leave the device usable.
-        Status reset = driver.Reset();
-        if (!reset.ok()) TPU_LOG(ERROR) << "reset after a failed run: " << reset.ToString();
-      }
-    }
-    result.elapsed_cycles = driver.transport().Cycles() - start;
-    result.infeed_values = feed.infeed_values();
-    result.outfeed_values = feed.outfeed_values();
-    if (profile != nullptr) {
-      driver.transport().SetProfile(nullptr);
-      result.profile = std::move(profile);
-    }
+StatusOr<std::vector<ExecuteResult>> ReplicatedExecutable::Execute(
+    const std::vector<std::vector<const Buffer*>>& arguments, const ExecuteOptions& options) {
+  if (arguments.size() != executables_.size()) {
+    return InvalidArgument("executable " + name() + " runs on " + std::to_string(executables_.size()) +
+                           " devices and takes one argument list per device, got " + std::to_string(arguments.size()));
   }
-  if (!done.ok()) {
-    TPU_LOG(ERROR) << "Execute " << program.module_name << " failed: " << done.ToString();
-    return done;
+  // Declared before the board lock is taken (in RunOnDevices): their regions are freed without it.
+  std::vector<std::unique_ptr<DeviceRun>> runs;
+  std::vector<DeviceRun*> pointers;
+  for (size_t i = 0; i < executables_.size(); ++i) {
+    TPU_ASSIGN_OR_RETURN(std::unique_ptr<DeviceRun> run,
+                         DeviceRun::Create(*executables_[i], arguments[i], DeviceName(i) + ": "));
+    pointers.push_back(run.get());
+    runs.push_back(std::move(run));
   }
-  // Donation: the aliased arguments' regions now hold the outputs.
-  for (size_t i = 0; i < program.outputs.size(); ++i) {
-    const int32_t parameter = alias_of(i);
-    if (parameter < 0) continue;
-    const Buffer& donated = *arguments[parameter];
-    result.outputs[i] = std::make_unique<Buffer>(state_, device_, program.outputs[i], std::move(donated.region_));
-    donated.donated_to_ = program.module_name;
-  }
-  TPU_LOG(INFO) << "Execute " << program.module_name << " done: cycles=" << result.counters.cycles
-                << " mxu_busy_cycles=" << result.counters.mxu_busy_cycles
-                << " instructions=" << result.counters.instructions;
-  return result;
+  TPU_RETURN_IF_ERROR(RunOnDevices(pointers, executables_.front()->timeout_cycles_, options));
+  std::vector<ExecuteResult> results;
+  for (auto& run : runs) results.push_back(run->TakeResult());
+  return results;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -494,17 +703,19 @@ StatusOr<std::unique_ptr<Buffer>> Client::BufferFromHostLiteral(const hlo::Liter
 StatusOr<std::unique_ptr<LoadedExecutable>> Client::Compile(const std::string& hlo_text, int device) {
   TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> module, hlo::ParseHloModule(hlo_text));
   TPU_RETURN_IF_ERROR(hlo::VerifyHloModule(*module));
-  return CompileOwned(std::move(module), device);
+  TPU_ASSIGN_OR_RETURN(compiler::Program program, CompileProgram(std::move(module), device));
+  return Load(std::move(program), device);
 }
 
 StatusOr<std::unique_ptr<LoadedExecutable>> Client::Compile(const hlo::HloModule& module, int device) {
   TPU_RETURN_IF_ERROR(hlo::VerifyHloModule(module));
   // The pass pipeline rewrites the module in place: compile a copy of the caller's.
   TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> copy, hlo::CloneModule(module));
-  return CompileOwned(std::move(copy), device);
+  TPU_ASSIGN_OR_RETURN(compiler::Program program, CompileProgram(std::move(copy), device));
+  return Load(std::move(program), device);
 }
 
-StatusOr<std::unique_ptr<LoadedExecutable>> Client::CompileOwned(std::unique_ptr<hlo::HloModule> module, int device) {
+StatusOr<compiler::Program> Client::CompileProgram(std::unique_ptr<hlo::HloModule> module, int device) {
   TPU_RETURN_IF_ERROR(GetDevice(device).status());
   const DeviceInfo& info = states_[device]->info;
   compiler::CompileModuleOptions options;
@@ -525,7 +736,75 @@ StatusOr<std::unique_ptr<LoadedExecutable>> Client::CompileOwned(std::unique_ptr
                 << HumanReadableBytes(report.codegen.hbm_lines * compiler::LineBytes(program->lanes))
                 << ", " << report.codegen.aliased_outputs << " outputs aliased to parameters, dot passes: "
                 << report.codegen.dot_precision;
-  return Load(std::move(*program), device);
+  return program;
+}
+
+StatusOr<std::unique_ptr<ReplicatedExecutable>> Client::CompileReplicated(const std::string& hlo_text,
+                                                                          const std::vector<int>& devices) {
+  TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> module, hlo::ParseHloModule(hlo_text));
+  TPU_RETURN_IF_ERROR(hlo::VerifyHloModule(*module));
+  return CompileReplicatedOwned(std::move(module), devices);
+}
+
+StatusOr<std::unique_ptr<ReplicatedExecutable>> Client::CompileReplicated(const hlo::HloModule& module,
+                                                                          const std::vector<int>& devices) {
+  TPU_RETURN_IF_ERROR(hlo::VerifyHloModule(module));
+  TPU_ASSIGN_OR_RETURN(std::unique_ptr<hlo::HloModule> copy, hlo::CloneModule(module));
+  return CompileReplicatedOwned(std::move(copy), devices);
+}
+
+StatusOr<std::unique_ptr<ReplicatedExecutable>> Client::CompileReplicatedOwned(std::unique_ptr<hlo::HloModule> module,
+                                                                               std::vector<int> devices) {
+  TPU_ASSIGN_OR_RETURN(hlo::DeviceGrid grid, hlo::ModuleDeviceGrid(*module));
+  const std::string grid_text = std::to_string(grid.devices()) + " devices (replica_count=" +
+                                std::to_string(grid.replicas) + " x num_partitions=" +
+                                std::to_string(grid.partitions) + ")";
+  if (devices.empty()) {
+    if (grid.devices() > static_cast<int64_t>(devices_.size())) {
+      return InvalidArgument("module " + module->name() + " runs on " + grid_text + ", the client has " +
+                             std::to_string(devices_.size()));
+    }
+    for (int device = 0; device < grid.devices(); ++device) devices.push_back(device);
+  } else if (grid.devices() == 1) {
+    grid.replicas = static_cast<int64_t>(devices.size());  // no grid in the header: one replica per device
+  } else if (grid.devices() != static_cast<int64_t>(devices.size())) {
+    return InvalidArgument("module " + module->name() + " runs on " + grid_text + ", " +
+                           std::to_string(devices.size()) + " devices were given");
+  }
+  for (size_t i = 0; i < devices.size(); ++i) {
+    TPU_RETURN_IF_ERROR(GetDevice(devices[i]).status());
+    for (size_t j = 0; j < i; ++j) {
+      if (devices[j] == devices[i]) {
+        return InvalidArgument("device TPU:" + std::to_string(devices[i]) + " is listed twice (positions " +
+                               std::to_string(j) + " and " + std::to_string(i) + ")");
+      }
+    }
+  }
+  // One program serves every device, so nothing in it may depend on which device runs it (the compiler
+  // would fold replica-id and partition-id to device 0's values).
+  if (devices.size() > 1) {
+    for (const hlo::HloComputation* computation : module->computations()) {
+      for (const hlo::HloInstruction* instruction : computation->instructions()) {
+        const hlo::HloOpcode opcode = instruction->opcode();
+        if (opcode == hlo::HloOpcode::kReplicaId || opcode == hlo::HloOpcode::kPartitionId) {
+          return Unimplemented(instruction->opcode_name() + " %" + instruction->name() + " in " + module->name() +
+                               ": a program running on several devices cannot ask for its device's id yet");
+        }
+      }
+    }
+  }
+  const std::string name = module->name();
+  TPU_ASSIGN_OR_RETURN(compiler::Program program, CompileProgram(std::move(module), devices.front()));
+  std::vector<std::unique_ptr<LoadedExecutable>> executables;
+  std::string loaded;
+  for (int device : devices) {
+    TPU_ASSIGN_OR_RETURN(std::unique_ptr<LoadedExecutable> executable, Load(program, device));
+    executables.push_back(std::move(executable));
+    loaded += (loaded.empty() ? "" : ", ") + devices_[device].name();
+  }
+  TPU_LOG(INFO) << "Loaded " << name << " on " << loaded << " (" << grid.replicas << " replicas x "
+                << grid.partitions << " partitions)";
+  return std::make_unique<ReplicatedExecutable>(grid, std::move(executables));
 }
 
 StatusOr<std::unique_ptr<LoadedExecutable>> Client::Load(compiler::Program program, int device) {

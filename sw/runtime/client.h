@@ -8,6 +8,11 @@
 //   auto result = executable->Execute({x.get()}).value();   // result.outputs, result.counters
 //   hlo::Literal y = result.outputs[0]->ToLiteral().value();
 //
+// One program on several devices at once (PJRT's Execute with one argument list per device):
+//
+//   auto replicated = client->CompileReplicated(hlo_text, {0, 1}).value();
+//   auto results = replicated->Execute({{x0.get()}, {x1.get()}}).value();   // results[i]: device i's
+//
 // Nothing here knows which backend runs underneath except Client::Create, which builds the transport.
 // Every error is a Status with an XLA-style code; after an error the client and its device stay usable.
 #pragma once
@@ -20,6 +25,7 @@
 #include <vector>
 
 #include "compiler/codegen/program.h"
+#include "compiler/hlo/collective_groups.h"
 #include "compiler/hlo/hlo_ir.h"
 #include "compiler/hlo/literal.h"
 #include "compiler/hlo/shape.h"
@@ -66,6 +72,7 @@ struct Device {
 };
 
 class DeviceState;  // the chip behind a client, shared by its buffers and executables
+class DeviceRun;    // one device's part of an execution (client.cc)
 
 // A contiguous HBM region, freed when the last owner drops it.
 class HbmRegion {
@@ -113,7 +120,7 @@ class Buffer {
   StatusOr<std::vector<uint8_t>> ToDeviceBytes() const;
 
  private:
-  friend class LoadedExecutable;  // donates argument buffers
+  friend class DeviceRun;  // donates argument buffers
 
   std::shared_ptr<DeviceState> state_;
   const Device* device_;
@@ -164,7 +171,7 @@ class LoadedExecutable {
   // while it runs, the host writing each into the infeed slot as the program frees it; its outfeeds'
   // values go to the outfeed queue (Client::TransferFromOutfeed). A program that waits for an infeed value
   // the queue does not have stops with the watchdog (DeadlineExceeded, naming the empty queue); a queued
-  // value of the wrong shape is InvalidArgument. Either resets the device; the queue keeps what is left.
+  // value of the wrong shape is InvalidArgument; the queue keeps what is left. A failed run resets the device.
   // InvalidArgument naming both shapes when an argument does not match. An output the program aliases to
   // a parameter is written into that argument's buffer, which is donated (see Buffer): result.outputs[i]
   // then owns the region and the argument handle no longer holds data. A donated argument may not be
@@ -173,11 +180,47 @@ class LoadedExecutable {
   StatusOr<ExecuteResult> Execute(const std::vector<const Buffer*>& arguments, const ExecuteOptions& options = {});
 
  private:
+  friend class DeviceRun;
+  friend class ReplicatedExecutable;
+
   std::shared_ptr<DeviceState> state_;
   const Device* device_;
   compiler::Program program_;
   std::vector<std::unique_ptr<HbmRegion>> constants_;  // uploaded once, at load time
   uint64_t timeout_cycles_;
+};
+
+// One program loaded on several devices and run on all of them at once, as PJRT runs an executable
+// compiled for num_replicas x num_partitions devices. Position i is device i of the module's grid
+// (compiler/hlo/collective_groups.h: replica i / partitions, partition i % partitions).
+class ReplicatedExecutable {
+ public:
+  ReplicatedExecutable(hlo::DeviceGrid grid, std::vector<std::unique_ptr<LoadedExecutable>> executables)
+      : grid_(grid), executables_(std::move(executables)) {}
+
+  const std::string& name() const { return executables_.front()->name(); }
+  const hlo::DeviceGrid& device_grid() const { return grid_; }
+  size_t num_devices() const { return executables_.size(); }
+  // The program as loaded on position i, and that position's device.
+  LoadedExecutable& executable(size_t i) const { return *executables_.at(i); }
+  const Device& device(size_t i) const { return executables_.at(i)->device(); }
+  // How errors name position i: "replica 1 (TPU:1)", "partition 1 (TPU:1)" or "replica 0 partition 1 (TPU:1)".
+  std::string DeviceName(size_t i) const;
+
+  // Runs the program once on every device, position i on arguments[i] (PJRT's argument_handles[device]
+  // [argument]; each list as LoadedExecutable::Execute takes it, its buffers on device(i)). Every device
+  // is launched before the host waits for any (programs that meet at a collective need all of them
+  // running), then the host waits for all of them together, serving each device's infeed and outfeed
+  // queues as a single execution does. Returns one ExecuteResult per position. When a device fails (an
+  // error, the watchdog, the timeout) the error is that device's, named ("replica 1 (TPU:1): ..."): the
+  // other devices are stopped, every device of the execution is reset, nothing is donated and no output
+  // kept. ExecuteOptions::profile is Unimplemented here.
+  StatusOr<std::vector<ExecuteResult>> Execute(const std::vector<std::vector<const Buffer*>>& arguments,
+                                               const ExecuteOptions& options = {});
+
+ private:
+  hlo::DeviceGrid grid_;
+  std::vector<std::unique_ptr<LoadedExecutable>> executables_;
 };
 
 class Client {
@@ -215,6 +258,18 @@ class Client {
   // Loads an already compiled program.
   StatusOr<std::unique_ptr<LoadedExecutable>> Load(compiler::Program program, int device = 0);
 
+  // Compiles a module once and loads it on several devices (PJRT's Compile for num_replicas x
+  // num_partitions devices). `devices` indexes devices(); position i runs device i of the module's grid
+  // (replica_count x num_partitions of its header). Empty: the first devices of the client, as many as
+  // the grid has; a module whose header names no grid runs as one replica per listed device.
+  // InvalidArgument naming both counts when the grid needs more devices than the client has or than
+  // `devices` lists; InvalidArgument for a device listed twice. Unimplemented for a module that asks
+  // for its replica-id or partition-id (every device runs the same program code).
+  StatusOr<std::unique_ptr<ReplicatedExecutable>> CompileReplicated(const std::string& hlo_text,
+                                                                    const std::vector<int>& devices = {});
+  StatusOr<std::unique_ptr<ReplicatedExecutable>> CompileReplicated(const hlo::HloModule& module,
+                                                                    const std::vector<int>& devices = {});
+
   // Stops whatever the devices are doing and resets every one (the seeds' "stop/start the TPU"). Buffers
   // keep their contents.
   Status ResetDevice();
@@ -234,8 +289,11 @@ class Client {
  private:
   Client() = default;
   StatusOr<const Device*> GetDevice(int device) const;
-  // Compiles a verified module the client owns (compiler::CompileModule rewrites it) and loads it.
-  StatusOr<std::unique_ptr<LoadedExecutable>> CompileOwned(std::unique_ptr<hlo::HloModule> module, int device);
+  // Compiles a verified module the client owns (compiler::CompileModule rewrites it) for the
+  // configuration of `device`.
+  StatusOr<compiler::Program> CompileProgram(std::unique_ptr<hlo::HloModule> module, int device);
+  StatusOr<std::unique_ptr<ReplicatedExecutable>> CompileReplicatedOwned(std::unique_ptr<hlo::HloModule> module,
+                                                                         std::vector<int> devices);
 
   std::string backend_;
   ClientOptions options_;

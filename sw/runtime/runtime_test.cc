@@ -5,6 +5,7 @@
 #include <cmath>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 
@@ -18,6 +19,7 @@
 #include "sw/runtime/logging.h"
 #include "sw/runtime/transport_factory.h"
 #include "tpu_config.h"
+#include "tpu_csr.h"
 
 namespace tpu::runtime {
 namespace {
@@ -750,6 +752,421 @@ TEST(HbmCheckTest, AProgramLargerThanHbmFailsAtCompileTimeAndTheClientStaysUsabl
       << message;
   EXPECT_EQ(client->hbm_used_bytes(), 0u);  // nothing was allocated
   RunAndCheck(*client, kAddModule, 17);
+}
+
+// --- replicated execution (CompileReplicated, ReplicatedExecutable::Execute) ---
+
+// Arguments uploaded to their devices: position d's list goes to the executable's device d.
+struct Uploaded {
+  std::vector<std::vector<std::unique_ptr<Buffer>>> buffers;
+  std::vector<std::vector<const Buffer*>> handles;
+};
+
+Uploaded Upload(Client& client, const ReplicatedExecutable& executable,
+                const std::vector<std::vector<Literal>>& lists) {
+  Uploaded uploaded;
+  for (size_t d = 0; d < lists.size(); ++d) {
+    uploaded.buffers.emplace_back();
+    uploaded.handles.emplace_back();
+    for (const Literal& literal : lists[d]) {
+      uploaded.buffers.back().push_back(client.BufferFromHostLiteral(literal, executable.device(d).id).value());
+      uploaded.handles.back().push_back(uploaded.buffers.back().back().get());
+    }
+  }
+  return uploaded;
+}
+
+// Random arguments for every entry parameter, one list per device, each device's from its own seed.
+std::vector<std::vector<Literal>> RandomArgumentLists(const hlo::HloModule& module, size_t devices, uint32_t seed) {
+  std::vector<std::vector<Literal>> lists(devices);
+  for (size_t d = 0; d < devices; ++d) {
+    std::mt19937 rng(seed + static_cast<uint32_t>(d));
+    for (const hlo::HloInstruction* parameter : module.entry_computation()->parameter_instructions()) {
+      lists[d].push_back(Literal::Random(parameter->shape(), rng));
+    }
+  }
+  return lists;
+}
+
+// Runs `text` replicated on `devices` (empty: as its header says) and checks every device's outputs
+// against hlo::InterpretReplicated on the same argument lists.
+void RunReplicatedAndCheck(Client& client, const std::string& text, const std::vector<int>& devices, uint32_t seed) {
+  std::unique_ptr<hlo::HloModule> module = hlo::ParseHloModule(text).value();
+  StatusOr<std::unique_ptr<ReplicatedExecutable>> replicated = client.CompileReplicated(*module, devices);
+  ASSERT_TRUE(replicated.ok()) << replicated.status();
+  const size_t count = (*replicated)->num_devices();
+  const std::vector<std::vector<Literal>> lists = RandomArgumentLists(*module, count, seed);
+  std::vector<std::vector<Literal>> reference = hlo::InterpretReplicated(*module, lists).value();
+  ASSERT_EQ(reference.size(), count);
+  Uploaded uploaded = Upload(client, **replicated, lists);
+  StatusOr<std::vector<ExecuteResult>> results = (*replicated)->Execute(uploaded.handles);
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), count);
+  for (size_t d = 0; d < count; ++d) {
+    const ExecuteResult& result = (*results)[d];
+    EXPECT_GT(result.counters.instructions, 0u) << "device " << d;
+    ASSERT_EQ(result.outputs.size(), reference[d].size());
+    for (size_t i = 0; i < reference[d].size(); ++i) {
+      EXPECT_EQ(&result.outputs[i]->device(), &(*replicated)->device(d));
+      ExpectClose(result.outputs[i]->ToLiteral().value(), reference[d][i]);
+    }
+  }
+  // The devices had other arguments: their results differ, so each holds its own device's.
+  if (count > 1) {
+    EXPECT_FALSE((*results)[0].outputs[0]->ToLiteral().value() == (*results)[1].outputs[0]->ToLiteral().value());
+  }
+}
+
+std::unique_ptr<Client> MakeTwoDeviceClient(const ClientOptions& options = {}) {
+  std::unique_ptr<Client> client = MakeClient(options);
+  if (client != nullptr) EXPECT_GE(client->devices().size(), 2u) << "the " << cfg::kName << " chip has one core";
+  return client != nullptr && client->devices().size() >= 2 ? std::move(client) : nullptr;
+}
+
+TEST(ReplicatedTest, EveryDeviceGetsTheInterpretersResultForItsArguments) {
+  std::unique_ptr<Client> client = MakeTwoDeviceClient();
+  ASSERT_NE(client, nullptr);
+  std::unique_ptr<ReplicatedExecutable> replicated = client->CompileReplicated(std::string(kDotModule), {0, 1}).value();
+  EXPECT_EQ(replicated->num_devices(), 2u);
+  EXPECT_EQ(replicated->device(1).name(), "TPU:1");
+  EXPECT_EQ(replicated->device_grid().replicas, 2);
+  EXPECT_EQ(replicated->device_grid().partitions, 1);
+  EXPECT_EQ(replicated->DeviceName(1), "replica 1 (TPU:1)");
+  // Compiled once: the same code on both devices.
+  EXPECT_EQ(replicated->executable(0).program().code, replicated->executable(1).program().code);
+  replicated.reset();
+
+  RunReplicatedAndCheck(*client, kDotModule, {0, 1}, 100);
+  RunReplicatedAndCheck(*client, kConstantModule, {1, 0}, 110);  // any order of devices
+  EXPECT_EQ(client->hbm_used_bytes(0), 0u);
+  EXPECT_EQ(client->hbm_used_bytes(1), 0u);
+  // A module whose header names no grid runs on one device unless told otherwise.
+  EXPECT_EQ(client->CompileReplicated(std::string(kAddModule)).value()->num_devices(), 1u);
+}
+
+const char kPmapModule[] = R"(HloModule pmap_step, num_partitions=2
+ENTRY %main (x: f32[4,8], w: f32[8,8]) -> (f32[4,8], f32[4]) {
+  %x = f32[4,8]{1,0} parameter(0)
+  %w = f32[8,8]{1,0} parameter(1)
+  %y = f32[4,8]{1,0} dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %z = f32[4,8]{1,0} add(%y, %x)
+  %zero = f32[] constant(0)
+  %sum = f32[4]{0} reduce(%z, %zero), dimensions={1}, to_apply=%add
+  ROOT %out = (f32[4,8]{1,0}, f32[4]{0}) tuple(%z, %sum)
+}
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+)";
+
+TEST(ReplicatedTest, APmapModuleRunsOnTheDevicesItsHeaderNames) {
+  std::unique_ptr<Client> client = MakeTwoDeviceClient();
+  ASSERT_NE(client, nullptr);
+  std::unique_ptr<ReplicatedExecutable> replicated = client->CompileReplicated(std::string(kPmapModule)).value();
+  ASSERT_EQ(replicated->num_devices(), 2u);
+  EXPECT_EQ(replicated->device(0).id, 0);
+  EXPECT_EQ(replicated->device(1).id, 1);
+  EXPECT_EQ(replicated->device_grid().partitions, 2);
+  EXPECT_EQ(replicated->DeviceName(1), "partition 1 (TPU:1)");
+  replicated.reset();
+  RunReplicatedAndCheck(*client, kPmapModule, {}, 200);
+
+  // More devices than the client has, or than were listed; a device listed twice or missing.
+  const std::string many = std::to_string(client->devices().size() + 1);
+  std::string too_many = kPmapModule;
+  too_many.replace(too_many.find("num_partitions=2"), 16, "num_partitions=" + many);
+  StatusOr<std::unique_ptr<ReplicatedExecutable>> wrong = client->CompileReplicated(too_many);
+  ASSERT_EQ(wrong.status().code(), StatusCode::kInvalidArgument) << wrong.status();
+  EXPECT_NE(wrong.status().message().find("runs on " + many + " devices (replica_count=1 x num_partitions=" + many +
+                                          "), the client has " + std::to_string(client->devices().size())),
+            std::string::npos) << wrong.status();
+  wrong = client->CompileReplicated(std::string(kPmapModule), {0});
+  ASSERT_EQ(wrong.status().code(), StatusCode::kInvalidArgument) << wrong.status();
+  EXPECT_NE(
+      wrong.status().message().find("runs on 2 devices (replica_count=1 x num_partitions=2), 1 devices were given"),
+      std::string::npos)
+      << wrong.status();
+  wrong = client->CompileReplicated(std::string(kPmapModule), {1, 1});
+  EXPECT_NE(wrong.status().message().find("TPU:1 is listed twice"), std::string::npos) << wrong.status();
+  wrong = client->CompileReplicated(std::string(kPmapModule), {0, 9});
+  EXPECT_NE(wrong.status().message().find("no device TPU:9"), std::string::npos) << wrong.status();
+
+  // partition-id would give every device partition 0's value (the program is compiled once): refused.
+  std::string with_id = kPmapModule;
+  with_id.replace(with_id.find("  %zero = f32[] constant(0)"), 27,
+                  "  %id = u32[] partition-id()\n  %zero = f32[] convert(%id)");
+  wrong = client->CompileReplicated(with_id);
+  ASSERT_EQ(wrong.status().code(), StatusCode::kUnimplemented) << wrong.status();
+  EXPECT_NE(wrong.status().message().find("partition-id %id"), std::string::npos) << wrong.status();
+  // On one device it is device 0's program, as before.
+  EXPECT_TRUE(client->Compile(with_id).ok());
+  EXPECT_EQ(client->hbm_used_bytes(0), 0u);
+  EXPECT_EQ(client->hbm_used_bytes(1), 0u);
+}
+
+TEST(ReplicatedTest, ArgumentListsAreCheckedPerDevice) {
+  std::unique_ptr<Client> client = MakeTwoDeviceClient();
+  ASSERT_NE(client, nullptr);
+  std::unique_ptr<hlo::HloModule> module = hlo::ParseHloModule(kDotModule).value();
+  std::unique_ptr<ReplicatedExecutable> replicated = client->CompileReplicated(*module, {0, 1}).value();
+  Uploaded uploaded = Upload(*client, *replicated, RandomArgumentLists(*module, 2, 300));
+  const uint64_t used0 = client->hbm_used_bytes(0), used1 = client->hbm_used_bytes(1);
+  const std::vector<const Buffer*>& on0 = uploaded.handles[0];
+  const std::vector<const Buffer*>& on1 = uploaded.handles[1];
+
+  StatusOr<std::vector<ExecuteResult>> wrong = replicated->Execute({on0});
+  ASSERT_EQ(wrong.status().code(), StatusCode::kInvalidArgument) << wrong.status();
+  EXPECT_EQ(wrong.status().message(),
+            "executable small_dot runs on 2 devices and takes one argument list per device, got 1");
+  wrong = replicated->Execute({on0, {on1[0]}});
+  ASSERT_EQ(wrong.status().code(), StatusCode::kInvalidArgument) << wrong.status();
+  EXPECT_EQ(wrong.status().message(), "replica 1 (TPU:1): executable small_dot takes 2 arguments, got 1");
+  wrong = replicated->Execute({on0, on0});
+  ASSERT_EQ(wrong.status().code(), StatusCode::kInvalidArgument) << wrong.status();
+  EXPECT_EQ(wrong.status().message(), "replica 1 (TPU:1): argument 0 lives on TPU:0, the executable on TPU:1");
+  wrong = replicated->Execute({{on0[0], on1[1]}, on1});
+  EXPECT_EQ(wrong.status().message(), "replica 0 (TPU:0): argument 1 lives on TPU:1, the executable on TPU:0");
+  ExecuteOptions profile;
+  profile.profile = true;
+  EXPECT_EQ(replicated->Execute({on0, on1}, profile).status().code(), StatusCode::kUnimplemented);
+  // What the first device's run had allocated is freed again.
+  EXPECT_EQ(client->hbm_used_bytes(0), used0);
+  EXPECT_EQ(client->hbm_used_bytes(1), used1);
+  EXPECT_TRUE(replicated->Execute({on0, on1}).ok());
+  EXPECT_EQ(client->hbm_used_bytes(0), used0);
+  EXPECT_EQ(client->hbm_used_bytes(1), used1);
+}
+
+// A loop of `iterations` steps, then HALT (with an output, so that a run has a buffer to free); with
+// `illegal`, an illegal instruction first.
+std::unique_ptr<LoadedExecutable> LoadCountingProgram(Client& client, int device, uint32_t iterations,
+                                                      bool illegal = false) {
+  compiler::Program program = HandWritten(client.device_info().lanes, illegal, false, /*output=*/true);
+  compiler::Assembler assembler;
+  const compiler::Reg counter{1}, limit{2};
+  assembler.Li(limit, iterations);
+  assembler.Li(counter, 0);
+  compiler::Assembler::Label top = assembler.NewLabel();
+  assembler.Bind(top);
+  assembler.Addi(counter, counter, 1);
+  assembler.Bne(counter, limit, top);
+  std::vector<uint64_t> loop;
+  std::vector<compiler::Relocation> relocations;
+  EXPECT_TRUE(assembler.Finish(&loop, &relocations).ok());
+  program.code.insert(program.code.begin(), loop.begin(), loop.end());
+  return client.Load(std::move(program), device).value();
+}
+
+TEST(ReplicatedTest, DevicesRunAtTheSameTimeAndOneThatFinishesLeavesTheOthersRunning) {
+  std::unique_ptr<Client> client = MakeTwoDeviceClient();
+  ASSERT_NE(client, nullptr);
+  std::vector<std::unique_ptr<LoadedExecutable>> executables;
+  executables.push_back(LoadCountingProgram(*client, 0, 200'000));
+  executables.push_back(LoadCountingProgram(*client, 1, 400'000));
+  ReplicatedExecutable replicated(hlo::DeviceGrid{2, 1}, std::move(executables));
+  const uint64_t before = client->DeviceCycles();
+  StatusOr<std::vector<ExecuteResult>> results = replicated.Execute({{}, {}});
+  ASSERT_TRUE(results.ok()) << results.status();
+  const uint64_t elapsed = client->DeviceCycles() - before;
+  const uint64_t short_run = (*results)[0].counters.cycles, long_run = (*results)[1].counters.cycles;
+  EXPECT_EQ((*results)[0].counters.instructions, 2 + 2 * 200'000 + 1u);
+  EXPECT_EQ((*results)[1].counters.instructions, 2 + 2 * 400'000 + 1u);
+  EXPECT_GT(long_run, short_run + short_run / 2);
+  // Both ran at once: the execution took about the longer run, not both one after the other.
+  EXPECT_LT(elapsed, long_run + short_run / 2) << "short " << short_run << ", long " << long_run;
+  EXPECT_GE(elapsed, long_run);
+}
+
+TEST(ReplicatedTest, TheFirstFailureIsNamedStopsTheOtherDevicesAndLeavesEveryOneUsable) {
+  ClientOptions options;
+  options.execute_timeout_cycles = 1'000'000;
+  options.watchdog_limit_cycles = 0;
+  std::unique_ptr<Client> client = MakeTwoDeviceClient(options);
+  ASSERT_NE(client, nullptr);
+  const uint32_t lanes = client->device_info().lanes;
+  {
+    // TPU:0 would loop until the timeout; TPU:1 fails at once and ends the execution.
+    std::vector<std::unique_ptr<LoadedExecutable>> executables;
+    executables.push_back(client->Load(HandWritten(lanes, false, true, true), 0).value());
+    executables.push_back(LoadCountingProgram(*client, 1, 1000, /*illegal=*/true));
+    ReplicatedExecutable replicated(hlo::DeviceGrid{2, 1}, std::move(executables));
+    const uint64_t before = client->DeviceCycles();
+    StatusOr<std::vector<ExecuteResult>> failed = replicated.Execute({{}, {}});
+    ASSERT_EQ(failed.status().code(), StatusCode::kInternal) << failed.status();
+    EXPECT_EQ(failed.status().message().rfind("replica 1 (TPU:1): ", 0), 0u) << failed.status();
+    EXPECT_NE(failed.status().message().find("ILLEGAL_INSTR"), std::string::npos) << failed.status();
+    EXPECT_LT(client->DeviceCycles() - before, options.execute_timeout_cycles / 10);
+    // No output was kept.
+    EXPECT_EQ(client->hbm_used_bytes(0), 0u);
+    EXPECT_EQ(client->hbm_used_bytes(1), 0u);
+  }
+  // TPU:0 was stopped: both devices take programs again.
+  RunAndCheck(*client, kAddModule, 400, 0);
+  RunAndCheck(*client, kAddModule, 401, 1);
+  {
+    // Nobody finishes: the timeout names the first device still running.
+    std::vector<std::unique_ptr<LoadedExecutable>> executables;
+    executables.push_back(client->Load(HandWritten(lanes, false, true, true), 0).value());
+    executables.push_back(client->Load(HandWritten(lanes, false, true, true), 1).value());
+    ReplicatedExecutable replicated(hlo::DeviceGrid{2, 1}, std::move(executables));
+    StatusOr<std::vector<ExecuteResult>> timeout = replicated.Execute({{}, {}});
+    ASSERT_EQ(timeout.status().code(), StatusCode::kDeadlineExceeded) << timeout.status();
+    EXPECT_EQ(timeout.status().message(),
+              "replica 0 (TPU:0): TPU program did not complete within 1000000 cycles; the device was reset");
+  }
+  RunAndCheck(*client, kDotModule, 402, 0);
+  RunAndCheck(*client, kDotModule, 403, 1);
+  EXPECT_EQ(client->hbm_used_bytes(0), 0u);
+  EXPECT_EQ(client->hbm_used_bytes(1), 0u);
+}
+
+// Programs that meet: the receiver waits on a core semaphore that the sender's RDMA posts once it has
+// written 2.5s into the receiver's output (at the same HBM line as its own: both devices allocate alike).
+// Receiver first: a runtime that waited for it before launching the sender would end in its watchdog.
+// Sender first, with a receiver whose code takes long to load: a runtime that cleared the receiver's
+// semaphores after the sender had started could lose the post.
+TEST_P(BackendTest, ReplicatedProgramsThatWaitForEachOtherRunBecauseEveryDeviceIsLoadedAndLaunchedFirst) {
+  ClientOptions options;
+  options.watchdog_limit_cycles = 200'000;
+  std::unique_ptr<Client> client = MakeBackendClient(options);
+  ASSERT_NE(client, nullptr);
+  ASSERT_GE(client->devices().size(), 2u);
+  const uint32_t lanes = client->device_info().lanes;
+  const Shape shape = Shape::Make(PrimitiveType::F32, {4, 20});
+  const uint32_t lines = compiler::MakeDeviceLayout(shape, lanes).lines;
+  const uint32_t semaphore = csr::HOST_SEMS + 1;  // one of the cores' semaphores
+  auto load = [&](int device, const std::function<void(compiler::Assembler&)>& body) {
+    compiler::Program program;
+    program.module_name = "meet";
+    program.lanes = lanes;
+    program.outputs.push_back(compiler::MakeDeviceLayout(shape, lanes));
+    compiler::Assembler assembler;
+    body(assembler);
+    EXPECT_TRUE(assembler.Finish(&program.code, &program.relocations).ok());
+    return client->Load(std::move(program), device).value();
+  };
+  auto receiver = [&](int device, uint32_t padding) {
+    return load(device, [&](compiler::Assembler& a) {
+      a.SemWait(semaphore);
+      a.Halt();
+      if (padding == 0) return;
+      for (uint32_t i = 0; i < padding; ++i) a.Nop();  // never runs; only makes the code long to load
+      a.Halt();
+    });
+  };
+  auto sender = [&](int device, int to) {
+    return load(device, [&](compiler::Assembler& a) {
+      const compiler::Reg hbm{1}, vmem{2}, count{3}, core{4};
+      a.Li(vmem, 0);
+      a.Li(count, lines);
+      a.Vsplat(vmem, count, 0x40200000u);  // 2.5f
+      a.Sync(0);
+      a.Li(core, static_cast<uint32_t>(client->devices()[to].core));
+      a.LoadAddress(hbm, compiler::RegionKind::kOutput, 0, 0);
+      a.Emit(isa::Opcode::RDMA, {core, hbm, vmem, count, isa::flag::RDMA_POST, semaphore});
+      a.Sync(0);
+      a.Halt();
+    });
+  };
+  for (const int receiving : {0, 1}) {
+    SCOPED_TRACE("receiver at position " + std::to_string(receiving));
+    std::vector<std::unique_ptr<LoadedExecutable>> executables;
+    if (receiving == 0) {
+      executables.push_back(receiver(0, 0));
+      executables.push_back(sender(1, 0));
+    } else {
+      executables.push_back(sender(0, 1));
+      executables.push_back(receiver(1, 3000));
+    }
+    ReplicatedExecutable replicated(hlo::DeviceGrid{2, 1}, std::move(executables));
+    StatusOr<std::vector<ExecuteResult>> results = replicated.Execute({{}, {}});
+    ASSERT_TRUE(results.ok()) << results.status();
+    const ExecuteResult& received = (*results)[receiving];
+    ASSERT_EQ(received.outputs[0]->hbm_line(), (*results)[1 - receiving].outputs[0]->hbm_line());
+    // Launched first, the receiver waits for the lines; launched second, it finds the post already there.
+    if (receiving == 0) EXPECT_GT(received.counters.feed_stall_cycles, 0u) << "the receiver waited for the lines";
+    const Literal landed = received.outputs[0]->ToLiteral().value();
+    for (int64_t i = 0; i < landed.element_count(); ++i) ASSERT_EQ(landed.Get<float>(i), 2.5f) << i;
+  }
+}
+
+// Both devices run the feed loop at once, each on its own infeed and outfeed queues.
+TEST_P(BackendTest, ReplicatedFeedLoopsServeEveryDevicesQueues) {
+  std::unique_ptr<Client> client = MakeBackendClient();
+  ASSERT_NE(client, nullptr);
+  ASSERT_GE(client->devices().size(), 2u);
+  std::unique_ptr<hlo::HloModule> module = hlo::ParseHloModule(kFeedLoopModule).value();
+  std::unique_ptr<ReplicatedExecutable> replicated = client->CompileReplicated(*module, {0, 1}).value();
+  std::vector<std::deque<Literal>> reference_infeed(2);
+  std::vector<std::vector<Literal>> reference_outfeed(2);
+  std::vector<hlo::InterpreterOptions> interpreter(2);
+  for (int d = 0; d < 2; ++d) {
+    for (uint32_t step = 0; step < 3; ++step) {
+      ASSERT_TRUE(client->TransferToInfeed(FeedBatch(500 + 10 * d + step), d).ok());
+      reference_infeed[d].push_back(Literal::MakeTuple(FeedBatch(500 + 10 * d + step)));
+    }
+    interpreter[d].infeed = hlo::InfeedQueue(&reference_infeed[d]);
+    interpreter[d].outfeed = hlo::OutfeedQueue(&reference_outfeed[d]);
+  }
+  const std::vector<std::vector<Literal>> lists = RandomArgumentLists(*module, 2, 510);
+  const std::vector<std::vector<Literal>> reference = hlo::InterpretReplicated(*module, lists, interpreter).value();
+
+  Uploaded uploaded = Upload(*client, *replicated, lists);
+  StatusOr<std::vector<ExecuteResult>> results = replicated->Execute(uploaded.handles);
+  ASSERT_TRUE(results.ok()) << results.status();
+  for (int d = 0; d < 2; ++d) {
+    const ExecuteResult& result = (*results)[d];
+    ExpectClose(result.outputs[0]->ToLiteral().value(), reference[d][0]);
+    EXPECT_EQ(result.infeed_values, 3u) << "device " << d;
+    EXPECT_EQ(result.outfeed_values, 3u) << "device " << d;
+    EXPECT_EQ(client->InfeedQueueSize(d), 0u);
+    ASSERT_EQ(client->OutfeedQueueSize(d), 3u);
+    for (size_t k = 0; k < 3; ++k) {
+      const std::vector<Literal> sent = client->TransferFromOutfeed(d).value();
+      ExpectClose(sent[0], reference_outfeed[d][k].tuple_elements()[0]);
+      EXPECT_EQ(sent[1], reference_outfeed[d][k].tuple_elements()[1]) << "device " << d << " value " << k;
+    }
+  }
+}
+
+// One device's infeed runs dry: the execution fails naming it, and both devices stay usable.
+TEST_P(BackendTest, AReplicaWaitingOnAnEmptyInfeedIsNamedAndEveryDeviceStaysUsable) {
+  ClientOptions options;
+  options.watchdog_limit_cycles = 200'000;
+  std::unique_ptr<Client> client = MakeBackendClient(options);
+  ASSERT_NE(client, nullptr);
+  ASSERT_GE(client->devices().size(), 2u);
+  std::unique_ptr<hlo::HloModule> module = hlo::ParseHloModule(kFeedLoopModule).value();
+  std::unique_ptr<ReplicatedExecutable> replicated = client->CompileReplicated(*module, {0, 1}).value();
+  Uploaded uploaded = Upload(*client, *replicated, RandomArgumentLists(*module, 2, 600));
+  const uint64_t used0 = client->hbm_used_bytes(0), used1 = client->hbm_used_bytes(1);
+
+  for (uint32_t step = 0; step < 3; ++step) ASSERT_TRUE(client->TransferToInfeed(FeedBatch(610 + step), 0).ok());
+  ASSERT_TRUE(client->TransferToInfeed(FeedBatch(620), 1).ok());
+  StatusOr<std::vector<ExecuteResult>> starved = replicated->Execute(uploaded.handles);
+  ASSERT_EQ(starved.status().code(), StatusCode::kDeadlineExceeded) << starved.status();
+  EXPECT_EQ(starved.status().message().rfind(
+                "replica 1 (TPU:1): feed_loop waited for infeed value 1 but the infeed queue is empty", 0),
+            0u) << starved.status();
+  EXPECT_EQ(client->hbm_used_bytes(0), used0);  // no output kept
+  EXPECT_EQ(client->hbm_used_bytes(1), used1);
+  while (client->TransferFromOutfeed(0).ok()) {
+  }
+  while (client->TransferFromOutfeed(1).ok()) {
+  }
+
+  // Both devices run the next execution.
+  for (int d = 0; d < 2; ++d) {
+    for (uint32_t step = 0; step < 3; ++step) ASSERT_TRUE(client->TransferToInfeed(FeedBatch(630 + step), d).ok());
+  }
+  StatusOr<std::vector<ExecuteResult>> next = replicated->Execute(uploaded.handles);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ((*next)[0].infeed_values, 3u);
+  EXPECT_EQ((*next)[1].infeed_values, 3u);
+  // The same infeed values but other arguments: the devices' results differ.
+  EXPECT_FALSE((*next)[0].outputs[0]->ToLiteral().value() == (*next)[1].outputs[0]->ToLiteral().value());
 }
 
 }  // namespace
