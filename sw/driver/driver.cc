@@ -353,6 +353,8 @@ StatusOr<std::vector<uint8_t>> Driver::CopyFromHbm(uint32_t hbm_line, uint32_t l
   return bytes;
 }
 
+bool Driver::CoreBusy() { return (transport_.MmioRead(Reg(csr::STATUS)) & csr::STATUS_BUSY) != 0; }
+
 uint64_t Driver::Read64(uint32_t lo_offset) {
   // Counters only move while the core is busy and are read after it stopped, so LO/HI cannot tear.
   const uint64_t lo = transport_.MmioRead(Reg(lo_offset));

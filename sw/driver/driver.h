@@ -131,6 +131,8 @@ class Driver {
 
   // Reads the performance counters of the last run.
   DeviceCounters ReadCounters();
+  // Whether the core is still running its program (STATUS.BUSY), asked without waiting.
+  bool CoreBusy();
 
   // Limits the host memory the driver stages host DMA through (default: all of it), e.g. to exercise
   // chunking. Rounded down to whole lines; at least one line is used.

@@ -201,13 +201,6 @@ class FeedService {
   uint64_t infeed_values_ = 0, outfeed_values_ = 0;
 };
 
-// The core is still running its program (the STATUS register; the driver has no call that asks without
-// waiting).
-bool CoreBusy(Driver& driver) {
-  Transport& transport = driver.transport();
-  return (transport.MmioRead(transport.MmioOffset(driver.core(), csr::STATUS)) & csr::STATUS_BUSY) != 0;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------------------
@@ -274,7 +267,7 @@ class DeviceRun {
     // keeps the core's interrupts while it waits for its transfer), only the semaphores show it.
     serve_ = *moved;
     // For the same reason a core that stopped meanwhile left its line low: its driver holds the completion.
-    if (!serve_ && !CoreBusy(driver)) return End(driver.WaitForCompletion(timeout_cycles));
+    if (!serve_ && !driver.CoreBusy()) return End(driver.WaitForCompletion(timeout_cycles));
     return OkStatus();
   }
 
