@@ -1,4 +1,4 @@
-// The chip's HBM: its line port (tpu_hbm_arbiter's side) on HBM_CHANNELS HBM2 channel controllers, each
+// The chip's HBM: its line port (a core's tpu_arbiter's side) on HBM_CHANNELS HBM2 channel controllers, each
 // behind its own DFI-like device interface (channel c at [c*W +: W] of every dfi_* port). Geometry from the
 // configuration (tpu_pkg: HBM_CHANNELS, HBM_ROW_BITS, HBM_COL_BITS, HBM_BG_BITS, HBM_BA_BITS); timing is
 // the controller's defaults (docs/hbm.md). The line -> channel/bank/row/column mapping is in docs/hbm.md.
