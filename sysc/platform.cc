@@ -41,13 +41,17 @@ void StartKernel(const sc_core::sc_time& duration) {
 #endif
 }
 
-// One HBM per core: core 0's is "hbm" (its waveform scope platform.hbm.rtl), core c's "hbm<c>".
+// The module name of core `core`'s instance of a per-core part: `base` for core 0 (so that a one-core
+// platform keeps its scopes, e.g. platform.hbm.rtl), `base` and the core's number for the others.
+std::string CoreModuleName(const std::string& base, unsigned core) {
+  return core == 0 ? base : base + std::to_string(core);
+}
+
+// One HBM per core.
 std::vector<std::unique_ptr<HbmMemory>> MakeHbm() {
   std::vector<std::unique_ptr<HbmMemory>> hbm;
   for (unsigned core = 0; core < kCores; ++core)
-    hbm.push_back(std::make_unique<HbmMemory>(core == 0 ? std::string("hbm").c_str()
-                                                        : ("hbm" + std::to_string(core)).c_str(),
-                                              core));
+    hbm.push_back(std::make_unique<HbmMemory>(CoreModuleName("hbm", core).c_str(), core));
   return hbm;
 }
 
@@ -112,9 +116,8 @@ Platform::Platform(sc_core::sc_module_name name, std::unique_ptr<Vtpu_chip> chip
   chip_->trace_unit_o(trace_unit_);
   chip_->trace_work_o(trace_work_);
   for (unsigned core = 0; core < kCores; ++core) {
-    trace_monitors_.push_back(std::make_unique<IssueTraceMonitor>(
-        core == 0 ? std::string("trace_monitor").c_str() : ("trace_monitor" + std::to_string(core)).c_str(), core,
-        tpu::cfg::kImemWords, ClockPeriod()));
+    trace_monitors_.push_back(std::make_unique<IssueTraceMonitor>(CoreModuleName("trace_monitor", core).c_str(),
+                                                                  core, tpu::cfg::kImemWords, ClockPeriod()));
     IssueTraceMonitor& monitor = *trace_monitors_.back();
     monitor.clk_i(clk_);
     monitor.run_i(trace_run_);
@@ -224,15 +227,11 @@ void Platform::WatchIrq() {
 
 void Platform::MergeHbmAnswers() {
   CoreBits ready{}, rsp_valid{};
-  CoreLines rsp_rdata = hbm_rsp_rdata_.read();
+  CoreLines rsp_rdata;  // every core's line is set below
   for (unsigned core = 0; core < kCores; ++core) {
     SetField(&ready, core, 1, core_hbm_ready_[core].read());
     SetField(&rsp_valid, core, 1, core_hbm_rsp_valid_[core].read());
-    if constexpr (kCores == 1) {
-      rsp_rdata = core_hbm_rsp_rdata_[core].read();
-    } else {
-      SetLineAt(&rsp_rdata, core, core_hbm_rsp_rdata_[core].read());
-    }
+    SetLineAt(&rsp_rdata, core, core_hbm_rsp_rdata_[core].read());
   }
   hbm_req_ready_.write(ready);
   hbm_rsp_valid_.write(rsp_valid);
@@ -312,11 +311,12 @@ Status Platform::MmioWrite(uint32_t offset, uint32_t value) {
 
 bool Platform::RunUntilIrq(uint64_t max_cycles, uint32_t lines) {
   EnsureStarted();
-  if ((IrqLines() & lines) != 0) return true;
+  auto raised = [this, lines] { return (IrqLines() & lines) != 0; };
+  if (raised()) return true;
   pause_on_irq_lines_ = lines;  // WatchIrq pauses the kernel in the delta cycle one of them rises
-  RunUntil(Cycles() + std::min(max_cycles, kMaxRunCycles), [this, lines] { return (IrqLines() & lines) != 0; });
+  RunUntil(Cycles() + std::min(max_cycles, kMaxRunCycles), raised);
   pause_on_irq_lines_ = 0;
-  return (IrqLines() & lines) != 0;
+  return raised();
 }
 
 void Platform::Run(uint64_t cycles) {

@@ -444,9 +444,8 @@ class Evaluator {
   // all-reduce, all-gather, reduce-scatter, all-to-all and collective-permute: meets the devices of the
   // group (a group of one needs nobody) and combines their operands.
   StatusOr<Literal> Collective(const HloInstruction& instruction, const std::vector<const Literal*>& operands, int depth);
-  // a combined with b element by element by a binary computation.
-  StatusOr<Literal> CombineArrays(const HloComputation& computation, const Literal& a, const Literal& b, int depth);
-  // Combines two scalars with a binary computation (fast path for one elementwise op).
+  // Combines a and b (scalars, or arrays element by element) with a scalar binary computation (fast path
+  // for one elementwise op).
   StatusOr<Literal> Combine(const HloComputation& computation, const Literal& a, const Literal& b, int depth);
   // Applies a scalar binary computation (a fast path when it is one elementwise op).
   StatusOr<Literal> ApplyScalar(const HloComputation& computation, const std::vector<Literal>& scalars, int depth);
@@ -1222,7 +1221,13 @@ StatusOr<Literal> Evaluator::Combine(const HloComputation& computation, const Li
     if (!status.ok()) return status;
     return result;
   }
-  return ApplyScalar(computation, {a, b}, depth);
+  if (a.shape().rank() == 0) return ApplyScalar(computation, {a, b}, depth);
+  Literal result = a;
+  for (int64_t i = 0; i < a.element_count(); ++i) {
+    TPU_ASSIGN_OR_RETURN(Literal combined, ApplyScalar(computation, {ElementAt(a, i), ElementAt(b, i)}, depth));
+    SetElement(&result, i, combined);
+  }
+  return result;
 }
 
 StatusOr<Literal> Evaluator::While(const HloInstruction& instruction, const Literal& init, int depth) {
@@ -1400,18 +1405,6 @@ StatusOr<Literal> Evaluator::SelectAndScatter(const HloInstruction& instruction,
   return result;
 }
 
-StatusOr<Literal> Evaluator::CombineArrays(const HloComputation& computation, const Literal& a, const Literal& b,
-                                            int depth) {
-  HloOpcode op;
-  if (IsSimpleBinaryReducer(&computation, &op)) return Combine(computation, a, b, depth);
-  Literal result = a;
-  for (int64_t i = 0; i < a.element_count(); ++i) {
-    TPU_ASSIGN_OR_RETURN(Literal combined, ApplyScalar(computation, {ElementAt(a, i), ElementAt(b, i)}, depth));
-    SetElement(&result, i, combined);
-  }
-  return result;
-}
-
 StatusOr<Literal> Evaluator::Collective(const HloInstruction& instruction, const std::vector<const Literal*>& operands,
                                         int depth) {
   const HloOpcode opcode = instruction.opcode();
@@ -1442,8 +1435,8 @@ StatusOr<Literal> Evaluator::Collective(const HloInstruction& instruction, const
     TPU_ASSIGN_OR_RETURN(all, place_.rendezvous->Exchange(instruction, execution, group, device, std::move(own)));
   }
   const int64_t size = static_cast<int64_t>(group.size());
-  const int64_t rank = std::find(group.begin(), group.end(), device) - group.begin();
   auto index_of = [&](int64_t member) { return std::find(group.begin(), group.end(), member) - group.begin(); };
+  const int64_t rank = index_of(device);
   if (opcode == HloOpcode::kCollectivePermute) {
     if (source == -1) return Literal(ArrayShape(instruction.shape()));
     return (*all[static_cast<size_t>(index_of(source))])[0];
@@ -1456,7 +1449,7 @@ StatusOr<Literal> Evaluator::Collective(const HloInstruction& instruction, const
         // Left to right in group order: every device of the group gets the same bits.
         Literal sum = (*all[0])[i];
         for (int64_t k = 1; k < size; ++k) {
-          TPU_ASSIGN_OR_RETURN(sum, CombineArrays(*instruction.to_apply(), sum, (*all[static_cast<size_t>(k)])[i], depth));
+          TPU_ASSIGN_OR_RETURN(sum, Combine(*instruction.to_apply(), sum, (*all[static_cast<size_t>(k)])[i], depth));
         }
         if (opcode == HloOpcode::kAllReduce) {
           results.push_back(std::move(sum));
@@ -1505,10 +1498,6 @@ void Flatten(Literal literal, std::vector<Literal>* out) {
   }
   for (Literal& element : literal.tuple_elements()) Flatten(std::move(element), out);
 }
-
-}  // namespace
-
-namespace {
 
 StatusOr<Literal> RunOnDevice(const HloComputation& computation, const std::vector<Literal>& arguments,
                               const InterpreterOptions& options, const DevicePlace& place) {

@@ -22,19 +22,20 @@ void ChipModel::set_mxu_isa(MxuIsa isa) {
   for (auto& core : cores_) core->set_mxu_isa(isa);
 }
 
-CoreModel* ChipModel::CoreAt(uint32_t offset) {
-  const uint32_t index = offset >> csr::CORE_SHIFT;
+CoreModel* ChipModel::CoreAt(uint32_t* offset) {
+  const uint32_t index = *offset >> csr::CORE_SHIFT;
+  *offset &= (1u << csr::CORE_SHIFT) - 1;
   return index < cores_.size() ? cores_[index].get() : nullptr;
 }
 
 uint32_t ChipModel::MmioRead(uint32_t offset) {
-  CoreModel* core = CoreAt(offset);
-  return core == nullptr ? 0 : core->MmioRead(offset & ((1u << csr::CORE_SHIFT) - 1));
+  CoreModel* core = CoreAt(&offset);
+  return core == nullptr ? 0 : core->MmioRead(offset);
 }
 
 void ChipModel::MmioWrite(uint32_t offset, uint32_t value) {
-  CoreModel* core = CoreAt(offset);
-  if (core != nullptr) core->MmioWrite(offset & ((1u << csr::CORE_SHIFT) - 1), value);
+  CoreModel* core = CoreAt(&offset);
+  if (core != nullptr) core->MmioWrite(offset, value);
 }
 
 uint32_t ChipModel::IrqLines() const {
@@ -73,7 +74,7 @@ uint64_t ChipModel::Advance(uint64_t max_cycles, StopWhen stop, uint32_t irq_lin
       }
       posts_.pop();
       cycle_ = std::max(cycle_, at);
-      cores_[core]->SetTime(std::max(cores_[core]->cycle(), cycle_));
+      cores_[core]->SetTime(cycle_);  // no core is ahead of the chip
       cores_[core]->PostSemaphore(semaphore, cycle_ + 1);
       continue;
     }

@@ -83,8 +83,8 @@ class ChipModel : private CoreNetwork {
   void PostAt(uint32_t core, uint32_t semaphore, uint64_t cycle) override;
 
   uint64_t Advance(uint64_t max_cycles, StopWhen stop, uint32_t irq_lines);
-  // The core an MMIO offset names, or null.
-  CoreModel* CoreAt(uint32_t offset);
+  // The core a chip MMIO offset names (null: none), turning `offset` into the offset within that core.
+  CoreModel* CoreAt(uint32_t* offset);
 
   ChipConfig config_;
   Timing timing_;

@@ -117,6 +117,10 @@ class CoreModel {
   // The core's interrupt line: |(IRQ_STATUS & IRQ_ENABLE).
   bool Irq() const;
 
+  // A post of semaphore `index` from outside the core (the host, another core's RDMA); a SEMWAIT waiting
+  // on it wakes at `wake`.
+  void PostSemaphore(uint32_t index, uint64_t wake);
+
   // Time, driven by the chip: the cycle of the core's next event (an instruction issue or step of the
   // sequencer, or the host DMA's completion; kNever when nothing will happen by itself), running that
   // event at `at` (>= the core's cycle), and moving idle time forward.
@@ -158,13 +162,6 @@ class CoreModel {
   void BlockOnSemaphore();
   void WakeFromSemaphore(uint64_t wake);
   void IncrementSemaphore(uint32_t index);  // saturating, from the host or the core
-
- public:
-  // A post of semaphore `index` from outside the core (the host, another core's RDMA); a SEMWAIT waiting
-  // on it wakes at `wake`.
-  void PostSemaphore(uint32_t index, uint64_t wake);
-
- private:
   void FinishCoreError();
   void StopCore();
   // Stalls the sequencer until `ready`, waiting for `unit` (kNumUnits: none, SLD's VMEM read); returns

@@ -72,6 +72,18 @@ class DriverTest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(info.ok()) << info.status();
   }
 
+  // A reset, discovered driver for each of the first `count` cores of the board.
+  std::vector<std::unique_ptr<Driver>> CoreDrivers(uint32_t count) {
+    std::vector<std::unique_ptr<Driver>> drivers;
+    for (uint32_t core = 0; core < count; ++core) {
+      drivers.push_back(std::make_unique<Driver>(*transport_, core));
+      EXPECT_TRUE(drivers.back()->Reset().ok()) << "core " << core;
+      StatusOr<DeviceInfo> info = drivers.back()->Discover();
+      EXPECT_TRUE(info.ok()) << "core " << core << ": " << info.status();
+    }
+    return drivers;
+  }
+
   // The reference model underneath, or nullptr on the rtl backend (for backdoor checks).
   model::ModelTransport* model() { return dynamic_cast<model::ModelTransport*>(transport_.get()); }
 
@@ -167,14 +179,11 @@ TEST(DriverDiscoveryTest, NoDeviceIsFailedPrecondition) {
 TEST_P(DriverTest, EveryCoreRunsItsOwnProgramAtOnce) {
   const uint32_t cores = transport_->Cores();
   EXPECT_EQ(cores, config_.num_cores);
-  std::vector<std::unique_ptr<Driver>> drivers;
+  std::vector<std::unique_ptr<Driver>> drivers = CoreDrivers(cores);
   const uint32_t lanes = driver_->info().lanes;
   for (uint32_t core = 0; core < cores; ++core) {
-    drivers.push_back(std::make_unique<Driver>(*transport_, core));
-    Driver& driver = *drivers.back();
-    ASSERT_TRUE(driver.Reset().ok());
-    StatusOr<DeviceInfo> info = driver.Discover();
-    ASSERT_TRUE(info.ok()) << info.status();
+    Driver& driver = *drivers[core];
+    ASSERT_TRUE(driver.discovered());
     EXPECT_EQ(transport_->MmioRead(transport_->MmioOffset(core, csr::CFG_CORE_ID)), core);
     // Two lines of f32 2^k in HBM line 100..101 of this core; the program doubles them (k + 1 more per
     // core, so each core's result shows it ran its own program on its own data) into line 200..201.
@@ -211,11 +220,10 @@ TEST_P(DriverTest, EveryCoreRunsItsOwnProgramAtOnce) {
 // it, then loads the lines, doubles them and stores them. Its SEMWAIT is the only synchronization.
 TEST_P(DriverTest, RdmaWritesAnotherCoresHbmAndPostsItsSemaphore) {
   if (transport_->Cores() < 2) GTEST_SKIP() << "one core";
-  Driver sender(*transport_, 0), receiver(*transport_, 1);
-  for (Driver* driver : {&sender, &receiver}) {
-    ASSERT_TRUE(driver->Reset().ok());
-    ASSERT_TRUE(driver->Discover().ok());
-  }
+  std::vector<std::unique_ptr<Driver>> drivers = CoreDrivers(2);
+  Driver& sender = *drivers[0];
+  Driver& receiver = *drivers[1];
+  ASSERT_TRUE(sender.discovered() && receiver.discovered());
   const uint32_t lanes = sender.info().lanes;
   std::vector<float> values(4 * lanes);
   for (uint32_t i = 0; i < values.size(); ++i) values[i] = 0.25f * float(i) - 3.0f;
@@ -269,12 +277,8 @@ TEST_P(DriverTest, RdmaWritesAnotherCoresHbmAndPostsItsSemaphore) {
 // while its own DMA loads), waits for the other's, adds and stores. Sizes of a few lines to a few hundred.
 TEST_P(DriverTest, TwoCoresAllReduceOverRdma) {
   if (transport_->Cores() < 2) GTEST_SKIP() << "one core";
-  std::vector<std::unique_ptr<Driver>> cores;
-  for (uint32_t core = 0; core < 2; ++core) {
-    cores.push_back(std::make_unique<Driver>(*transport_, core));
-    ASSERT_TRUE(cores.back()->Reset().ok());
-    ASSERT_TRUE(cores.back()->Discover().ok());
-  }
+  std::vector<std::unique_ptr<Driver>> cores = CoreDrivers(2);
+  for (const auto& core : cores) ASSERT_TRUE(core->discovered());
   const uint32_t lanes = driver_->info().lanes;
   const uint32_t semaphore = csr::HOST_SEMS;
   std::mt19937 rng(11);
