@@ -21,6 +21,7 @@
 #include "compiler/passes/reduce_minor_through_transpose.h"
 #include "compiler/passes/reshape_through_transpose.h"
 #include "compiler/passes/split_dots.h"
+#include "compiler/passes/sort_expansion.h"
 #include "compiler/passes/topk_rewrite.h"
 #include "compiler/passes/unshare_computations.h"
 
@@ -36,6 +37,10 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   pipeline->AddPass<InlineCallsAndFusions>();
   // Conditions, bodies and branches are lowered in line: one computation each.
   pipeline->AddPass<UnshareComputations>();
+  // Top-k sorts become reductions; other sorts a sorting network in a loop whose element types the
+  // normalizations below handle.
+  pipeline->AddPass<TopKRewrite>();
+  pipeline->AddPass<SortExpansion>();
   pipeline->AddPass<Bf16Normalization>();
   pipeline->AddPass<IntegerNormalization>();
   pipeline->AddPass<RemainderExpansion>();
@@ -43,9 +48,8 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   pipeline->AddPass<IntegerDivisionExpansion>();
   // Outputs, next loop states and branch results as tuples of values (compiler/codegen/control_flow.cc).
   pipeline->AddPass<ExpandTuples>();
-  // Top-k sorts and convolutions become reductions, dots and multiply-adds; their constant parts
-  // (kernel taps) are folded by fold-parameter-independent below.
-  pipeline->AddPass<TopKRewrite>();
+  // Convolutions become dots and multiply-adds; their constant parts (kernel taps) are folded by
+  // fold-parameter-independent below.
   ConvolutionLoweringOptions convolution_options;
   convolution_options.keep_depthwise_windows = true;
   convolution_options.lanes = options.lanes;

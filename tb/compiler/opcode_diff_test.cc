@@ -946,6 +946,73 @@ Generator ArgReductionCase(bool max) {
   };
 }
 
+// sort (sort-expansion) along a random dimension, ranks 1 to 3, as JAX writes it: jnp.sort's comparator
+// (NaN and zero made canonical, a TOTALORDER less-than) on f32 and bf16 with NaN, infinities, signed
+// zeros and repeats; argsort (values and an iota, the stable order decides ties); a descending s32 sort;
+// and two keys (s32 then f32) carrying an s32 payload.
+Generator SortCase(const std::string& kind) {
+  return [kind](Rng& rng, int index) {
+    const int rank = 1 + index % 3;
+    std::vector<int64_t> dims = RandomDims(rng, rank, 300);
+    const int64_t sorted = static_cast<int64_t>(rng() % static_cast<uint32_t>(rank));
+    dims[sorted] = std::min<int64_t>(dims[sorted], 40);  // the network's stages grow as log^2 of the size
+    const PrimitiveType value_type = kind == "sort_bf16" ? PrimitiveType::BF16 : kind == "descending_s32" ? S32 : F32;
+    const std::string v = hlo::PrimitiveTypeName(value_type);
+    auto canonical = [&](const std::string& x) {
+      return "  %" + x + "_nan = pred[] compare(%" + x + ", %" + x + "), direction=NE\n  %" + x +
+             "_zero = pred[] compare(%" + x + ", %zero), direction=EQ\n  %" + x + "_plus = " + v + "[] select(%" + x +
+             "_zero, %zero, %" + x + ")\n  %" + x + "_key = " + v + "[] select(%" + x + "_nan, %nan, %" + x + "_plus)\n";
+    };
+    std::string comparator, params;
+    std::vector<std::pair<PrimitiveType, Domain>> operands = {{value_type, value_type == S32 ? Domain::kInteger : Domain::kSpecial}};
+    if (kind == "descending_s32") {
+      comparator = "%cmp (a: s32[], b: s32[]) -> pred[] {\n  %a = s32[] parameter(0)\n  %b = s32[] parameter(1)\n"
+                   "  ROOT %gt = pred[] compare(%a, %b), direction=GT\n}\n";
+    } else if (kind == "two_keys") {
+      operands = {{S32, Domain::kInteger}, {F32, Domain::kUnit}, {S32, Domain::kInteger}};
+      comparator = "%cmp (a: s32[], b: s32[], c: f32[], d: f32[], e: s32[], f: s32[]) -> pred[] {\n"
+                   "  %a = s32[] parameter(0)\n  %b = s32[] parameter(1)\n  %c = f32[] parameter(2)\n"
+                   "  %d = f32[] parameter(3)\n  %e = s32[] parameter(4)\n  %f = s32[] parameter(5)\n"
+                   "  %lt = pred[] compare(%a, %b), direction=LT\n  %eq = pred[] compare(%a, %b), direction=EQ\n"
+                   "  %lt2 = pred[] compare(%c, %d), direction=LT\n  %tie = pred[] and(%eq, %lt2)\n"
+                   "  ROOT %less = pred[] or(%lt, %tie)\n}\n";
+    } else {
+      const bool argsort = kind == "argsort";
+      if (argsort) operands.push_back({S32, Domain::kInteger});
+      comparator = "%cmp (a: " + v + "[], b: " + v + "[]" + (argsort ? ", i: s32[], j: s32[]" : "") +
+                   ") -> pred[] {\n  %a = " + v + "[] parameter(0)\n  %b = " + v + "[] parameter(1)\n" +
+                   (argsort ? "  %i = s32[] parameter(2)\n  %j = s32[] parameter(3)\n" : "") + "  %nan = " + v +
+                   "[] constant(nan)\n  %zero = " + v + "[] constant(0)\n" + canonical("a") + canonical("b") +
+                   "  ROOT %less = pred[] compare(%a_key, %b_key), direction=LT, type=TOTALORDER\n}\n";
+    }
+    std::string signature, body, args, result;
+    DiffCase c;
+    for (size_t i = 0; i < operands.size(); ++i) {
+      const std::string shape = ShapeText(Shape::Make(operands[i].first, dims));
+      const std::string name = "%x" + std::to_string(i);
+      signature += (i ? ", " : "") + name.substr(1) + ": " + shape.substr(0, shape.find('{'));
+      const bool positions = kind == "argsort" && i == 1;
+      body += "  " + name + " = " + shape + (positions ? " iota(), iota_dimension=" + std::to_string(sorted)
+                                                        : " parameter(" + std::to_string(i) + ")") + "\n";
+      args += (i ? ", " : "") + name;
+      result += (i ? ", " : "") + shape;
+      if (positions) continue;
+      Literal input = RandomLiteral(Shape::Make(operands[i].first, dims), operands[i].second, rng);
+      for (int64_t e = 0; e < input.element_count(); ++e) {
+        if (rng() % 3 == 0) input.SetFromDouble(e, static_cast<double>(rng() % 3));  // ties
+      }
+      c.arguments.push_back(std::move(input));
+    }
+    if (kind == "argsort") signature = signature.substr(0, signature.find(", "));
+    const std::string tuple = operands.size() > 1 ? "(" + result + ")" : result;
+    c.hlo = "HloModule sort\n\n" + comparator + "\nENTRY %main (" + signature + ") -> " + tuple + " {\n" + body +
+            "  ROOT %sort = " + tuple + " sort(" + args + "), dimensions={" + std::to_string(sorted) +
+            "}, is_stable=true, to_apply=%cmp\n}\n";
+    c.exact = true;
+    return c;
+  };
+}
+
 // reduce-window along the minor dimension (codegen-legalization moves it to the front): cumulative sums
 // (a window as wide as the dimension, padded in front) and max / sum pooling with strides and padding,
 // ranks 2 and 3.
@@ -1320,6 +1387,7 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("take_along_scatter", TakeAlongCase(true));
   add("reduce_window_minor_add", MinorWindowCase("add"));
   add("reduce_window_minor_max", MinorWindowCase("maximum"));
+  for (const char* kind : {"sort_f32", "sort_bf16", "argsort", "descending_s32", "two_keys"}) add(kind, SortCase(kind));
   add("argmax", ArgReductionCase(true));
   add("argmin", ArgReductionCase(false));
   add("reduce_and", LogicalReduceCase("and"));
