@@ -153,14 +153,14 @@ TEST_F(OpcodeHandlerTest, IntegerLanes) {
     }
     EXPECT_EQ(CheckOp(op, "bf16[4,8]", "bf16[4,8]", 2).message(),
               std::string("r has element type bf16; this code generator lowers ") + op +
-                  " for f32, s32, u32, s64 (its low 32 bits) only (docs/opcodes.md)");
+                  " for f32, s32, u32, s64 (in the s32 range) only (docs/opcodes.md)");
   }
   // The VPU orders integers as s32: no u32 maximum or minimum (they would be wrong above 2^31).
   for (const char* op : {"maximum", "minimum"}) {
     EXPECT_TRUE(CheckOp(op, "s32[4,8]", "s32[4,8]", 2).ok()) << op;
     EXPECT_EQ(CheckOp(op, "u32[4,8]", "u32[4,8]", 2).message(),
               std::string("r has element type u32; this code generator lowers ") + op +
-                  " for f32, s32, s64 (its low 32 bits) only (docs/opcodes.md)");
+                  " for f32, s32, s64 (in the s32 range) only (docs/opcodes.md)");
   }
   // bitcast-convert: the same words as another 32-bit type.
   EXPECT_TRUE(CheckOp("bitcast-convert", "f32[4,8]", "u32[4,8]", 1).ok());
@@ -190,14 +190,14 @@ TEST_F(OpcodeHandlerTest, IntegerLanes) {
     EXPECT_TRUE(CheckOp(op, "s32[4,8]", "s32[4,8]", 1).ok()) << op;
     EXPECT_EQ(CheckOp(op, "u32[4,8]", "u32[4,8]", 1).message(),
               std::string("r has element type u32; this code generator lowers ") + op +
-                  " for f32, s32, s64 (its low 32 bits) only (docs/opcodes.md)");
+                  " for f32, s32, s64 (in the s32 range) only (docs/opcodes.md)");
   }
   EXPECT_TRUE(CheckOp("clamp", "s32[4,8]", "s32[4,8]", 3).ok());
   // Data movement takes any device word, not f64.
   EXPECT_TRUE(CheckOp("reverse", "pred[4,8]", "pred[4,8]", 1).ok());
   EXPECT_EQ(CheckOp("copy", "f64[4,8]", "f64[4,8]", 1).message(),
             "r has element type f64; this code generator lowers copy for f32, bf16, s8, s16, s32, u8, u16, u32, pred, "
-            "s64 (its low 32 bits) only (docs/opcodes.md)");
+            "s64 (in the s32 range) only (docs/opcodes.md)");
   // The narrow integers move as words; their arithmetic is s32's after integer-normalization.
   EXPECT_TRUE(CheckOp("copy", "u8[4,8]", "u8[4,8]", 1).ok());
   EXPECT_FALSE(CheckOp("add", "s8[4,8]", "s8[4,8]", 2).ok());

@@ -21,6 +21,7 @@
 #include "compiler/passes/reduce_minor_through_transpose.h"
 #include "compiler/passes/reshape_through_transpose.h"
 #include "compiler/passes/split_dots.h"
+#include "compiler/passes/s64_range_check.h"
 #include "compiler/passes/sort_expansion.h"
 #include "compiler/passes/topk_rewrite.h"
 #include "compiler/passes/unshare_computations.h"
@@ -65,6 +66,8 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   pipeline->AddPass<ReshapeThroughTranspose>();
   pipeline->AddPass<ReduceMinorThroughTranspose>();
   pipeline->AddPass<FoldParameterIndependent>();
+  // After folding: what the interpreter computed exactly at compile time is not the device's business.
+  pipeline->AddPass<S64RangeCheck>();
   // One pass per dot (dot_passes 1) needs no rewrite: codegen rounds the operands to bf16.
   if (options.dots.passes != 1) pipeline->AddPass<SplitDots>(options.dots);
   pipeline->AddPass<DeadCodeElimination>();

@@ -6,12 +6,16 @@ namespace tpu::compiler::codegen_internal {
 
 namespace {
 
-// The init value's raw bits when it is a scalar f32 or s32 constant.
+// The init value's raw bits when it is a scalar f32 or s32 constant (or s64 in the s32 range: its word).
 std::optional<uint32_t> InitBits(const HloInstruction& init) {
   if (init.opcode() != HloOpcode::kConstant || !init.has_literal() || init.shape().rank() != 0) return std::nullopt;
   if (init.shape().element_type == hlo::PrimitiveType::F32) return FloatBits(init.literal().Get<float>(0));
   if (init.shape().element_type == hlo::PrimitiveType::S32) {
     return static_cast<uint32_t>(init.literal().Get<int32_t>(0));
+  }
+  if (init.shape().element_type == hlo::PrimitiveType::S64) {
+    const int64_t value = init.literal().Get<int64_t>(0);
+    if (value >= INT32_MIN && value <= INT32_MAX) return static_cast<uint32_t>(static_cast<int32_t>(value));
   }
   return std::nullopt;
 }

@@ -19,10 +19,11 @@ bool InitIsIdentity(const HloInstruction& reduce) {
   const hlo::PrimitiveType type = init.shape().element_type;
   const HloOpcode op = ReductionOpcode(reduce);
   if (op == HloOpcode::kUnknown || init.opcode() != HloOpcode::kConstant || !init.has_literal() ||
-      init.shape().rank() != 0 || (type != hlo::PrimitiveType::F32 && type != hlo::PrimitiveType::S32)) {
+      init.shape().rank() != 0 ||
+      (type != hlo::PrimitiveType::F32 && type != hlo::PrimitiveType::S32 && type != hlo::PrimitiveType::S64)) {
     return false;
   }
-  return ReductionInit{op, type == hlo::PrimitiveType::S32, init.literal().GetAsDouble(0)}.IsIdentity();
+  return ReductionInit{op, type != hlo::PrimitiveType::F32, init.literal().GetAsDouble(0)}.IsIdentity();
 }
 
 // Returns the replacement of `reduce` or nullptr.

@@ -105,6 +105,7 @@ Literal RandomLiteral(const Shape& shape, Domain domain, Rng& rng) {
         break;
       }
       case PRED: literal.Set<bool>(i, rng() % 2 == 1); break;
+      case PrimitiveType::S64: literal.Set<int64_t>(i, static_cast<int64_t>(rng() % 2000) - 1000); break;
       case PrimitiveType::U32:
         literal.Set<uint32_t>(i, domain == Domain::kShift ? static_cast<uint32_t>(rng() % 40) : static_cast<uint32_t>(rng()));
         break;
@@ -946,6 +947,30 @@ Generator ArgReductionCase(bool max) {
   };
 }
 
+// s64 as PyTorch/XLA uses it, inside the s32 range the device holds it in (s64-range-check): labels
+// clamped to the classes, an offset computed from them, a one-hot compare with an s64 iota, a sum.
+DiffCase S64Case(Rng& rng, int index) {
+  ModuleBuilder b;
+  const std::vector<int64_t> dims = {RandomSize(rng)};
+  const int64_t classes = 2 + index % 9;
+  const std::vector<int64_t> grid = {dims[0], classes};
+  Value labels = b.Parameter(PrimitiveType::S64, dims, Domain::kInteger);
+  Value low = b.Op(PrimitiveType::S64, dims, "broadcast", {b.ScalarConstant(PrimitiveType::S64, 0)}, "dimensions={}");
+  Value high = b.Op(PrimitiveType::S64, dims, "broadcast", {b.ScalarConstant(PrimitiveType::S64, double(classes - 1))}, "dimensions={}");
+  Value clamped = b.Op(PrimitiveType::S64, dims, "clamp", {low, labels, high});
+  Value stride = b.Op(PrimitiveType::S64, dims, "broadcast", {b.ScalarConstant(PrimitiveType::S64, 1000.0)}, "dimensions={}");
+  Value offset = b.Op(PrimitiveType::S64, dims, "add", {b.Op(PrimitiveType::S64, dims, "multiply", {clamped, stride}), clamped});
+  Value iota = b.Op(PrimitiveType::S64, grid, "iota", {}, "iota_dimension=1");
+  Value wide = b.Op(PrimitiveType::S64, grid, "broadcast", {clamped}, "dimensions={0}");
+  Value onehot = b.Op(PRED, grid, "compare", {iota, wide}, "direction=EQ");
+  const std::string add = b.Reducer("add", PrimitiveType::S64);
+  Value sum = b.Op(PrimitiveType::S64, {}, "reduce", {offset, b.ScalarConstant(PrimitiveType::S64, 0)},
+                   "dimensions={0}, to_apply=" + add);
+  Value per_class = b.Op(PrimitiveType::S64, {classes}, "reduce", {wide, b.ScalarConstant(PrimitiveType::S64, 0)},
+                         "dimensions={0}, to_apply=" + add);
+  return Finish(b, "s64", {offset, onehot, sum, per_class}, rng, true);
+}
+
 // sort (sort-expansion) along a random dimension, ranks 1 to 3, as JAX writes it: jnp.sort's comparator
 // (NaN and zero made canonical, a TOTALORDER less-than) on f32 and bf16 with NaN, infinities, signed
 // zeros and repeats; argsort (values and an iota, the stable order decides ties); a descending s32 sort;
@@ -1387,6 +1412,7 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("take_along_scatter", TakeAlongCase(true));
   add("reduce_window_minor_add", MinorWindowCase("add"));
   add("reduce_window_minor_max", MinorWindowCase("maximum"));
+  add("s64_in_range", S64Case);
   for (const char* kind : {"sort_f32", "sort_bf16", "argsort", "descending_s32", "two_keys"}) add(kind, SortCase(kind));
   add("argmax", ArgReductionCase(true));
   add("argmin", ArgReductionCase(false));
