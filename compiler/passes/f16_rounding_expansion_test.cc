@@ -69,6 +69,28 @@ ENTRY %main (h: f16[8], b: f32[8]) -> (f32[8], bf16[8], f16[8]) {
 )");
 }
 
+// The custom-call that ends the expansion reads f16 values; the interpreter refuses a word that would round.
+TEST(F16RoundingExpansionTest, TheExactF16CustomCallRefusesAValueThatWouldRound) {
+  std::unique_ptr<hlo::HloModule> module = hlo::ParseHloModule(R"(HloModule exact
+
+ENTRY %main (x: f32[2]) -> f16[2] {
+  %x = f32[2]{0} parameter(0)
+  ROOT %h = f16[2]{0} custom-call(f32[2]{0} %x), custom_call_target="tpusim.ExactF16"
+}
+)").value();
+  hlo::Literal x(hlo::Shape::Make(hlo::PrimitiveType::F32, {2}));
+  x.Set<float>(0, 1.5f);
+  x.Set<float>(1, std::ldexp(1.0f, -24));
+  StatusOr<std::vector<hlo::Literal>> out = Interpret(*module, {x});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].Get<hlo::half>(0).bits, 0x3e00);
+  EXPECT_EQ((*out)[0].Get<hlo::half>(1).bits, 0x0001);
+  x.Set<float>(1, 1.0f + std::ldexp(1.0f, -12));
+  out = Interpret(*module, {x});
+  EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("element 1"), std::string::npos) << out.status().ToString();
+}
+
 // The expansion, evaluated by the interpreter, against the interpreter's own f32 -> f16 conversion
 // (hlo::FloatToHalf), bit for bit, on the f32 bit patterns `words`.
 class ExpansionRunner {
