@@ -106,14 +106,20 @@ void CodeGenerator::AddBufferHandlers(OpcodeHandlerTable& table) {
   bitcast_convert.same_buffer_as = [](const HloInstruction& instruction, uint32_t) { return instruction.operand(0); };
   table.Add(std::move(bitcast_convert));
 
+  // Identity custom-calls, and the f16 of f32 words that hold f16 values (f16-rounding-expansion): an f16 is
+  // held in the f32 word of its value, so both are their operand's buffer.
   OpcodeHandler custom_call(HloOpcode::kCustomCall);
-  custom_call.check = [](const HloInstruction& instruction) -> Status {
-    if (!hlo::IsIdentityCustomCallTarget(instruction.custom_call_target())) return UnsupportedOp(instruction);
+  auto same_words = [](const HloInstruction& instruction) {
+    return hlo::IsIdentityCustomCallTarget(instruction.custom_call_target()) ||
+           instruction.custom_call_target() == hlo::kExactF16Target;
+  };
+  custom_call.check = [same_words](const HloInstruction& instruction) -> Status {
+    if (!same_words(instruction)) return UnsupportedOp(instruction);
     return OkStatus();
   };
   custom_call.types = ElementTypes::kDeviceWord;
-  custom_call.same_buffer_as = [](const HloInstruction& instruction, uint32_t) -> const HloInstruction* {
-    return hlo::IsIdentityCustomCallTarget(instruction.custom_call_target()) ? instruction.operand(0) : nullptr;
+  custom_call.same_buffer_as = [same_words](const HloInstruction& instruction, uint32_t) -> const HloInstruction* {
+    return same_words(instruction) ? instruction.operand(0) : nullptr;
   };
   table.Add(std::move(custom_call));
 }

@@ -899,12 +899,24 @@ void CodeGenerator::AddElementwiseHandlers(OpcodeHandlerTable& table) {
 
   OpcodeHandler convert(HloOpcode::kConvert);
   convert.types = ElementTypes::kDeviceWord;
-  // A bf16 is held in the f32 word of its value: to f32 (or bf16) it is the same buffer.
+  // A bf16 or an f16 is held in the f32 word of its value: to f32 (or its own type) it is the same buffer.
   convert.same_buffer_as = [](const HloInstruction& instruction, uint32_t) -> const HloInstruction* {
-    const hlo::PrimitiveType to = instruction.shape().element_type;
-    const bool exact = instruction.operand(0)->shape().element_type == hlo::PrimitiveType::BF16 &&
-                       (to == hlo::PrimitiveType::F32 || to == hlo::PrimitiveType::BF16);
+    const hlo::PrimitiveType from = instruction.operand(0)->shape().element_type, to = instruction.shape().element_type;
+    const bool exact = (from == hlo::PrimitiveType::BF16 || from == hlo::PrimitiveType::F16) &&
+                       (to == hlo::PrimitiveType::F32 || to == from);
     return exact ? instruction.operand(0) : nullptr;
+  };
+  // Converts of f16 other than to f32 go through f32 (f16-normalization) and f32 -> f16 is the arithmetic of
+  // f16-rounding-expansion, both in codegen preparation; what is left is not lowered.
+  convert.check = [](const HloInstruction& instruction) -> Status {
+    const hlo::PrimitiveType from = instruction.operand(0)->shape().element_type, to = instruction.shape().element_type;
+    if ((from == hlo::PrimitiveType::F16) == (to == hlo::PrimitiveType::F16) || to == hlo::PrimitiveType::F32) {
+      return OkStatus();
+    }
+    return Unimplemented("convert " + instruction.name() + " from " + hlo::PrimitiveTypeName(from) + " to " +
+                         hlo::PrimitiveTypeName(to) +
+                         ": f16 converts run as f32 arithmetic written by codegen preparation (f16-normalization, "
+                         "f16-rounding-expansion); this one was not rewritten");
   };
   convert.emit = [](CodeGenerator& g, const HloInstruction& instruction) {
     if (instruction.shape().element_type == hlo::PrimitiveType::BF16 ||

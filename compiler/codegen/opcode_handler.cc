@@ -114,7 +114,7 @@ const hlo::HloInstruction* BufferSource(const hlo::HloInstruction* instruction, 
 const char* ElementTypesText(ElementTypes types) {
   switch (types) {
     case ElementTypes::kF32: return "f32";
-    case ElementTypes::kDeviceWord: return "f32, bf16, s8, s16, s32, u8, u16, u32, pred, s64 (in the s32 range)";
+    case ElementTypes::kDeviceWord: return "f32, bf16, f16, s8, s16, s32, u8, u16, u32, pred, s64 (in the s32 range)";
     case ElementTypes::kF32OrInteger: return "f32, s32, u32, s64 (in the s32 range)";
     case ElementTypes::kF32OrSignedInteger: return "f32, s32, s64 (in the s32 range)";
     case ElementTypes::kMxu: return "f32 or bf16 result and operands (bf16 exact on the MXU)";

@@ -196,11 +196,22 @@ TEST_F(OpcodeHandlerTest, IntegerLanes) {
   // Data movement takes any device word, not f64.
   EXPECT_TRUE(CheckOp("reverse", "pred[4,8]", "pred[4,8]", 1).ok());
   EXPECT_EQ(CheckOp("copy", "f64[4,8]", "f64[4,8]", 1).message(),
-            "r has element type f64; this code generator lowers copy for f32, bf16, s8, s16, s32, u8, u16, u32, pred, "
+            "r has element type f64; this code generator lowers copy for f32, bf16, f16, s8, s16, s32, u8, u16, u32, pred, "
             "s64 (in the s32 range) only (docs/opcodes.md)");
   // The narrow integers move as words; their arithmetic is s32's after integer-normalization.
   EXPECT_TRUE(CheckOp("copy", "u8[4,8]", "u8[4,8]", 1).ok());
   EXPECT_FALSE(CheckOp("add", "s8[4,8]", "s8[4,8]", 2).ok());
+  // f16 moves as words and widens to f32 as a copy; its arithmetic is f32's after f16-normalization, and
+  // the converts into f16 are f16-rounding-expansion's arithmetic.
+  EXPECT_TRUE(CheckOp("copy", "f16[4,8]", "f16[4,8]", 1).ok());
+  EXPECT_TRUE(CheckOp("convert", "f32[4,8]", "f16[4,8]", 1).ok());
+  EXPECT_FALSE(CheckOp("add", "f16[4,8]", "f16[4,8]", 2).ok());
+  for (const char* from : {"f32", "s32", "bf16"}) {
+    EXPECT_EQ(CheckOp("convert", "f16[4,8]", std::string(from) + "[4,8]", 1).message(),
+              std::string("convert r from ") + from +
+                  " to f16: f16 converts run as f32 arithmetic written by codegen preparation (f16-normalization, "
+                  "f16-rounding-expansion); this one was not rewritten");
+  }
 }
 
 // Windows of whole rows at s32 (or constant) starts; the rest is refused with what is lowered.
@@ -300,6 +311,7 @@ ENTRY %main (a: f32[2,4,8], b: s32[2,4,8]) -> f32[4,2,8] {
   %ring = f32[2,4,8]{2,1,0} custom-call(f32[2,4,8]{2,1,0} %a), custom_call_target="AwsNeuronTransferWithStaticRing"
   %f16 = f32[2,4,8]{2,1,0} reduce-precision(f32[2,4,8]{2,1,0} %a), exponent_bits=5, mantissa_bits=10
   %bf16 = f32[2,4,8]{2,1,0} reduce-precision(f32[2,4,8]{2,1,0} %a), exponent_bits=8, mantissa_bits=7
+  %exact = f16[2,4,8]{2,1,0} custom-call(f32[2,4,8]{2,1,0} %a), custom_call_target="tpusim.ExactF16"
   ROOT %out = f32[4,2,8]{2,1,0} copy(f32[4,2,8]{2,1,0} %rows)
 }
 )";
@@ -315,6 +327,9 @@ ENTRY %main (a: f32[2,4,8], b: s32[2,4,8]) -> f32[4,2,8] {
   EXPECT_TRUE(CheckSupported(Parse(text, "ring")).ok());
   EXPECT_EQ(CheckSupported(Parse(text, "f16")).message(), NotFoundMessage("reduce-precision", "f16"));
   EXPECT_TRUE(CheckSupported(Parse(text, "bf16")).ok());
+  const hlo::HloInstruction& exact = Parse(text, "exact");
+  EXPECT_TRUE(CheckSupported(exact).ok());
+  EXPECT_EQ(OpcodeHandlers().Find(HloOpcode::kCustomCall)->SameBufferAs(exact, 8), exact.operand(0));
 }
 
 TEST_F(OpcodeHandlerTest, ValuesTheCodeGeneratorCannotHold) {

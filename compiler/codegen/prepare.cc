@@ -4,6 +4,8 @@
 
 #include "compiler/passes/arg_reductions.h"
 #include "compiler/passes/bf16_normalization.h"
+#include "compiler/passes/f16_normalization.h"
+#include "compiler/passes/f16_rounding_expansion.h"
 #include "compiler/passes/integer_normalization.h"
 #include "compiler/passes/remainder_expansion.h"
 #include "compiler/passes/atan2_expansion.h"
@@ -43,6 +45,7 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   pipeline->AddPass<TopKRewrite>();
   pipeline->AddPass<SortExpansion>();
   pipeline->AddPass<Bf16Normalization>();
+  pipeline->AddPass<F16Normalization>();
   pipeline->AddPass<IntegerNormalization>();
   pipeline->AddPass<RemainderExpansion>();
   pipeline->AddPass<Atan2Expansion>();
@@ -70,6 +73,9 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   pipeline->AddPass<S64RangeCheck>();
   // One pass per dot (dot_passes 1) needs no rewrite: codegen rounds the operands to bf16.
   if (options.dots.passes != 1) pipeline->AddPass<SplitDots>(options.dots);
+  // Last: every f32 -> f16 convert, whichever pass wrote it (f16-normalization's roundings, ...), as VPU
+  // arithmetic; constants were folded above.
+  pipeline->AddPass<F16RoundingExpansion>();
   pipeline->AddPass<DeadCodeElimination>();
   return OkStatus();
 }

@@ -55,6 +55,10 @@ bool DeviceWord(const hlo::Literal& value, int64_t index, uint32_t* word) {
         } else if constexpr (std::is_same_v<T, hlo::bfloat16>) {
           *word = uint32_t{element.bits} << 16;  // the f32 with the same value: exact
           return true;
+        } else if constexpr (std::is_same_v<T, hlo::half>) {
+          const float wide = hlo::HalfToFloat(element);  // exact (a NaN becomes the canonical one)
+          std::memcpy(word, &wide, 4);
+          return true;
         } else if constexpr (std::is_integral_v<T>) {
           *word = static_cast<uint32_t>(static_cast<int64_t>(element));
           return true;
@@ -80,6 +84,12 @@ void SetFromDeviceWord(hlo::Literal* value, int64_t index, uint32_t word) {
           std::memcpy(&value, &word, 4);
           *target = (word & 0xffffu) == 0 ? hlo::bfloat16{static_cast<uint16_t>(word >> 16)}
                                           : hlo::FloatToBfloat16(value);
+        } else if constexpr (std::is_same_v<T, hlo::half>) {
+          // Device code keeps f16 values exact in their words (f16-rounding-expansion); any other word
+          // is rounded to the nearest f16 (ties to even, subnormals, overflow to inf), as a convert does.
+          float value;
+          std::memcpy(&value, &word, 4);
+          *target = hlo::FloatToHalf(value);
         } else if constexpr (std::is_same_v<T, bool>) {
           *target = word != 0;
         } else if constexpr (std::is_integral_v<T>) {
@@ -95,6 +105,7 @@ bool IsDeviceElementType(hlo::PrimitiveType type) {
   switch (type) {
     case hlo::PrimitiveType::F32:
     case hlo::PrimitiveType::BF16:
+    case hlo::PrimitiveType::F16:
     case hlo::PrimitiveType::S8:
     case hlo::PrimitiveType::S16:
     case hlo::PrimitiveType::S32:

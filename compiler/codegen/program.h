@@ -34,7 +34,7 @@ DeviceLayout MakeDeviceLayout(const hlo::Shape& shape, uint32_t lanes);
 uint64_t DeviceLines(const hlo::Shape& shape, uint32_t lanes);
 // Element types the device stores, each as one 32-bit word per element: f32 bits; bf16 as the f32 bits
 // of the same value (the bf16 bits in the upper half, zeros below: exact, and what the MXU and VPU read
-// as f32); s32, u32, pred (0/1) and s64 (low 32 bits, sign-extended when read back) as two's-complement
+// as f32); f16 as the f32 bits of the same value too (exact: subnormal f16s are normal f32s); s32, u32, pred (0/1) and s64 (low 32 bits, sign-extended when read back) as two's-complement
 // integers; s8 and s16 sign-extended, u8 and u16 zero-extended to 32 bits (their values exactly).
 bool IsDeviceElementType(hlo::PrimitiveType type);
 // OK, or InvalidArgument naming the first s64 element outside the s32 range: the device holds an s64 in

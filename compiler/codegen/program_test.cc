@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -48,6 +49,39 @@ TEST(DeviceLayoutTest, BytesRoundTripAndPaddingIsZero) {
     EXPECT_EQ(first, value.Get<float>(r * 11));
   }
   EXPECT_EQ(FromDeviceBytes(bytes.data(), layout), value);
+}
+
+// Every f16 bit pattern goes to the f32 word of its value and back unchanged (NaNs as the canonical
+// quiet NaN of their sign); a word that is not an f16 value is rounded to nearest even on the way back.
+TEST(DeviceLayoutTest, F16TransfersAreExact) {
+  hlo::Shape shape = hlo::Shape::Make(hlo::PrimitiveType::F16, {256, 256});
+  hlo::Literal value(shape);
+  for (int i = 0; i < 65536; ++i) value.Set<hlo::half>(i, hlo::half{static_cast<uint16_t>(i)});
+  DeviceLayout layout = MakeDeviceLayout(shape, 8);
+  std::vector<uint8_t> bytes = ToDeviceBytes(value, layout);
+  hlo::Literal back = FromDeviceBytes(bytes.data(), layout);
+  for (int i = 0; i < 65536; ++i) {
+    const uint16_t bits = static_cast<uint16_t>(i);
+    const bool nan = (bits & 0x7c00) == 0x7c00 && (bits & 0x3ff) != 0;
+    float word;
+    std::memcpy(&word, &bytes[static_cast<size_t>(i) * 4], 4);
+    if (nan) {
+      EXPECT_TRUE(std::isnan(word)) << i;
+      EXPECT_EQ(back.Get<hlo::half>(i).bits, (bits & 0x8000) | 0x7e00) << i;
+    } else {
+      EXPECT_EQ(word, hlo::HalfToFloat(hlo::half{bits})) << i;
+      EXPECT_EQ(back.Get<hlo::half>(i).bits, bits) << i;
+    }
+  }
+  // 1 + 2^-11 is halfway between 1 and the next f16: to even (1); 1 + 3 * 2^-11 rounds up.
+  hlo::Literal ties(hlo::Shape::Make(hlo::PrimitiveType::F16, {2}));
+  DeviceLayout tie_layout = MakeDeviceLayout(ties.shape(), 8);
+  std::vector<uint8_t> words(static_cast<size_t>(tie_layout.lines) * 32, 0);
+  const float halfway[2] = {1.0f + std::ldexp(1.0f, -11), 1.0f + 3 * std::ldexp(1.0f, -11)};
+  std::memcpy(words.data(), halfway, 8);
+  hlo::Literal rounded = FromDeviceBytes(words.data(), tie_layout);
+  EXPECT_EQ(rounded.Get<hlo::half>(0).bits, 0x3c00);
+  EXPECT_EQ(rounded.Get<hlo::half>(1).bits, 0x3c02);
 }
 
 Program SmallProgram() {

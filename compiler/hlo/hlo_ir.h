@@ -94,6 +94,11 @@ std::string PaddingConfigToString(const PaddingConfig& config);  // "0_0x1_1_0"
 // Custom-call targets that return their single operand unchanged; accepted by the verifier, run as a
 // copy by the interpreter. Currently "AwsNeuronTransferWithStaticRing" (PyTorch/XLA Neuron transfer).
 bool IsIdentityCustomCallTarget(std::string_view target);
+// The custom-call target of `f16[...] custom-call(f32[...] x)`: x's values as f16 when every one of them is an
+// f16 value already (f16-rounding-expansion writes it after its rounding arithmetic). The device keeps the
+// words (an f16 is held in the f32 word of its value); the interpreter converts and refuses a value that
+// would round.
+inline constexpr std::string_view kExactF16Target = "tpusim.ExactF16";
 
 // Opcodes whose instructions act beyond their result (I/O, communication, random state), so they must
 // run even when nothing uses their value: infeed, outfeed, send, send-done, recv, recv-done, rng,

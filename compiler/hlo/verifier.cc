@@ -293,6 +293,14 @@ StatusOr<Shape> InferShape(const HloInstruction& instruction) {
         if (instruction.operand_count() != 1) return ShapeError(instruction, "an identity custom-call takes one operand");
         return operand_shape(0);
       }
+      if (instruction.custom_call_target() == kExactF16Target) {
+        if (instruction.operand_count() != 1 || !operand_shape(0).IsArray() ||
+            operand_shape(0).element_type != PrimitiveType::F32 || !own.IsArray() ||
+            own.element_type != PrimitiveType::F16 || own.dimensions != operand_shape(0).dimensions) {
+          return ShapeError(instruction, "a custom-call to \"" + std::string(kExactF16Target) +
+                                             "\" takes one f32 array and returns f16 of its dimensions");
+        }
+      }
       return own;
     case HloOpcode::kSlice: {
       TPU_RETURN_IF_ERROR(CheckArray(instruction, 0));

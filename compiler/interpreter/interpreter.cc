@@ -555,6 +555,19 @@ StatusOr<Literal> Evaluator::Evaluate(const HloInstruction& instruction, const s
     }
     case HloOpcode::kCustomCall:
       if (IsIdentityCustomCallTarget(instruction.custom_call_target()) && operands.size() == 1) return *operands[0];
+      if (instruction.custom_call_target() == kExactF16Target && operands.size() == 1 &&
+          operands[0]->shape().element_type == PrimitiveType::F32) {
+        Literal result = operands[0]->Convert(PrimitiveType::F16);
+        for (int64_t i = 0; i < result.element_count(); ++i) {
+          const float value = operands[0]->Get<float>(i);
+          if (!std::isnan(value) && HalfToFloat(result.Get<half>(i)) != value) {
+            return InvalidArgument("custom-call %" + instruction.name() + " to \"" + std::string(kExactF16Target) +
+                                   "\": element " + std::to_string(i) + " (" + std::to_string(value) +
+                                   ") is not an f16 value");
+          }
+        }
+        return result;
+      }
       return Unimplemented("the HLO interpreter does not support custom-call target \"" +
                            instruction.custom_call_target() + "\" (instruction %" + instruction.name() + ")");
     case HloOpcode::kCopy:

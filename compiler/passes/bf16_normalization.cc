@@ -6,13 +6,12 @@
 #include "compiler/passes/hlo_builder.h"
 
 namespace tpu::compiler {
-namespace {
 
 using hlo::HloInstruction;
 using hlo::HloOpcode;
 using hlo::PrimitiveType;
 
-bool IsArithmetic(HloOpcode opcode) {
+bool IsNormalizedArithmetic(HloOpcode opcode) {
   switch (opcode) {
     case HloOpcode::kAdd:
     case HloOpcode::kSubtract:
@@ -44,12 +43,10 @@ bool IsArithmetic(HloOpcode opcode) {
   }
 }
 
-}  // namespace
-
 StatusOr<bool> Bf16Normalization::Run(hlo::HloModule* module) {
   return ReplaceEachInProgram(
       module, [](hlo::HloComputation* computation, HloInstruction* instruction) -> HloInstruction* {
-        if (!IsArithmetic(instruction->opcode()) || !instruction->shape().IsArray()) return nullptr;
+        if (!IsNormalizedArithmetic(instruction->opcode()) || !instruction->shape().IsArray()) return nullptr;
         return HloBuilder(computation).InWiderType(instruction, [](PrimitiveType type) {
           return type == PrimitiveType::BF16 ? PrimitiveType::F32 : type;
         });

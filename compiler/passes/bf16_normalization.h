@@ -11,6 +11,9 @@
 
 namespace tpu::compiler {
 
+// The elementwise operations (and compare) that bf16-normalization and f16-normalization run on f32 values.
+bool IsNormalizedArithmetic(hlo::HloOpcode opcode);
+
 class Bf16Normalization : public HloPass {
  public:
   std::string_view name() const override { return "bf16-normalization"; }

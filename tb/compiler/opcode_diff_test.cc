@@ -65,6 +65,9 @@ enum class Domain {
   kLogistic,  // [-20, 20)
   kInteger,   // s32 [-1000, 1000) mixed with 0, +-1 and the extremes; pred fair
   kShift,     // integer shift amounts 0..39 (32 and more shift everything out)
+  kHalf,      // f16's special domain: +-0, inf, NaN, f16 subnormals and the edges of their range, values at
+              // and around 65504/65520 (overflow), exact halfway points between f16 values, any f32 in
+              // f16's range (as an f16 parameter: rounded to it), f32 subnormals; else [-8, 8)
 };
 
 float RandomFloat(Rng& rng, Domain domain) {
@@ -84,6 +87,27 @@ float RandomFloat(Rng& rng, Domain domain) {
     case Domain::kLogistic: return 20.0f * unit(rng);
     case Domain::kInteger: return std::round(1000.0f * unit(rng));
     case Domain::kShift: return static_cast<float>(rng() % 40);
+    case Domain::kHalf: {
+      static const float kSpecials[] = {0.0f,      -0.0f,      INFINITY,   -INFINITY,          NAN,
+                                        65504.0f,  -65504.0f,  65520.0f,   65519.99609375f,    -70000.0f,
+                                        0x1p-24f,  -0x1p-24f,  0x1p-25f,   0x3p-25f,           0x1p-14f,
+                                        0x3ffp-24f, -0x3ffp-24f, 1.0f + 0x1p-11f, 1.0f + 0x3p-11f, -2.0f - 0x1p-10f,
+                                        1e-8f,     -1e-30f,    1e-40f};
+      const float sign = rng() % 2 ? 1.0f : -1.0f;
+      switch (rng() % 8) {
+        case 0: return kSpecials[rng() % (sizeof(kSpecials) / sizeof(kSpecials[0]))];
+        case 1: {  // any f32 from below f16's subnormals to past its overflow
+          const int exponent = -27 + static_cast<int>(rng() % 45);
+          return sign * std::ldexp(1.0f + static_cast<float>(rng() % (1u << 23)) * 0x1p-23f, exponent);
+        }
+        case 2: {  // halfway between two neighbouring finite f16 values
+          const uint16_t h = static_cast<uint16_t>(rng() % 0x7bff);
+          const float low = hlo::HalfToFloat(hlo::half{h}), high = hlo::HalfToFloat(hlo::half{static_cast<uint16_t>(h + 1)});
+          return sign * (low + (high - low) / 2);
+        }
+        default: return 8.0f * unit(rng);
+      }
+    }
   }
   return 0.0f;
 }
@@ -109,7 +133,8 @@ Literal RandomLiteral(const Shape& shape, Domain domain, Rng& rng) {
       case PrimitiveType::U32:
         literal.Set<uint32_t>(i, domain == Domain::kShift ? static_cast<uint32_t>(rng() % 40) : static_cast<uint32_t>(rng()));
         break;
-      case PrimitiveType::BF16: literal.SetFromDouble(i, RandomFloat(rng, domain)); break;
+      case PrimitiveType::BF16:
+      case PrimitiveType::F16: literal.SetFromDouble(i, RandomFloat(rng, domain)); break;
       // The narrow integers over their whole range (shift amounts 0..11).
       case PrimitiveType::S8: literal.Set<int8_t>(i, static_cast<int8_t>(domain == Domain::kShift ? rng() % 12 : rng())); break;
       case PrimitiveType::U8: literal.Set<uint8_t>(i, static_cast<uint8_t>(domain == Domain::kShift ? rng() % 12 : rng())); break;
@@ -297,8 +322,8 @@ Value SecondOperand(ModuleBuilder& b, Rng& rng, int variant, PrimitiveType type,
                     Domain domain) {
   switch (variant % 4) {
     case 1: {
-      const float value = RandomFloat(rng, domain == Domain::kSpecial ? Domain::kUnit : domain);
-      const double number = type == F32 ? value : type == PrimitiveType::U32 ? std::round(std::fabs(value)) : std::round(value);
+      const float value = RandomFloat(rng, domain == Domain::kSpecial || domain == Domain::kHalf ? Domain::kUnit : domain);
+      const double number = type == F32 || type == PrimitiveType::F16 ? value : type == PrimitiveType::U32 ? std::round(std::fabs(value)) : std::round(value);
       return b.Op(type, dims, "broadcast", {b.ScalarConstant(type, number)},
                   "dimensions={}");
     }
@@ -324,10 +349,14 @@ Generator BinaryCase(const std::string& opcode, PrimitiveType type, Domain a_dom
   };
 }
 
+Domain SpecialDomain(PrimitiveType type) {
+  return type == F32 ? Domain::kSpecial : type == PrimitiveType::F16 ? Domain::kHalf : Domain::kInteger;
+}
+
 Generator CompareCase(const std::string& direction, PrimitiveType type) {
   return [=](Rng& rng, int index) {
     ModuleBuilder b;
-    const Domain domain = type == F32 ? Domain::kSpecial : Domain::kInteger;
+    const Domain domain = SpecialDomain(type);
     const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
     Value x = b.Parameter(type, dims, domain);
     // Equal values are rare in random data: compare with a copy of x often (u32 has no maximum: select).
@@ -344,7 +373,7 @@ Generator CompareCase(const std::string& direction, PrimitiveType type) {
 Generator SelectCase(PrimitiveType type) {
   return [=](Rng& rng, int index) {
     ModuleBuilder b;
-    const Domain domain = type == F32 ? Domain::kSpecial : Domain::kInteger;
+    const Domain domain = SpecialDomain(type);
     const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
     Value p = b.Parameter(PRED, dims, Domain::kInteger);
     Value t = b.Parameter(type, dims, domain);
@@ -385,9 +414,12 @@ Generator ConvertCase(PrimitiveType from, PrimitiveType to) {
   return [=](Rng& rng, int index) {
     ModuleBuilder b;
     const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
-    // bf16 conversions see infinities, NaN and rounding ties too.
+    // bf16 conversions see infinities, NaN and rounding ties too; f16 ones f16's special domain.
     const bool bf16 = from == PrimitiveType::BF16 || to == PrimitiveType::BF16;
-    Value x = b.Parameter(from, dims, bf16 ? Domain::kSpecial : from == F32 ? Domain::kExp : Domain::kInteger);
+    const bool f16 = from == PrimitiveType::F16 || to == PrimitiveType::F16;
+    const bool integer = from != F32 && from != PrimitiveType::BF16 && from != PrimitiveType::F16;
+    Value x = b.Parameter(from, dims,
+                          integer ? Domain::kInteger : f16 ? Domain::kHalf : bf16 ? Domain::kSpecial : Domain::kExp);
     return Finish(b, "convert", {b.Op(to, dims, "convert", {x})}, rng, true);
   };
 }
@@ -455,14 +487,16 @@ DiffCase TransposeCase(PrimitiveType type, Rng& rng, int index) {
   } while (rank == 2 && permutation[0] == 0);
   std::vector<int64_t> out;
   for (int64_t d : permutation) out.push_back(in[d]);
-  Value x = b.Parameter(type, in, type == F32 ? Domain::kSpecial : Domain::kInteger);
+  Value x = b.Parameter(type, in, SpecialDomain(type));
   return Finish(b, "transpose", {b.Op(type, out, "transpose", {x}, "dimensions=" + Dims(permutation))}, rng, true);
 }
 
-DiffCase ReduceCase(const std::string& reducer, Rng& rng, int index) {
+// f16 reductions: f16-normalization reduces the f32 values and rounds once, the interpreter (as XLA on the
+// CPU) rounds after every step; at most 2000 elements keep that difference within the tolerance.
+DiffCase ReduceCase(const std::string& reducer, Rng& rng, int index, PrimitiveType type = F32) {
   ModuleBuilder b;
   const int rank = RankOf(index);
-  const std::vector<int64_t> in = RandomDims(rng, rank);
+  const std::vector<int64_t> in = RandomDims(rng, rank, type == F32 ? 20000 : 2000);
   std::vector<int64_t> reduced, out;
   for (int i = 0; i < rank; ++i) {
     if (rng() % 2 == 0) reduced.push_back(i);
@@ -471,10 +505,10 @@ DiffCase ReduceCase(const std::string& reducer, Rng& rng, int index) {
   for (int i = 0; i < rank; ++i) {
     if (std::find(reduced.begin(), reduced.end(), i) == reduced.end()) out.push_back(in[i]);
   }
-  const std::string to_apply = b.Reducer(reducer, F32);
-  Value x = b.Parameter(F32, in, Domain::kUnit);
+  const std::string to_apply = b.Reducer(reducer, type);
+  Value x = b.Parameter(type, in, Domain::kUnit);
   const double init = reducer == "add" ? (index % 2 ? 0.0 : 0.75) : (index % 2 ? -INFINITY : -0.25);
-  Value r = b.Op(F32, out, "reduce", {x, b.ScalarConstant(F32, init)},
+  Value r = b.Op(type, out, "reduce", {x, b.ScalarConstant(type, init)},
                  "dimensions=" + Dims(reduced) + ", to_apply=" + to_apply);
   return Finish(b, "reduce_" + reducer, {r}, rng, false);
 }
@@ -1390,6 +1424,27 @@ std::vector<OpcodeSpec> AllSpecs() {
   // bf16 operands reach the MXU unrounded; a bf16 result is rounded from the f32 sums.
   add("dot_bf16", [](Rng& rng, int i) { return DotCase(rng, i, PrimitiveType::BF16, i % 2 ? PrimitiveType::BF16 : F32); });
   add("convert_f32_bf16", ConvertCase(F32, PrimitiveType::BF16));
+  // f16 (f16-normalization, f16-rounding-expansion): arithmetic on the f32 values rounded back to f16 by
+  // VPU word arithmetic, with signed zeros, inf, NaN, f16 subnormals, overflow and ties (Domain::kHalf).
+  constexpr PrimitiveType F16 = PrimitiveType::F16;
+  for (const char* op : {"add", "subtract", "multiply", "maximum", "minimum"}) {
+    add(std::string(op) + "_f16", BinaryCase(op, F16, Domain::kHalf, Domain::kHalf, true));
+  }
+  // x * VRCP(y) in f32 is not always the correctly rounded quotient: within the tolerance.
+  add("divide_f16", BinaryCase("divide", F16, Domain::kHalf, Domain::kNonZero, false));
+  add("negate_f16", UnaryCase("negate", F16, Domain::kHalf, true));
+  add("abs_f16", UnaryCase("abs", F16, Domain::kHalf, true));
+  for (const char* direction : {"LT", "EQ", "GE", "NE"}) add(std::string("compare_") + direction + "_f16", CompareCase(direction, F16));
+  add("select_f16", SelectCase(F16));
+  for (PrimitiveType other : {F32, PrimitiveType::BF16, S32}) {
+    const std::string name = hlo::PrimitiveTypeName(other);
+    add("convert_" + name + "_f16", ConvertCase(other, F16));
+    add("convert_f16_" + name, ConvertCase(F16, other));
+  }
+  add("reduce_add_f16", [](Rng& rng, int i) { return ReduceCase("add", rng, i, F16); });
+  add("reduce_max_f16", [](Rng& rng, int i) { return ReduceCase("maximum", rng, i, F16); });
+  add("dot_f16", [](Rng& rng, int i) { return DotCase(rng, i, F16, i % 2 ? F16 : F32); });
+  add("transpose_f16", [](Rng& rng, int i) { return TransposeCase(F16, rng, i); });
   add("convert_bf16_f32", ConvertCase(PrimitiveType::BF16, F32));
   add("iota_f32", [](Rng& rng, int i) { return IotaCase(F32, rng, i); });
   add("iota_s32", [](Rng& rng, int i) { return IotaCase(S32, rng, i); });
@@ -1526,6 +1581,25 @@ std::string CheckPadding(const std::vector<uint8_t>& bytes, const compiler::Devi
   return "";
 }
 
+// An f16 output's words must be f16 values already (the f32 word of the value, a NaN any NaN): the host
+// transfer would round any other word and hide a device that did not. The first word that is not, or empty.
+std::string CheckF16Words(const std::vector<uint8_t>& bytes, const compiler::DeviceLayout& layout) {
+  for (int64_t r = 0; r < layout.rows; ++r) {
+    for (int64_t c = 0; c < layout.cols; ++c) {
+      const size_t at = static_cast<size_t>((r * layout.padded_cols + c) * 4);
+      float word = 0;
+      if (at + 4 <= bytes.size()) std::memcpy(&word, &bytes[at], 4);
+      if (!std::isnan(word) && hlo::HalfToFloat(hlo::FloatToHalf(word)) != word) {
+        char text[96];
+        std::snprintf(text, sizeof(text), "row %lld column %lld holds %.9g, not an f16 value", static_cast<long long>(r),
+                      static_cast<long long>(c), word);
+        return text;
+      }
+    }
+  }
+  return "";
+}
+
 std::string TestName(const std::string& spec_name) {
   std::string name = spec_name;
   for (char& c : name) {
@@ -1594,6 +1668,10 @@ CaseOutcome CheckCase(const DiffCase& c, const std::string& reproduce, UlpStats*
     }
     const std::string padding = CheckPadding(model->device_bytes[i], model->layouts[i]);
     EXPECT_TRUE(padding.empty()) << "padding invariant: " << padding << reproduce;
+    if (want.shape().element_type == PrimitiveType::F16) {
+      const std::string words = CheckF16Words(model->device_bytes[i], model->layouts[i]);
+      EXPECT_TRUE(words.empty()) << "f16 words: " << words << reproduce;
+    }
   }
   if (runtime::Client* rtl_client = RtlClient()) {
     StatusOr<BackendRun> rtl = RunOn(*rtl_client, **module, c.arguments);

@@ -124,7 +124,7 @@ def test_donated_arguments_alias_outputs():
         np.asarray(w)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16, np.int32, np.uint32, np.bool_])
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16, np.float16, np.int32, np.uint32, np.bool_])
 def test_buffers_round_trip_every_device_element_type(dtype):
     client = tpusim.get_client("model", CONFIG)
     value = (np.random.default_rng(7).uniform(-100, 100, (3, 19)) > 0 if dtype == np.bool_
@@ -433,3 +433,88 @@ def test_sort_matches_cpu():
     keys = rng.integers(0, 3, size=(21,)).astype(np.int32)
     values = rng.standard_normal(21).astype(np.float32)
     assert_matches_cpu(lambda k, v: jax.lax.sort((k, v, jnp.arange(21)), num_keys=2), keys, values, rtol=0, atol=0)
+
+
+F16_SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 65504.0, -65504.0, 2.0 ** -24, -(2.0 ** -24),
+                         1023 * 2.0 ** -24, 2.0 ** -14, 1.0 + 2.0 ** -10, 3.0, -0.5], np.float16)
+
+
+def assert_same_f16(got, expected, zero_signs=True):
+    """Bit for bit up to the NaN payload (a NaN's sign is the host's business too); with zero_signs=False
+    -0 and +0 are the same value."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    nan = np.isnan(expected.astype(np.float32))
+    np.testing.assert_array_equal(np.isnan(got.astype(np.float32)), nan)
+    if not zero_signs:
+        got, expected = got + np.float16(0), expected + np.float16(0)  # -0 + 0 = +0
+    np.testing.assert_array_equal(got.view(np.uint16)[~nan], expected.view(np.uint16)[~nan])
+
+
+def test_f16_buffers_keep_every_bit_pattern():
+    client = tpusim.get_client("model", CONFIG)
+    value = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16).reshape(256, 256)
+    assert_same_f16(client.buffer_from_numpy(value).to_numpy(), value)
+
+
+def test_f16_arithmetic_and_converts_match_cpu_bit_for_bit():
+    """f16 + - * / max min, compares, selects and converts (f32, bf16, int32 both ways) with signed zeros,
+    infinities, NaN, f16 subnormals, overflow and rounding ties: each operation on the f32 values rounded
+    back to f16 (XLA on the CPU computes f16 the same way), bit for bit."""
+    rng = np.random.default_rng(120)
+    a = np.concatenate([F16_SPECIALS, rng.uniform(-300, 300, 50).astype(np.float16)])
+    b = np.concatenate([F16_SPECIALS[::-1], rng.uniform(-4, 4, 50).astype(np.float16)])
+    wide = np.concatenate([
+        np.array([65519.99, 65520.0, 70000.0, -1e-8, 2.0 ** -25, 3 * 2.0 ** -25, 1 + 2.0 ** -11, 1 + 3 * 2.0 ** -11,
+                  np.nan, -np.inf, 1e-40, 5.9604645e-08], np.float32),
+        (rng.uniform(-1, 1, 52) * np.exp2(rng.integers(-26, 17, 52))).astype(np.float32)])
+    ints = np.array([0, 1, -1, 2049, 65504, 65519, 65520, -70000, 2 ** 31 - 1, -(2 ** 31)] + list(range(-27, 27)),
+                    np.int32)
+
+    def arithmetic(a, b):
+        return (a + b, a - b, a * b, a / b, jnp.maximum(a, b), jnp.minimum(a, b), a < b, a == b,
+                jnp.where(a >= b, a, b), jnp.abs(a), a * jnp.float16(2.0 ** -20), a * jnp.float16(1024))
+
+    def converts(a, wide, ints):
+        return (a.astype(jnp.float32), wide.astype(jnp.float16), a.astype(jnp.bfloat16),
+                wide.astype(jnp.bfloat16).astype(jnp.float16), ints.astype(jnp.float16), a.astype(jnp.int32))
+
+    for fun, args in ((arithmetic, (a, b)), (converts, (a, wide, ints))):
+        expected = jax.jit(fun)(*args)
+        got = tpusim.device_get(device_jit(fun)(*args))
+        for e, g in zip(expected, got):
+            e, g = np.asarray(e), np.asarray(g)
+            if e.dtype == np.float16:
+                assert_same_f16(g, e)
+            else:
+                assert g.dtype == e.dtype
+                wide = np.float32 if e.dtype == ml_dtypes.bfloat16 else e.dtype  # NaN == NaN as float32
+                np.testing.assert_array_equal(g.astype(wide), e.astype(wide))
+    # A negate on the device keeps the padded lanes +0, so -(+0) is +0 there (as for f32).
+    assert_same_f16(tpusim.device_get(device_jit(lambda a: -a)(a)), jax.jit(lambda a: -a)(a), zero_signs=False)
+
+
+def test_f16_matmul_and_a_mixed_precision_layer_match_cpu():
+    """An f16 matmul (f32 dots with six MXU passes: the products of f16 values are exact), an f16 sum and a
+    mixed-precision layer (f16 weights and activations, f32 accumulation and loss): within rounding of the
+    order of the f32 sums, rounded to f16 once."""
+    x = random((8, 24), 121).astype(np.float16)
+    w = random((24, 16), 122).astype(np.float16)
+    expected = np.asarray(jax.jit(jnp.matmul)(x, w), np.float32)
+    got = np.asarray(tpusim.device_get(device_jit(jnp.matmul)(x, w)))
+    assert got.dtype == np.float16
+    # One f16 rounding apart at most (the f32 sums may round to either neighbour).
+    np.testing.assert_allclose(got.astype(np.float32), expected, rtol=2 ** -10, atol=2 ** -14)
+
+    def layer(x, w, b, labels):
+        h = jax.nn.relu(jnp.dot(x, w, preferred_element_type=jnp.float32) + b)
+        logits = h.astype(jnp.float16) * jnp.float16(0.5)
+        loss = jnp.mean((logits.astype(jnp.float32) - labels) ** 2)
+        return logits, loss, jnp.sum(logits, axis=1)
+    b, labels = random((16,), 123), random((8, 16), 124)
+    expected = jax.jit(layer)(x, w, b, labels)
+    got = tpusim.device_get(device_jit(layer)(x, w, b, labels))
+    for e, g in zip(expected, got):
+        e, g = np.asarray(e), np.asarray(g)
+        assert g.dtype == e.dtype and g.shape == e.shape
+        np.testing.assert_allclose(g.astype(np.float32), e.astype(np.float32), rtol=2 ** -9, atol=2 ** -12)
