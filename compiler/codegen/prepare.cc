@@ -20,11 +20,14 @@
 #include "compiler/passes/inline_calls_and_fusions.h"
 #include "compiler/passes/matrix_dots.h"
 #include "compiler/passes/one_hot_gathers.h"
+#include "compiler/passes/pool_minor_through_transpose.h"
 #include "compiler/passes/reduce_minor_through_transpose.h"
 #include "compiler/passes/reshape_through_transpose.h"
+#include "compiler/passes/row_gathers.h"
 #include "compiler/passes/split_dots.h"
 #include "compiler/passes/s64_range_check.h"
 #include "compiler/passes/sort_expansion.h"
+#include "compiler/passes/split_variadic_reduces.h"
 #include "compiler/passes/topk_rewrite.h"
 #include "compiler/passes/unshare_computations.h"
 
@@ -61,7 +64,11 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   // Before legalization, which takes apart the transposes of rank 3 and more this adds.
   pipeline->AddPass<MatrixDots>();
   pipeline->AddPass<OneHotGathers>();
+  // The other gathers and scatters as slab gathers; before legalization, which takes apart the transposes.
+  pipeline->AddPass<RowGathers>();
   pipeline->AddPass<ArgReductions>();
+  pipeline->AddPass<SplitVariadicReduces>();
+  pipeline->AddPass<PoolMinorThroughTranspose>();
   pipeline->AddPass<CodegenLegalization>(CodegenLegalizationOptions{options.lanes});
   pipeline->AddPass<CanonicalizeDots>();
   // Before reshape-through-transpose, which turns the column this leaves into the row.

@@ -1,6 +1,8 @@
 #include "compiler/passes/arg_reductions.h"
 
+#include <climits>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -20,8 +22,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // kMaximum when `reducer` is argmax's comparator, kMinimum for argmin's, kUnknown otherwise: it is run on
-// probes (a, i) vs (b, j) and must give what jnp.argmax / jnp.argmin keep.
-HloOpcode Classify(const hlo::HloComputation& reducer) {
+// probes (a, i) vs (b, j) and must give what jnp.argmax / jnp.argmin keep (values of `type`, f32 or s32;
+// the NaN probes only for f32).
+HloOpcode Classify(const hlo::HloComputation& reducer, PrimitiveType type) {
   if (reducer.num_parameters() != 4) return HloOpcode::kUnknown;
   struct Probe {
     double a;
@@ -31,17 +34,24 @@ HloOpcode Classify(const hlo::HloComputation& reducer) {
   };
   const Probe probes[] = {{1, 0, 2, 1},    {2, 0, 1, 1},       {1, 0, 1, 1},         {1, 1, 1, 0},   {kNaN, 0, 1, 1},
                           {1, 0, kNaN, 1}, {kNaN, 1, kNaN, 0}, {-kInf, 0, -kInf, 3}, {kInf, 2, 5, 0}};
+  const Probe integer_probes[] = {{1, 0, 2, 1}, {2, 0, 1, 1}, {1, 0, 1, 1}, {1, 1, 1, 0}, {-7, 2, 5, 0},
+                                  {INT32_MIN, 0, INT32_MIN, 3}, {INT32_MAX, 3, INT32_MAX, 1}};
+  const bool real = type == PrimitiveType::F32;
   for (HloOpcode op : {HloOpcode::kMaximum, HloOpcode::kMinimum}) {
     bool matches = true;
-    for (const Probe& p : probes) {
+    for (const Probe& p : real ? std::vector<Probe>(std::begin(probes), std::end(probes))
+                               : std::vector<Probe>(std::begin(integer_probes), std::end(integer_probes))) {
       const bool a_wins_value =
           std::isnan(p.a) || (!std::isnan(p.b) && (op == HloOpcode::kMaximum ? p.a > p.b : p.a < p.b));
       const bool tie = (p.a == p.b) || (std::isnan(p.a) && std::isnan(p.b));
       const bool a_wins = a_wins_value || (tie && p.i < p.j);
       std::vector<Literal> arguments;
-      arguments.push_back(Literal::CreateR0<float>(static_cast<float>(p.a)));
+      auto value_of = [&](double v) {
+        return real ? Literal::CreateR0<float>(static_cast<float>(v)) : Literal::CreateR0<int32_t>(static_cast<int32_t>(v));
+      };
+      arguments.push_back(value_of(p.a));
       arguments.push_back(Literal::CreateR0<int32_t>(p.i));
-      arguments.push_back(Literal::CreateR0<float>(static_cast<float>(p.b)));
+      arguments.push_back(value_of(p.b));
       arguments.push_back(Literal::CreateR0<int32_t>(p.j));
       StatusOr<Literal> result = hlo::InterpretComputation(reducer, arguments);
       if (!result.ok() || result->tuple_elements().size() != 2) return HloOpcode::kUnknown;
@@ -86,13 +96,17 @@ HloInstruction* Rewrite(hlo::HloModule* module, hlo::HloComputation* computation
   HloInstruction* x = reduce->operand(0);
   HloInstruction* index = reduce->operand(1);
   const int64_t dim = reduce->dimensions()[0];
-  if (x->shape().element_type != PrimitiveType::F32 || index->shape().element_type != PrimitiveType::S32 ||
+  const PrimitiveType type = x->shape().element_type;
+  const bool real = type == PrimitiveType::F32;
+  if ((!real && type != PrimitiveType::S32) || index->shape().element_type != PrimitiveType::S32 ||
       !IsPosition(*index, dim)) {
     return nullptr;
   }
-  const HloOpcode op = Classify(*reduce->to_apply());
+  const HloOpcode op = Classify(*reduce->to_apply(), type);
+  const double lowest = real ? -kInf : static_cast<double>(INT32_MIN);
+  const double highest = real ? kInf : static_cast<double>(INT32_MAX);
   if (op == HloOpcode::kUnknown || !IsScalarConstant(*reduce->operand(3), 0) ||
-      !IsScalarConstant(*reduce->operand(2), op == HloOpcode::kMaximum ? -kInf : kInf)) {
+      !IsScalarConstant(*reduce->operand(2), op == HloOpcode::kMaximum ? lowest : highest)) {
     return nullptr;
   }
   HloBuilder b(computation);
@@ -125,13 +139,21 @@ HloInstruction* Rewrite(hlo::HloModule* module, hlo::HloComputation* computation
   const hlo::Shape pred = shape(PrimitiveType::PRED, in.dimensions);
   HloInstruction* init = reduce->operand(2);
   HloInstruction* best = reduce_with(x, init, op);
+  auto first_where = [&](HloInstruction* mask) {
+    HloInstruction* none = b.Add(HloInstruction::CreateBroadcast(
+        index->shape(), scalar(PrimitiveType::S32, std::numeric_limits<int32_t>::max()), {}));
+    return reduce_with(pick(mask, index, none), scalar(PrimitiveType::S32, std::numeric_limits<int32_t>::max()),
+                       HloOpcode::kMinimum);
+  };
+  auto at_best = [&] { return b.Add(HloInstruction::CreateCompare(pred, x, spread(best), hlo::ComparisonDirection::kEq)); };
+  if (!real) return b.Add(HloInstruction::CreateTuple({best, first_where(at_best())}));
   HloInstruction* is_nan = b.Add(HloInstruction::CreateCompare(pred, x, x, hlo::ComparisonDirection::kNe));
   HloInstruction* any_nan = reduce_with(is_nan, scalar(PrimitiveType::PRED, 0), HloOpcode::kOr);
   HloInstruction* none = b.Add(HloInstruction::CreateBroadcast(
       index->shape(), scalar(PrimitiveType::S32, std::numeric_limits<int32_t>::max()), {}));
-  HloInstruction* at_best = b.Add(HloInstruction::CreateCompare(pred, x, spread(best), hlo::ComparisonDirection::kEq));
+  HloInstruction* at_best_value = at_best();
   HloInstruction* first_best = reduce_with(
-      pick(at_best, index, none), scalar(PrimitiveType::S32, std::numeric_limits<int32_t>::max()), HloOpcode::kMinimum);
+      pick(at_best_value, index, none), scalar(PrimitiveType::S32, std::numeric_limits<int32_t>::max()), HloOpcode::kMinimum);
   HloInstruction* first_nan = reduce_with(
       pick(is_nan, index, none), scalar(PrimitiveType::S32, std::numeric_limits<int32_t>::max()), HloOpcode::kMinimum);
   HloInstruction* nan_row =

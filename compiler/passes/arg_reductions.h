@@ -8,7 +8,8 @@
 // The comparator is recognized by what it computes (it is evaluated on probe pairs: larger, smaller,
 // equal values, NaN on either side), not by its instructions. The indices must be the position along the
 // reduced dimension (an iota, or a constant equal to one) and the init values (-inf or +inf, 0). f32 values,
-// s32 indices; exact.
+// s32 indices; exact. s32 values (jnp.argmax of integers: init INT_MIN or INT_MAX, no NaN) take the same
+// rewrite without the NaN part.
 #pragma once
 
 #include "compiler/passes/pass.h"

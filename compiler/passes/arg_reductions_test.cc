@@ -63,5 +63,50 @@ TEST(ArgReductionsTest, OtherComparatorsAreLeftAsTheyAre) {
   ExpectUnchanged(pass, text);
 }
 
+// jnp.argmin of integers: the comparator has no NaN part and the init is INT_MAX.
+TEST(ArgReductionsTest, IntegerArgminBecomesAMinAndFirstIndexReduction) {
+  const char* input = R"(HloModule argmin_s32
+
+%comparator (a: s32[], i: s32[], b: s32[], j: s32[]) -> (s32[], s32[]) {
+  %a = s32[] parameter(0)
+  %b = s32[] parameter(2)
+  %lt = pred[] compare(s32[] %a, s32[] %b), direction=LT
+  %value = s32[] select(pred[] %lt, s32[] %a, s32[] %b)
+  %eq = pred[] compare(s32[] %a, s32[] %b), direction=EQ
+  %i = s32[] parameter(1)
+  %j = s32[] parameter(3)
+  %first = pred[] compare(s32[] %i, s32[] %j), direction=LT
+  %tie = pred[] and(pred[] %eq, pred[] %first)
+  %keep = pred[] or(pred[] %lt, pred[] %tie)
+  %index = s32[] select(pred[] %keep, s32[] %i, s32[] %j)
+  ROOT %t = (s32[], s32[]) tuple(s32[] %value, s32[] %index)
+}
+
+ENTRY %main (x: s32[4,6]) -> s32[4] {
+  %x = s32[4,6]{1,0} parameter(0)
+  %iota = s32[6]{0} iota(), iota_dimension=0
+  %positions = s32[4,6]{1,0} broadcast(s32[6]{0} %iota), dimensions={1}
+  %high = s32[] constant(2147483647)
+  %zero = s32[] constant(0)
+  %r = (s32[4]{0}, s32[4]{0}) reduce(s32[4,6]{1,0} %x, s32[4,6]{1,0} %positions, s32[] %high, s32[] %zero), dimensions={1}, to_apply=%comparator
+  ROOT %index = s32[4]{0} get-tuple-element((s32[4]{0}, s32[4]{0}) %r), index=1
+}
+)";
+  ArgReductions pass;
+  const char* checks = R"(
+CHECK-NOT:  direction=NE
+CHECK:      %[[M:reduce.[0-9]+]] = s32[4]{0} reduce(s32[4,6]{1,0} %x, s32[] %high), dimensions={1}, to_apply=%reducer_minimum_s32
+CHECK:      compare(s32[4,6]{1,0} %x, s32[4,6]{1,0} %{{broadcast.[0-9]+}}), direction=EQ
+CHECK:      %[[FIRST:reduce.[0-9]+]] = s32[4]{0} reduce({{.*}}to_apply=%reducer_minimum_s32
+CHECK:      tuple(s32[4]{0} %[[M]], s32[4]{0} %[[FIRST]])
+)";
+  ExpectRewrite(pass, input, checks);
+  // The f32 comparator's NaN handling is what tells a float argmin; an integer argmin with an f32-style
+  // init (the wrong extreme) is not one.
+  std::string wrong_init = input;
+  wrong_init.replace(wrong_init.find("constant(2147483647)"), 20, "constant(0)");
+  ExpectUnchanged(pass, wrong_init);
+}
+
 }  // namespace
 }  // namespace tpu::compiler

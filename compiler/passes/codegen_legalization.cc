@@ -491,47 +491,6 @@ HloInstruction* LegalizeUnsignedOrder(HloComputation* computation, HloInstructio
   return FromSignedOrder(u32, s32.Add(HloInstruction::CreateBinary(s32.Shape(dims), op, a, b)), bits);
 }
 
-// A reduce-window with a window on the minor dimension (cumsum along the last axis, pooling over it),
-// which codegen does not pool over: the minor dimension moved to the front, the window moved with it, and
-// the result moved back -- when the dimension that becomes minor has no window of its own.
-HloInstruction* LegalizeMinorWindow(HloComputation* computation, HloInstruction* reduce_window,
-                                    const CodegenLegalizationOptions& options) {
-  if (reduce_window->operand_count() != 2) return nullptr;
-  const hlo::Window& window = reduce_window->window();
-  const int rank = reduce_window->shape().rank();
-  if (rank < 2 || static_cast<int>(window.dimensions.size()) != rank) return nullptr;
-  const hlo::WindowDimension none;
-  if (window.dimensions[rank - 1] == none || !(window.dimensions[rank - 2] == none)) return nullptr;
-  Dims to_front(static_cast<size_t>(rank)), to_back(static_cast<size_t>(rank));
-  for (int d = 0; d < rank; ++d) {
-    to_front[d] = (d + rank - 1) % rank;  // result dim d reads input dim to_front[d]
-    to_back[d] = (d + 1) % rank;
-  }
-  Builder b(computation, reduce_window->shape().element_type);
-  auto transpose = [&](HloInstruction* x, const Dims& permutation) -> StatusOr<HloInstruction*> {
-    Dims dims;
-    for (int64_t p : permutation) dims.push_back(x->shape().dimensions[p]);
-    HloInstruction* t = b.Add(HloInstruction::CreateTranspose(b.Shape(dims), x, permutation));
-    HloInstruction* legal = LegalizeTranspose(computation, t, options);
-    if (legal == nullptr) return t;
-    TPU_RETURN_IF_ERROR(computation->ReplaceInstruction(t, legal));
-    return legal;
-  };
-  StatusOr<HloInstruction*> front = transpose(reduce_window->operand(0), to_front);
-  if (!front.ok()) return nullptr;
-  hlo::Window moved;
-  Dims out_dims;
-  for (int d = 0; d < rank; ++d) {
-    moved.dimensions.push_back(window.dimensions[to_front[d]]);
-    out_dims.push_back(reduce_window->shape().dimensions[to_front[d]]);
-  }
-  auto pooled = HloInstruction::Create(HloOpcode::kReduceWindow, b.Shape(out_dims), {*front, reduce_window->operand(1)});
-  pooled->set_window(moved);
-  pooled->set_to_apply(reduce_window->to_apply());
-  StatusOr<HloInstruction*> back = transpose(b.Add(std::move(pooled)), to_back);
-  return back.ok() ? *back : nullptr;
-}
-
 // is-finite(x) = (x - x == 0): infinities and NaN give NaN, every finite value (and, DAZ, a subnormal)
 // gives 0.
 HloInstruction* LegalizeIsFinite(HloComputation* computation, HloInstruction* is_finite) {
@@ -567,8 +526,6 @@ StatusOr<bool> CodegenLegalization::Run(hlo::HloModule* module) {
         replacement = LegalizeBroadcast(computation, instruction);
       } else if (instruction->opcode() == HloOpcode::kIsFinite) {
         replacement = LegalizeIsFinite(computation, instruction);
-      } else if (instruction->opcode() == HloOpcode::kReduceWindow) {
-        replacement = LegalizeMinorWindow(computation, instruction, options_);
       } else if (program.count(computation) > 0) {
         // Not inside a reducer: its maximum of two u32 scalars is what the reduction does.
         replacement = LegalizeUnsignedOrder(computation, instruction);

@@ -32,9 +32,8 @@
 // ([A,C] -> [A,B,C]) repeat the operand in front and put the rows in order with a row permutation.
 // is-finite of f32 values becomes x - x == 0 (NaN for infinities and NaN); and/or reductions of pred
 // values become min/max reductions of their s32 words; ordered compares, maximum and minimum of u32
-// values (and max/min reductions of them) work on the words with the sign bit flipped, read as s32; a reduce-window with a window on the
-// minor dimension (cumsum along the last axis) runs on the transpose that moves that dimension to the
-// front.
+// values (and max/min reductions of them) work on the words with the sign bit flipped, read as s32 (a
+// reduce-window with a window on the minor dimension is pool-minor-through-transpose's, run before).
 // All rewrites are exact except the order in which add reductions sum.
 #pragma once
 

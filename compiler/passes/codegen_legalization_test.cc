@@ -280,29 +280,6 @@ CHECK:      u32[4] xor(u32[4] %{{bitcast-convert.[0-9]+}}, u32[4] %{{broadcast.[
 )");
 }
 
-// cumsum along the last axis: the window moves to the front with its dimension.
-TEST(CodegenLegalizationTest, AWindowOnTheMinorDimensionRunsOnTheTranspose) {
-  CodegenLegalization pass;
-  testing::ExpectRewrite(pass, R"(HloModule cumsum
-
-%add (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %s = f32[] add(f32[] %a, f32[] %b)
-}
-
-ENTRY %main (x: f32[4,13]) -> f32[4,13] {
-  %x = f32[4,13]{1,0} parameter(0)
-  %zero = f32[] constant(0)
-  ROOT %c = f32[4,13]{1,0} reduce-window(f32[4,13]{1,0} %x, f32[] %zero), window={size=1x13 pad=0_0x12_0}, to_apply=%add
-}
-)", R"(
-CHECK:      %[[T:transpose.[0-9]+]] = f32[13,4] transpose(f32[4,13]{1,0} %x), dimensions={1,0}
-CHECK-NEXT: %[[W:reduce-window.[0-9]+]] = f32[13,4] reduce-window(f32[13,4] %[[T]], f32[] %zero), window={size=13x1 pad=12_0x0_0}, to_apply=%add
-CHECK-NEXT: ROOT %{{transpose.[0-9]+}} = f32[4,13] transpose(f32[13,4] %[[W]]), dimensions={1,0}
-)");
-}
-
 TEST(CodegenLegalizationTest, BatchedTransposeIsOnePaddedTransposeAndARowSwap) {
   const char* expected = R"(HloModule t
 

@@ -230,6 +230,15 @@ class ModuleBuilder {
                      " parameter(0)\n  ROOT %b = " + scalar + " parameter(1)\n}\n\n";
     return name;
   }
+  // compare(a, b) of two scalars of `type` in `direction` (a select-and-scatter's select).
+  std::string Comparator(const std::string& direction, PrimitiveType type) {
+    const std::string name = "%compare_" + direction + "_" + hlo::PrimitiveTypeName(type);
+    const std::string scalar = ShapeText(Shape::Make(type, {}));
+    computations_ += name + " (a: " + scalar + ", b: " + scalar + ") -> pred[] {\n  %a = " + scalar +
+                     " parameter(0)\n  %b = " + scalar + " parameter(1)\n  ROOT %r = pred[] compare(" + scalar +
+                     " %a, " + scalar + " %b), direction=" + direction + "\n}\n\n";
+    return name;
+  }
   // The binary computation `opcode` over scalars of `type`, for reduce.
   std::string Reducer(const std::string& opcode, PrimitiveType type) {
     const std::string name = "%" + opcode + "_" + hlo::PrimitiveTypeName(type);
@@ -920,6 +929,200 @@ Generator TakeAlongCase(bool scatter) {
   };
 }
 
+// Gathers and scatters as jnp indexing writes them (row-gathers rewrites them into slab gathers):
+// "gather_1d" x[idx] on a vector, "gather_minor" x[:, idx], "gather_pair" x[i, j] (an index vector of 2),
+// "gather_slabs" x[idx] on rank 3, "take_along_axis0" (a batching dimension, several picks per column);
+// "scatter_1d_<combiner>" x.at[idx].<set/add/mul/min/max>(u), "scatter_minor_add" x.at[:, idx].add,
+// "scatter_pair_max" x.at[i, j].max, "scatter_slabs_add" rows of a rank-3 table, "take_along_axis0_add"
+// (its gradient). Indices from 3 below 0 to 3 past the dimension, with repeats (a gather clamps each
+// position, a scatter skips an update with any position outside).
+Generator IndexingCase(const std::string& kind) {
+  return [kind](Rng& rng, int) {
+    ModuleBuilder b;
+    const bool scatter = kind.rfind("scatter", 0) == 0 || kind == "take_along_axis0_add";
+    const int64_t rows = 1 + static_cast<int64_t>(rng() % 12), cols = RandomSize(rng) % 40 + 1;
+    const int64_t n = 1 + static_cast<int64_t>(rng() % 20), mid = 1 + static_cast<int64_t>(rng() % 4);
+    std::vector<int64_t> table_dims, index_dims, result_dims, update_dims;
+    std::string attributes, combiner = "add";
+    int64_t bound = rows;  // the largest indexed dimension
+    if (kind == "gather_1d" || kind.rfind("scatter_1d", 0) == 0) {
+      table_dims = {rows};
+      index_dims = {n, 1};
+      result_dims = {n};
+      update_dims = {n};
+      attributes = scatter ? "update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1"
+                           : "offset_dims={}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1}";
+      if (scatter) combiner = kind.substr(std::string("scatter_1d_").size());
+    } else if (kind == "gather_minor" || kind == "scatter_minor_add") {
+      table_dims = {rows, cols};
+      index_dims = {n, 1};
+      result_dims = update_dims = {rows, n};
+      bound = cols;
+      attributes = scatter ? "update_window_dims={0}, inserted_window_dims={1}, scatter_dims_to_operand_dims={1}, index_vector_dim=1"
+                           : "offset_dims={0}, collapsed_slice_dims={1}, start_index_map={1}, index_vector_dim=1, slice_sizes={" +
+                                 std::to_string(rows) + ",1}";
+    } else if (kind == "gather_pair" || kind == "scatter_pair_max") {
+      table_dims = {rows, cols};
+      index_dims = {n, 2};
+      result_dims = update_dims = {n};
+      bound = std::max(rows, cols);
+      attributes = scatter ? "update_window_dims={}, inserted_window_dims={0,1}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=1"
+                           : "offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={0,1}, index_vector_dim=1, slice_sizes={1,1}";
+      if (scatter) combiner = "maximum";
+    } else if (kind == "gather_slabs" || kind == "scatter_slabs_add") {
+      table_dims = {rows, mid, cols};
+      index_dims = {n, 1};
+      result_dims = update_dims = {n, mid, cols};
+      attributes = scatter ? "update_window_dims={1,2}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1"
+                           : "offset_dims={1,2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1," +
+                                 std::to_string(mid) + "," + std::to_string(cols) + "}";
+    } else {  // take_along_axis0, take_along_axis0_add
+      table_dims = {rows, cols};
+      index_dims = {mid, cols, 1};
+      result_dims = update_dims = {mid, cols};
+      attributes = scatter ? "update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
+                             "input_batching_dims={1}, scatter_indices_batching_dims={1}, index_vector_dim=2"
+                           : "offset_dims={}, collapsed_slice_dims={0}, start_index_map={0}, operand_batching_dims={1}, "
+                             "start_indices_batching_dims={1}, index_vector_dim=2, slice_sizes={1,1}";
+    }
+    Value table = b.Parameter(F32, table_dims, Domain::kUnit);
+    Value indices = b.Parameter(S32, index_dims, Domain::kInteger);
+    Value result;
+    if (!scatter) {
+      result = b.Op(F32, result_dims, "gather", {table, indices}, attributes);
+    } else {
+      Value updates = b.Parameter(F32, update_dims, Domain::kUnit);
+      const std::string apply = combiner == "set" ? b.Replacer(F32)
+                                : b.Reducer(combiner == "mul" ? "multiply" : combiner == "min" ? "minimum"
+                                            : combiner == "max" ? "maximum" : combiner, F32);
+      result = b.Op(F32, table_dims, "scatter", {table, indices, updates}, attributes + ", to_apply=" + apply);
+    }
+    DiffCase c = Finish(b, kind, {result}, rng, true);
+    Literal& index_values = c.arguments[1];
+    for (int64_t i = 0; i < index_values.element_count(); ++i) {
+      index_values.Set<int32_t>(i, static_cast<int32_t>(static_cast<int64_t>(rng() % static_cast<uint32_t>(bound + 6)) - 3));
+    }
+    return c;
+  };
+}
+
+// Pooling with a window that touches the minor dimension (pool-minor-through-transpose): 1-D pooling of
+// [N,W] over W, of a vector [W], NCHW pooling over H and W; reduce-window (add or max, strides and
+// padding) and the max-pool gradient (select-and-scatter, GE, add). The taps keep their order: exact.
+Generator MinorPoolCase(const std::string& kind) {
+  return [kind](Rng& rng, int index) {
+    ModuleBuilder b;
+    const int form = index % 3;
+    std::vector<int64_t> dims;
+    if (form == 0) dims = {1 + static_cast<int64_t>(rng() % 9), 2 + static_cast<int64_t>(rng() % 40)};
+    if (form == 1) dims = {2 + static_cast<int64_t>(rng() % 60)};
+    if (form == 2) {
+      dims = {1 + static_cast<int64_t>(rng() % 3), 1 + static_cast<int64_t>(rng() % 9), 2 + static_cast<int64_t>(rng() % 9),
+              2 + static_cast<int64_t>(rng() % 12)};
+    }
+    const int rank = static_cast<int>(dims.size());
+    const bool gradient = kind == "select_and_scatter";
+    std::string sizes, strides, pads;
+    std::vector<int64_t> out = dims;
+    for (int d = 0; d < rank; ++d) {
+      // 1-D: the last dimension; NCHW: H and W.
+      const bool windowed = d == rank - 1 || (rank == 4 && d == 2);
+      const int64_t size = windowed ? 1 + static_cast<int64_t>(rng() % std::min<int64_t>(dims[d], 3)) : 1;
+      const int64_t stride = windowed ? 1 + static_cast<int64_t>(rng() % 2) : 1;
+      // The gradient's windows stay inside the operand (the padding is the forward's concern).
+      const int64_t low = windowed && !gradient ? static_cast<int64_t>(rng() % 2) : 0;
+      const int64_t high = windowed && !gradient ? static_cast<int64_t>(rng() % 2) : 0;
+      sizes += (d ? "x" : "") + std::to_string(size);
+      strides += (d ? "x" : "") + std::to_string(stride);
+      pads += std::string(d ? "x" : "") + std::to_string(low) + "_" + std::to_string(high);
+      out[d] = (dims[d] + low + high - size) / stride + 1;
+    }
+    const std::string window = "window={size=" + sizes + " stride=" + strides + " pad=" + pads + "}";
+    Value x = b.Parameter(F32, dims, Domain::kUnit);
+    Value r;
+    if (!gradient) {
+      const bool add = kind == "reduce_window_add";
+      Value init = b.ScalarConstant(F32, add ? 0.0 : -INFINITY);
+      r = b.Op(F32, out, "reduce-window", {x, init}, window + ", to_apply=" + b.Reducer(add ? "add" : "maximum", F32));
+    } else {
+      Value source = b.Parameter(F32, out, Domain::kUnit);
+      Value init = b.ScalarConstant(F32, 0.0);
+      r = b.Op(F32, dims, "select-and-scatter", {x, source, init},
+               window + ", select=" + b.Comparator("GE", F32) + ", scatter=" + b.Reducer("add", F32));
+    }
+    DiffCase c = Finish(b, "minor_pool", {r}, rng, true);
+    if (gradient) {
+      // Ties in the operand: which tap the gradient selects matters.
+      for (int64_t i = 0; i < c.arguments[0].element_count(); ++i) c.arguments[0].Set<float>(i, static_cast<float>(rng() % 4));
+    }
+    return c;
+  };
+}
+
+// Variadic reduces whose parts are independent (split-variadic-reduces): lax.reduce of (x, y) with a
+// sum of x and a maximum of y (f32), or a sum and a minimum of s32 values; and jnp.argmax / argmin of
+// s32 values (arg-reductions), ties to the first position.
+Generator VariadicReduceCase(const std::string& kind) {
+  return [kind](Rng& rng, int index) {
+    const int rank = 1 + index % 3;
+    const std::vector<int64_t> dims = RandomDims(rng, rank, 4000);
+    const int64_t reduced = static_cast<int64_t>(rng() % static_cast<uint32_t>(rank));
+    std::vector<int64_t> out;
+    for (int d = 0; d < rank; ++d) {
+      if (d != reduced) out.push_back(dims[d]);
+    }
+    const bool integer = kind != "sum_and_max";
+    const PrimitiveType type = integer ? S32 : F32;
+    const std::string t = integer ? "s32" : "f32";
+    const std::string x = ShapeText(Shape::Make(type, dims)), positions = ShapeText(Shape::Make(S32, dims));
+    const std::string values = ShapeText(Shape::Make(type, out)), indices = ShapeText(Shape::Make(S32, out));
+    const std::string d = std::to_string(reduced);
+    std::string text;
+    DiffCase c;
+    if (kind == "sum_and_max" || kind == "sum_and_min_s32") {
+      const std::string second = kind == "sum_and_max" ? "maximum" : "minimum";
+      const std::string init2 = kind == "sum_and_max" ? "-inf" : "2147483647";
+      text = "HloModule parts\n\n%region (a0: " + t + "[], a1: " + t + "[], b0: " + t + "[], b1: " + t + "[]) -> (" + t +
+             "[], " + t + "[]) {\n  %a0 = " + t + "[] parameter(0)\n  %a1 = " + t + "[] parameter(1)\n  %b0 = " + t +
+             "[] parameter(2)\n  %b1 = " + t + "[] parameter(3)\n  %s = " + t + "[] add(%a0, %b0)\n  %m = " + t + "[] " +
+             second + "(%a1, %b1)\n  ROOT %t = (" + t + "[], " + t + "[]) tuple(%s, %m)\n}\n\n"
+             "ENTRY %main (x: " + x.substr(0, x.find('{')) + ", y: " + x.substr(0, x.find('{')) + ") -> (" + values + ", " +
+             values + ") {\n  %x = " + x + " parameter(0)\n  %y = " + x + " parameter(1)\n  %zero = " + t +
+             "[] constant(0)\n  %init = " + t + "[] constant(" + init2 + ")\n  %r = (" + values + ", " + values +
+             ") reduce(%x, %y, %zero, %init), dimensions={" + d + "}, to_apply=%region\n  %v = " + values +
+             " get-tuple-element(%r), index=0\n  %w = " + values + " get-tuple-element(%r), index=1\n  ROOT %out = (" +
+             values + ", " + values + ") tuple(%v, %w)\n}\n";
+      for (int p = 0; p < 2; ++p) c.arguments.push_back(RandomLiteral(Shape::Make(type, dims), integer ? Domain::kInteger : Domain::kUnit, rng));
+      // A sum of f32 values adds in another order on the device: the docs/numerics.md tolerance.
+      c.exact = integer;
+    } else {  // argmax_s32, argmin_s32
+      const bool max = kind == "argmax_s32";
+      text = "HloModule arg\n\n%comparator (a: s32[], i: s32[], b: s32[], j: s32[]) -> (s32[], s32[]) {\n"
+             "  %a = s32[] parameter(0)\n  %b = s32[] parameter(2)\n"
+             "  %better = pred[] compare(%a, %b), direction=" + std::string(max ? "GT" : "LT") + "\n"
+             "  %value = s32[] select(%better, %a, %b)\n  %eq = pred[] compare(%a, %b), direction=EQ\n"
+             "  %i = s32[] parameter(1)\n  %j = s32[] parameter(3)\n  %lower = pred[] compare(%i, %j), direction=LT\n"
+             "  %tie = pred[] and(%eq, %lower)\n  %keep = pred[] or(%better, %tie)\n"
+             "  %index = s32[] select(%keep, %i, %j)\n  ROOT %t = (s32[], s32[]) tuple(%value, %index)\n}\n\n"
+             "ENTRY %main (x: " + x.substr(0, x.find('{')) + ") -> (" + values + ", " + indices + ") {\n"
+             "  %x = " + x + " parameter(0)\n  %positions = " + positions + " iota(), iota_dimension=" + d +
+             "\n  %init = s32[] constant(" + (max ? "-2147483648" : "2147483647") + ")\n"
+             "  %zero = s32[] constant(0)\n  %r = (" + values + ", " + indices + ") reduce(%x, %positions, %init, %zero), "
+             "dimensions={" + d + "}, to_apply=%comparator\n"
+             "  %v = " + values + " get-tuple-element(%r), index=0\n  %k = " + indices + " get-tuple-element(%r), index=1\n"
+             "  ROOT %out = (" + values + ", " + indices + ") tuple(%v, %k)\n}\n";
+      Literal input = RandomLiteral(Shape::Make(S32, dims), Domain::kInteger, rng);
+      for (int64_t i = 0; i < input.element_count(); ++i) {
+        if (rng() % 4 == 0) input.Set<int32_t>(i, static_cast<int32_t>(rng() % 3));  // ties
+      }
+      c.arguments.push_back(std::move(input));
+      c.exact = true;
+    }
+    c.hlo = text;
+    return c;
+  };
+}
+
 // Reductions of pred values with and / or (min / max of their 0/1 words).
 Generator LogicalReduceCase(const std::string& op) {
   return [op](Rng& rng, int index) {
@@ -1469,6 +1672,17 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("reduce_window_minor_max", MinorWindowCase("maximum"));
   add("s64_in_range", S64Case);
   for (const char* kind : {"sort_f32", "sort_bf16", "argsort", "descending_s32", "two_keys"}) add(kind, SortCase(kind));
+  for (const char* kind : {"gather_1d", "gather_minor", "gather_pair", "gather_slabs", "take_along_axis0",
+                           "scatter_1d_set", "scatter_1d_add", "scatter_1d_mul", "scatter_1d_min", "scatter_1d_max",
+                           "scatter_minor_add", "scatter_pair_max", "scatter_slabs_add", "take_along_axis0_add"}) {
+    add(std::string("indexing_") + kind, IndexingCase(kind));
+  }
+  for (const char* kind : {"reduce_window_add", "reduce_window_max", "select_and_scatter"}) {
+    add(std::string("minor_pool_") + kind, MinorPoolCase(kind));
+  }
+  for (const char* kind : {"sum_and_max", "sum_and_min_s32", "argmax_s32", "argmin_s32"}) {
+    add(std::string("variadic_reduce_") + kind, VariadicReduceCase(kind));
+  }
   add("argmax", ArgReductionCase(true));
   add("argmin", ArgReductionCase(false));
   add("reduce_and", LogicalReduceCase("and"));

@@ -518,3 +518,100 @@ def test_f16_matmul_and_a_mixed_precision_layer_match_cpu():
         e, g = np.asarray(e), np.asarray(g)
         assert g.dtype == e.dtype and g.shape == e.shape
         np.testing.assert_allclose(g.astype(np.float32), e.astype(np.float32), rtol=2 ** -9, atol=2 ** -12)
+
+
+def dyadic(shape, seed):
+    """Values in eighths: sums of a few of them are exact in any order."""
+    return np.round(random(shape, seed, 8.0)).astype(np.float32) / 8
+
+
+# Indices from below 0 to past the end, repeated: jnp wraps negative ones, clamps a read past the end and
+# drops an update there, as XLA on the CPU.
+IDX = np.array([3, -1, 0, 3, 12, 5], np.int32)
+PAIRS = (np.array([1, 5, 0, 1, -2, 9], np.int32), np.array([4, 0, 2, 4, 1, 3], np.int32))
+
+GATHERS = {
+    "x[idx] on 1-D": (lambda x, i: x[i], lambda: (dyadic((10,), 1), IDX)),
+    "x[idx] with a 2-D idx": (lambda x, i: x[i], lambda: (dyadic((10,), 2), IDX.reshape(2, 3))),
+    "x[:, idx]": (lambda x, i: x[:, i], lambda: (dyadic((6, 9), 3), IDX)),
+    "jnp.take axis 1": (lambda x, i: jnp.take(x, i, axis=1), lambda: (dyadic((6, 9), 4), IDX)),
+    "x[idx] on rank 3": (lambda x, i: x[i], lambda: (dyadic((8, 3, 5), 5), IDX)),
+    "x[:, idx] on rank 3": (lambda x, i: x[:, i], lambda: (dyadic((4, 8, 5), 6), IDX)),
+    "x[i, j]": (lambda x, i, j: x[i, j], lambda: (dyadic((6, 5), 7), *PAIRS)),
+    "take_along_axis 0": (lambda x, i: jnp.take_along_axis(x, i, axis=0),
+                          lambda: (dyadic((6, 5), 8), np.array([[0, 5, 2, 1, 3], [4, 4, 0, 5, 1]], np.int32))),
+    "take_along_axis 1": (lambda x, i: jnp.take_along_axis(x, i, axis=1),
+                          lambda: (dyadic((6, 5), 9), np.arange(12, dtype=np.int32).reshape(6, 2) % 5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GATHERS))
+def test_gather_forms_and_their_gradients_match_cpu(name):
+    """Gathers as jnp indexing writes them (row-gathers: slab gathers of transposed or reshaped operands),
+    and their gradients (scatter-adds of the same forms), exactly."""
+    fun, make = GATHERS[name]
+    args = make()
+    assert_matches_cpu(fun, *args, rtol=0, atol=0)
+    loss = lambda x, *i: jnp.sum(fun(x, *i) ** 2)
+    assert_matches_cpu(jax.grad(loss), *args, rtol=0, atol=0)
+
+
+SCATTERS = {
+    "x.at[idx].set on 1-D": lambda x, u: x.at[IDX].set(u),
+    "x.at[idx].add on 1-D": lambda x, u: x.at[IDX].add(u),
+    "x.at[idx].mul on 1-D": lambda x, u: x.at[IDX].multiply(u),
+    "x.at[idx].min on 1-D": lambda x, u: x.at[IDX].min(u),
+    "x.at[idx].max on 1-D": lambda x, u: x.at[IDX].max(u),
+    "x.at[idx].max on rows": lambda x, u: x.reshape(10, 1).repeat(3, axis=1).at[IDX].max(u[:, None] * 2),
+    "x.at[idx].mul on rows": lambda x, u: x.reshape(5, 2).at[IDX % 5].multiply(jnp.stack([u, u], axis=1)),
+    "x.at[:, idx].add": lambda x, u: x.reshape(2, 5).at[:, IDX % 5].add(jnp.stack([u, -u])),
+    "x.at[i, j].add": lambda x, u: x.reshape(2, 5).at[PAIRS[0] % 2, PAIRS[1]].add(u),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCATTERS))
+def test_scatter_forms_match_cpu(name):
+    """x.at[...] updates (set/add/mul/min/max on a vector and on rows, along the minor dimension, at index
+    pairs): repeated indices combine in update order, those past the end are dropped, exactly."""
+    assert_matches_cpu(SCATTERS[name], dyadic((10,), 20), dyadic((6,), 21), rtol=0, atol=0)
+
+
+def avg_pool(x, window, strides, padding="VALID"):
+    return jax.lax.reduce_window(x, 0.0, jax.lax.add, window, strides, padding)
+
+
+def max_pool(x, window, strides, padding="VALID"):
+    return jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, window, strides, padding)
+
+
+POOLS = {
+    "1-D max pool of [N,W]": (lambda x: max_pool(x, (1, 3), (1, 2)), (4, 17)),
+    "1-D avg pool of [N,W], same padding": (lambda x: avg_pool(x, (1, 3), (1, 1), "SAME"), (4, 17)),
+    "max pool of [W]": (lambda x: max_pool(x, (2,), (2,)), (20,)),
+    "NCHW max pool": (lambda x: max_pool(x, (1, 1, 3, 3), (1, 1, 2, 2)), (2, 3, 9, 8)),
+    "NCHW avg pool": (lambda x: avg_pool(x, (1, 1, 2, 2), (1, 1, 2, 2)), (2, 3, 8, 8)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POOLS))
+def test_pooling_over_the_minor_dimension_and_its_gradient_match_cpu(name):
+    """Windows that touch the minor dimension (pool-minor-through-transpose) and their gradients
+    (select-and-scatter for max, a padded sum window for avg), the taps in the interpreter's order: exact
+    for these values in eighths."""
+    fun, shape = POOLS[name]
+    x = dyadic(shape, 30)
+    assert_matches_cpu(fun, x, rtol=0, atol=0)
+    assert_matches_cpu(jax.grad(lambda x: jnp.sum(fun(x) * jnp.arange(fun(x).size).reshape(fun(x).shape) / 8)), x,
+                       rtol=0, atol=0)
+
+
+def test_variadic_reduces_match_cpu():
+    """lax.reduce of a tuple whose parts are independent (split-variadic-reduces: a sum and a maximum, one
+    reduce each) and jnp.argmax / argmin of integers (arg-reductions, first position on ties)."""
+    x, y = dyadic((5, 9), 40), dyadic((5, 9), 41)
+    parts = lambda x, y: jax.lax.reduce((x, y), (0.0, -jnp.inf), lambda a, b: (a[0] + b[0], jnp.maximum(a[1], b[1])),
+                                        (1,))
+    assert_matches_cpu(parts, x, y, rtol=0, atol=0)
+    n = (np.arange(5 * 7 * 9).reshape(5, 7, 9) * 37 % 11 - 5).astype(np.int32)
+    fun = lambda n: (jnp.argmax(n, axis=-1), jnp.argmin(n, axis=0), jnp.argmax(n, axis=1), jnp.min(n, axis=1))
+    assert_matches_cpu(fun, n, rtol=0, atol=0)
