@@ -20,6 +20,7 @@
 #include "compiler/passes/one_hot_gathers.h"
 #include "compiler/passes/reduce_minor_through_transpose.h"
 #include "compiler/passes/reshape_through_transpose.h"
+#include "compiler/passes/rng_bit_generator_expansion.h"
 #include "compiler/passes/split_dots.h"
 #include "compiler/passes/topk_rewrite.h"
 #include "compiler/passes/unshare_computations.h"
@@ -36,6 +37,8 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   pipeline->AddPass<InlineCallsAndFusions>();
   // Conditions, bodies and branches are lowered in line: one computation each.
   pipeline->AddPass<UnshareComputations>();
+  // Before integer-normalization, which takes its u8 and u16 bits' converts as they come.
+  pipeline->AddPass<RngBitGeneratorExpansion>();
   pipeline->AddPass<Bf16Normalization>();
   pipeline->AddPass<IntegerNormalization>();
   pipeline->AddPass<RemainderExpansion>();
