@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -103,30 +104,123 @@ StatusOr<Plan> MakePlan(HloInstruction* rng) {
   return plan;
 }
 
-// The rewrite of one rng-bit-generator: elementwise u32 arithmetic over the bits' shape (`f`) and on
-// scalars (`s`), constants shared by value.
+// u32 arithmetic over one shape in one computation, constants shared by value.
+class WordOps {
+ public:
+  WordOps(HloComputation* computation, std::vector<int64_t> dims)
+      : b_(computation), f_(computation, dims), dims_(std::move(dims)) {}
+
+  HloBuilder& b() { return b_; }
+  ElementwiseBuilder& f() { return f_; }
+  HloInstruction* Scalar(uint32_t value) {
+    return b_.Add(HloInstruction::CreateConstant(hlo::Literal::CreateR0<uint32_t>(value)));
+  }
+  // `value` over the shape, one instruction per value.
+  HloInstruction* Splat(uint32_t value) {
+    auto it = splats_.find(value);
+    if (it == splats_.end()) it = splats_.emplace(value, Broadcast(Scalar(value))).first;
+    return it->second;
+  }
+  HloInstruction* Broadcast(HloInstruction* scalar) {
+    return b_.Add(HloInstruction::CreateBroadcast(hlo::Shape::Make(scalar->shape().element_type, dims_), scalar, {}));
+  }
+  HloInstruction* Xor(HloInstruction* a, HloInstruction* b) { return f_.Binary(HloOpcode::kXor, a, b); }
+  HloInstruction* RotateLeft(HloInstruction* v, int distance) {
+    return f_.Binary(HloOpcode::kOr, f_.Binary(HloOpcode::kShiftLeft, v, Splat(static_cast<uint32_t>(distance))),
+                     f_.Binary(HloOpcode::kShiftRightLogical, v, Splat(static_cast<uint32_t>(32 - distance))));
+  }
+  // (high, low) words of x * k.
+  std::pair<HloInstruction*, HloInstruction*> MultiplyHighLow(HloInstruction* x, uint32_t k) {
+    // x * k = (xh 2^16 + xl)(kh 2^16 + kl): four products of 16-bit halves, exact in u32.
+    HloInstruction* mask = Splat(0xffffu);
+    HloInstruction* sixteen = Splat(16);
+    HloInstruction* xl = f_.Binary(HloOpcode::kAnd, x, mask);
+    HloInstruction* xh = f_.Binary(HloOpcode::kShiftRightLogical, x, sixteen);
+    HloInstruction* ll = f_.Mul(xl, Splat(k & 0xffffu));
+    HloInstruction* lh = f_.Mul(xl, Splat(k >> 16));
+    HloInstruction* hl = f_.Mul(xh, Splat(k & 0xffffu));
+    HloInstruction* hh = f_.Mul(xh, Splat(k >> 16));
+    auto high_half = [&](HloInstruction* v) { return f_.Binary(HloOpcode::kShiftRightLogical, v, sixteen); };
+    auto low_half = [&](HloInstruction* v) { return f_.Binary(HloOpcode::kAnd, v, mask); };
+    HloInstruction* middle = f_.Add(f_.Add(high_half(ll), low_half(lh)), low_half(hl));
+    HloInstruction* high = f_.Add(f_.Add(f_.Add(hh, high_half(lh)), high_half(hl)), high_half(middle));
+    return {high, f_.Mul(x, Splat(k))};
+  }
+
+ private:
+  HloBuilder b_;
+  ElementwiseBuilder f_;
+  std::vector<int64_t> dims_;
+  std::map<uint32_t, HloInstruction*> splats_;
+};
+
+// Philox-4x32 as a counted loop of its 10 rounds (one round of code: the device's instruction memory is
+// small). State: (round: s32[], x0..x3: u32[dims], k0, k1: u32[]).
+constexpr int kPhiloxRounds = 10;
+
+hlo::Shape PhiloxLoopShape(const std::vector<int64_t>& dims) {
+  const hlo::Shape words = hlo::Shape::Make(U32, dims);
+  const hlo::Shape scalar = hlo::Shape::Make(U32, {});
+  return hlo::Shape::MakeTuple({hlo::Shape::Make(PrimitiveType::S32, {}), words, words, words, words, scalar, scalar});
+}
+
+HloComputation* PhiloxCondition(hlo::HloModule* module, const std::vector<int64_t>& dims) {
+  auto computation = std::make_unique<HloComputation>(UniqueComputationName(*module, "philox_condition"));
+  HloComputation* c = computation.get();
+  HloInstruction* state = c->AddInstruction(HloInstruction::CreateParameter(0, PhiloxLoopShape(dims), "state"));
+  HloInstruction* round = c->AddInstruction(HloInstruction::CreateGetTupleElement(state, 0));
+  HloInstruction* limit = c->AddInstruction(HloInstruction::CreateConstant(hlo::Literal::CreateR0<int32_t>(kPhiloxRounds)));
+  c->set_root_instruction(c->AddInstruction(
+      HloInstruction::CreateCompare(hlo::Shape::Make(PRED, {}), round, limit, ComparisonDirection::kLt)));
+  return module->AddEmbeddedComputation(std::move(computation));
+}
+
+HloComputation* PhiloxRound(hlo::HloModule* module, const std::vector<int64_t>& dims) {
+  auto computation = std::make_unique<HloComputation>(UniqueComputationName(*module, "philox_round"));
+  HloComputation* c = computation.get();
+  HloInstruction* state = c->AddInstruction(HloInstruction::CreateParameter(0, PhiloxLoopShape(dims), "state"));
+  HloInstruction* element[7];
+  for (int e = 0; e < 7; ++e) element[e] = c->AddInstruction(HloInstruction::CreateGetTupleElement(state, e));
+  HloInstruction** x = element + 1;
+  WordOps w(c, dims);
+  WordOps s(c, {});
+  auto [high0, low0] = w.MultiplyHighLow(x[0], 0xD2511F53u);
+  auto [high1, low1] = w.MultiplyHighLow(x[2], 0xCD9E8D57u);
+  HloInstruction* y0 = w.Xor(w.Xor(high1, x[1]), w.Broadcast(element[5]));
+  HloInstruction* y2 = w.Xor(w.Xor(high0, x[3]), w.Broadcast(element[6]));
+  HloInstruction* round = c->AddInstruction(HloInstruction::CreateBinary(
+      hlo::Shape::Make(PrimitiveType::S32, {}), HloOpcode::kAdd, element[0],
+      c->AddInstruction(HloInstruction::CreateConstant(hlo::Literal::CreateR0<int32_t>(1)))));
+  HloInstruction* k0 = s.f().Add(element[5], s.Scalar(0x9E3779B9u));
+  HloInstruction* k1 = s.f().Add(element[6], s.Scalar(0xBB67AE85u));
+  c->set_root_instruction(c->AddInstruction(HloInstruction::CreateTuple({round, y0, low1, y2, low0, k0, k1})));
+  return module->AddEmbeddedComputation(std::move(computation));
+}
+
+// The rewrite of one rng-bit-generator: u32 arithmetic over the bits' shape (`w_`) and on scalars (`s_`).
 class Expander {
  public:
-  Expander(HloComputation* computation, const Plan& plan)
-      : plan_(plan), b_(computation), dims_(plan.rng->shape().tuple_shapes[1].dimensions), f_(computation, dims_),
+  Expander(hlo::HloModule* module, HloComputation* computation, const Plan& plan)
+      : module_(module), plan_(plan), dims_(plan.rng->shape().tuple_shapes[1].dimensions), w_(computation, dims_),
         s_(computation, {}) {}
 
   Status Run() {
+    HloBuilder& b = w_.b();
     const int64_t n = plan_.words->shape().dimensions[0];
     for (int64_t row = 0; row < n; ++row) {
       for (int64_t column = 0; column < 2; ++column) {
-        state_.push_back(b_.Reshape(b_.Slice(plan_.words, {row, column}, {row + 1, column + 1}, {1, 1}), {}));
+        state_.push_back(b.Reshape(b.Slice(plan_.words, {row, column}, {row + 1, column + 1}, {1, 1}), {}));
       }
     }
     std::vector<HloInstruction*> next_state;
     HloInstruction* bits = plan_.algorithm == hlo::RngAlgorithm::kThreeFry ? ThreeFry(&next_state) : Philox(&next_state);
     const PrimitiveType type = plan_.rng->shape().tuple_shapes[1].element_type;
-    if (type != U32) bits = b_.Convert(bits, type);
+    if (type != U32) bits = b.Convert(bits, type);
     // The new state as u32[n,2]: the key's words, then the counter's.
     std::vector<HloInstruction*> rows;
     rows.push_back(Row(state_[0], state_[1]));
     for (size_t i = 0; i + 1 < next_state.size(); i += 2) rows.push_back(Row(next_state[i], next_state[i + 1]));
-    HloInstruction* words = b_.Concatenate(rows, 0);
+    HloInstruction* words = b.Concatenate(rows, 0);
     HloComputation* computation = plan_.rng->parent();
     if (plan_.state_words.empty()) TPU_RETURN_IF_ERROR(RemoveIfDead(computation, words));
     if (plan_.bits != nullptr) TPU_RETURN_IF_ERROR(plan_.bits->ReplaceAllUsesWith(bits));
@@ -142,38 +236,22 @@ class Expander {
 
  private:
   HloInstruction* Row(HloInstruction* low, HloInstruction* high) {
-    return b_.Concatenate({b_.Reshape(low, {1, 1}), b_.Reshape(high, {1, 1})}, 1);
-  }
-  HloInstruction* Scalar(uint32_t value) {
-    return b_.Add(HloInstruction::CreateConstant(hlo::Literal::CreateR0<uint32_t>(value)));
-  }
-  // `value` over the bits' shape, one instruction per value.
-  HloInstruction* Splat(uint32_t value) {
-    auto it = splats_.find(value);
-    if (it == splats_.end()) it = splats_.emplace(value, Broadcast(Scalar(value))).first;
-    return it->second;
-  }
-  HloInstruction* Broadcast(HloInstruction* scalar) {
-    return b_.Add(HloInstruction::CreateBroadcast(hlo::Shape::Make(scalar->shape().element_type, dims_), scalar, {}));
+    HloBuilder& b = w_.b();
+    return b.Concatenate({b.Reshape(low, {1, 1}), b.Reshape(high, {1, 1})}, 1);
   }
   template <typename T>
   HloInstruction* Table(const std::vector<T>& values) {
     hlo::Literal literal(hlo::Shape::Make(hlo::NativeToPrimitive<T>::value, dims_));
     for (size_t i = 0; i < values.size(); ++i) literal.Set<T>(static_cast<int64_t>(i), values[i]);
-    return b_.Add(HloInstruction::CreateConstant(std::move(literal)));
-  }
-  HloInstruction* Xor(HloInstruction* a, HloInstruction* b) { return f_.Binary(HloOpcode::kXor, a, b); }
-  HloInstruction* RotateLeft(HloInstruction* v, int distance) {
-    return f_.Binary(HloOpcode::kOr, f_.Binary(HloOpcode::kShiftLeft, v, Splat(static_cast<uint32_t>(distance))),
-                     f_.Binary(HloOpcode::kShiftRightLogical, v, Splat(static_cast<uint32_t>(32 - distance))));
+    return w_.b().Add(HloInstruction::CreateConstant(std::move(literal)));
   }
   // sum = a + b over the bits' shape and whether it wrapped (sum < b).
   std::pair<HloInstruction*, HloInstruction*> AddWithCarry(HloInstruction* a, HloInstruction* b) {
-    HloInstruction* sum = f_.Add(a, b);
-    return {sum, f_.Compare(sum, b, ComparisonDirection::kLt)};
+    HloInstruction* sum = w_.f().Add(a, b);
+    return {sum, w_.f().Compare(sum, b, ComparisonDirection::kLt)};
   }
-  HloInstruction* Carry(ElementwiseBuilder& e, HloInstruction* word, HloInstruction* carry) {
-    return e.Add(word, e.builder().Convert(carry, U32));
+  static HloInstruction* Carry(WordOps& ops, HloInstruction* word, HloInstruction* carry) {
+    return ops.f().Add(word, ops.b().Convert(carry, U32));
   }
 
   // Threefry-2x32 of the counter state_[2..3] + the block of each element; the new counter in `next`.
@@ -198,51 +276,33 @@ class Expander {
           }
       computed = outer * half * inner;
     }
-    HloInstruction* block = Table(blocks);
-    auto [x0, carry] = AddWithCarry(Broadcast(state_[2]), block);
-    HloInstruction* x1 = Carry(f_, Broadcast(state_[3]), carry);
+    auto [x0, carry] = AddWithCarry(w_.Broadcast(state_[2]), Table(blocks));
+    HloInstruction* x1 = Carry(w_, w_.Broadcast(state_[3]), carry);
     // Key schedule on scalars: ks2 = k0 ^ k1 ^ C; the injections after group g add ks[(g+1)%3] to x0
     // and ks[(g+2)%3] + g + 1 to x1.
+    ElementwiseBuilder& f = w_.f();
     HloInstruction* ks[3] = {state_[0], state_[1],
-                             s_.Binary(HloOpcode::kXor, s_.Binary(HloOpcode::kXor, state_[0], state_[1]), Scalar(0x1BD11BDAu))};
-    HloInstruction* a = f_.Add(x0, Broadcast(ks[0]));
-    HloInstruction* b = f_.Add(x1, Broadcast(ks[1]));
+                             s_.Xor(s_.Xor(state_[0], state_[1]), s_.Scalar(0x1BD11BDAu))};
+    HloInstruction* a = f.Add(x0, w_.Broadcast(ks[0]));
+    HloInstruction* b = f.Add(x1, w_.Broadcast(ks[1]));
     static constexpr int kRotations[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
     for (int group = 0; group < 5; ++group) {
       for (int r : kRotations[group % 2]) {
-        a = f_.Add(a, b);
-        b = Xor(RotateLeft(b, r), a);
+        a = f.Add(a, b);
+        b = w_.Xor(w_.RotateLeft(b, r), a);
       }
-      a = f_.Add(a, Broadcast(ks[(group + 1) % 3]));
-      b = f_.Add(b, Broadcast(s_.Add(ks[(group + 2) % 3], Scalar(static_cast<uint32_t>(group + 1)))));
+      a = f.Add(a, w_.Broadcast(ks[(group + 1) % 3]));
+      b = f.Add(b, w_.Broadcast(s_.f().Add(ks[(group + 2) % 3], s_.Scalar(static_cast<uint32_t>(group + 1)))));
     }
     // counter + computed (fewer than 2^32 blocks).
-    HloInstruction* low = s_.Add(state_[2], Scalar(static_cast<uint32_t>(computed)));
-    HloInstruction* wrapped = s_.Compare(low, Scalar(static_cast<uint32_t>(computed)), ComparisonDirection::kLt);
+    HloInstruction* low = s_.f().Add(state_[2], s_.Scalar(static_cast<uint32_t>(computed)));
+    HloInstruction* wrapped = s_.f().Compare(low, s_.Scalar(static_cast<uint32_t>(computed)), ComparisonDirection::kLt);
     *next = {low, Carry(s_, state_[3], wrapped)};
-    return f_.Select(Table(std::vector<bool>(second.begin(), second.end())), b, a);
+    return f.Select(Table(second), b, a);
   }
 
-  // (high, low) words of x * k.
-  std::pair<HloInstruction*, HloInstruction*> MultiplyHighLow(HloInstruction* x, uint32_t k) {
-    // x * k = (xh 2^16 + xl)(kh 2^16 + kl): four products of 16-bit halves, exact in u32.
-    HloInstruction* mask = Splat(0xffffu);
-    HloInstruction* sixteen = Splat(16);
-    HloInstruction* xl = f_.Binary(HloOpcode::kAnd, x, mask);
-    HloInstruction* xh = f_.Binary(HloOpcode::kShiftRightLogical, x, sixteen);
-    HloInstruction* ll = f_.Mul(xl, Splat(k & 0xffffu));
-    HloInstruction* lh = f_.Mul(xl, Splat(k >> 16));
-    HloInstruction* hl = f_.Mul(xh, Splat(k & 0xffffu));
-    HloInstruction* hh = f_.Mul(xh, Splat(k >> 16));
-    auto high_half = [&](HloInstruction* v) { return f_.Binary(HloOpcode::kShiftRightLogical, v, sixteen); };
-    auto low_half = [&](HloInstruction* v) { return f_.Binary(HloOpcode::kAnd, v, mask); };
-    HloInstruction* middle = f_.Add(f_.Add(high_half(ll), low_half(lh)), low_half(hl));
-    HloInstruction* high = f_.Add(f_.Add(f_.Add(hh, high_half(lh)), high_half(hl)), high_half(middle));
-    return {high, f_.Mul(x, Splat(k))};
-  }
-
-  // Philox-4x32 of the u128 counter + the block of each element (four words a block); the new counter
-  // (its low 64 bits for a two-word state) in `next`.
+  // Philox-4x32 of the u128 counter + the block of each element (four words a block), its rounds in a
+  // counted loop; the new counter (its low 64 bits for a two-word state) in `next`.
   HloInstruction* Philox(std::vector<HloInstruction*>* next) {
     const bool three = state_.size() == 6;
     // The counter's words, low first: state[1], then state[2] (three words) or the key state[0] again.
@@ -255,45 +315,44 @@ class Expander {
       blocks.push_back(static_cast<uint32_t>(e / 4));
       for (int w = 0; w < 3; ++w) word[w].push_back(e % 4 == w);
     }
-    HloInstruction* block = Table(blocks);
+    ElementwiseBuilder& f = w_.f();
     HloInstruction* x[4];
     HloInstruction* carry;
-    std::tie(x[0], carry) = AddWithCarry(Broadcast(counter[0]), block);
+    std::tie(x[0], carry) = AddWithCarry(w_.Broadcast(counter[0]), Table(blocks));
     for (int w = 1; w < 4; ++w) {
-      x[w] = Carry(f_, Broadcast(counter[w]), carry);
-      if (w < 3) carry = f_.Binary(HloOpcode::kAnd, carry, f_.Compare(x[w], Splat(0), ComparisonDirection::kEq));
+      x[w] = Carry(w_, w_.Broadcast(counter[w]), carry);
+      if (w < 3) carry = f.Binary(HloOpcode::kAnd, carry, f.Compare(x[w], w_.Splat(0), ComparisonDirection::kEq));
     }
-    HloInstruction* key0 = state_[0];
-    HloInstruction* key1 = state_[1];
-    for (int round = 0; round < 10; ++round) {
-      auto [high0, low0] = MultiplyHighLow(x[0], 0xD2511F53u);
-      auto [high1, low1] = MultiplyHighLow(x[2], 0xCD9E8D57u);
-      HloInstruction* y[4] = {Xor(Xor(high1, x[1]), Broadcast(key0)), low1, Xor(Xor(high0, x[3]), Broadcast(key1)), low0};
-      std::copy(y, y + 4, x);
-      if (round == 9) break;
-      key0 = s_.Add(key0, Scalar(0x9E3779B9u));
-      key1 = s_.Add(key1, Scalar(0xBB67AE85u));
-    }
+    HloBuilder& b = w_.b();
+    HloInstruction* init = b.Add(HloInstruction::CreateTuple(
+        {b.Add(HloInstruction::CreateConstant(hlo::Literal::CreateR0<int32_t>(0))), x[0], x[1], x[2], x[3], state_[0],
+         state_[1]}));
+    HloInstruction* loop = b.Add(HloInstruction::Create(HloOpcode::kWhile, PhiloxLoopShape(dims_), {init}));
+    loop->AddCalledComputation("condition", PhiloxCondition(module_, dims_));
+    loop->AddCalledComputation("body", PhiloxRound(module_, dims_));
+    for (int w = 0; w < 4; ++w) x[w] = b.Add(HloInstruction::CreateGetTupleElement(loop, w + 1));
     // counter + blocks (fewer than 2^32), carried through the words the state keeps.
     const uint32_t used = static_cast<uint32_t>((elements + 3) / 4);
-    HloInstruction* low = s_.Add(counter[0], Scalar(used));
-    HloInstruction* wrapped = s_.Compare(low, Scalar(used), ComparisonDirection::kLt);
+    HloInstruction* low = s_.f().Add(counter[0], s_.Scalar(used));
+    HloInstruction* wrapped = s_.f().Compare(low, s_.Scalar(used), ComparisonDirection::kLt);
     next->push_back(low);
     const int kept = three ? 4 : 2;
     for (int w = 1; w < kept; ++w) {
       next->push_back(Carry(s_, counter[w], wrapped));
-      if (w + 1 < kept) wrapped = s_.Binary(HloOpcode::kAnd, wrapped, s_.Compare(next->back(), Scalar(0), ComparisonDirection::kEq));
+      if (w + 1 < kept) {
+        wrapped = s_.f().Binary(HloOpcode::kAnd, wrapped,
+                                s_.f().Compare(next->back(), s_.Scalar(0), ComparisonDirection::kEq));
+      }
     }
-    return f_.Select(Table(word[0]), x[0], f_.Select(Table(word[1]), x[1], f_.Select(Table(word[2]), x[2], x[3])));
+    return f.Select(Table(word[0]), x[0], f.Select(Table(word[1]), x[1], f.Select(Table(word[2]), x[2], x[3])));
   }
 
+  hlo::HloModule* module_;
   const Plan& plan_;
-  HloBuilder b_;
   std::vector<int64_t> dims_;
-  ElementwiseBuilder f_;
-  ElementwiseBuilder s_;
+  WordOps w_;
+  WordOps s_;
   std::vector<HloInstruction*> state_;  // the state's u32 words as scalars, low first
-  std::map<uint32_t, HloInstruction*> splats_;
 };
 
 }  // namespace
@@ -310,7 +369,7 @@ StatusOr<bool> RngBitGeneratorExpansion::Run(hlo::HloModule* module) {
     }
     for (HloInstruction* generator : generators) {
       TPU_ASSIGN_OR_RETURN(Plan plan, MakePlan(generator));
-      TPU_RETURN_IF_ERROR(Expander(computation, plan).Run());
+      TPU_RETURN_IF_ERROR(Expander(module, computation, plan).Run());
       changed = true;
     }
   }

@@ -54,13 +54,18 @@ void ExpectSameValues(const std::string& text, const hlo::HloModule& rewritten, 
 TEST(RngBitGeneratorExpansionTest, PhiloxOfAJaxKeyBecomesU32Arithmetic) {
   RngBitGeneratorExpansion pass;
   const std::string text = JaxModule("rng_default", "u32[3,5]{1,0}");
+  // The key's and counter's words as scalars, the counter of each element's block (a constant table)
+  // with its carries, the ten rounds in a counted loop, then each element's word of its block.
   const char* checks = R"(
 CHECK:      u32[1,1]{1,0} slice(u32[2,2]{1,0} %w), slice={[0:1], [0:1]}
-CHECK:      u32[3,5] add(u32[3,5] %{{[a-z.0-9]+}}, u32[3,5] %{{[a-z.0-9]+}})
-CHECK:      pred[3,5] compare(u32[3,5] %{{[a-z.0-9]+}}, u32[3,5]{{.*}}), direction=LT
+CHECK:      pred[3,5] compare(u32[3,5] %{{[a-z.0-9]+}}, u32[3,5]{1,0} %{{[a-z.0-9]+}}), direction=LT
+CHECK:      while({{.*}}), condition=%philox_condition, body=%philox_round
+CHECK:      u32[3,5] select(
+CHECK:      %philox_condition
+CHECK:      ROOT %{{[a-z.0-9]+}} = pred[] compare(s32[] %{{[a-z.0-9.-]+}}, s32[] %{{[a-z.0-9.]+}}), direction=LT
+CHECK:      %philox_round
 CHECK:      u32[3,5] multiply(
 CHECK:      u32[3,5] shift-right-logical(
-CHECK:      u32[3,5] select(
 CHECK-NOT:  rng-bit-generator
 CHECK-NOT:  u64
 )";
