@@ -164,7 +164,9 @@ Status Main(int argc, char** argv) {
                 "(compiler/passes/bf16_normalization.h), s8/s16/u8/u16 arithmetic s32 operations wrapped back\n"
                 "(integer_normalization.h), f32 remainder and atan2 f32 arithmetic (remainder_expansion.h,\n"
                 "atan2_expansion.h), integer divide and remainder a long-division loop\n"
-                "(integer_division_expansion.h), and dots of any rank rank-2 dots (matrix_dots.h).\n\n"
+                "(integer_division_expansion.h), rng-bit-generator of a key in u32 words u32 arithmetic with\n"
+                "u8/u16/u32 bits (rng_bit_generator_expansion.h; of a constant key its folded values), and dots of\n"
+                "any rank rank-2 dots (matrix_dots.h).\n\n"
                 "| opcode | element types |\n|---|---|\n");
     for (const SupportedOpcode& opcode : SupportedOpcodes()) {
       std::printf("| %s | %s |\n", opcode.name.c_str(), opcode.element_types.c_str());
