@@ -94,6 +94,20 @@ def test_device_matches_cpu_for_a_key_in_u32_words(algorithm, dtype, shape):
         assert_same_bits(jax.jit(fun)(key), [np.asarray(v) for v in tpusim.device_get(device_jit(fun)(key))])
 
 
+@pytest.mark.parametrize("impl", ["rbg", "unsafe_rbg"])
+def test_device_matches_cpu_for_rbg_keys_passed_in(impl):
+    """A key the program takes: split (threefry for 'rbg', the generator itself for 'unsafe_rbg'), uniform
+    floats, raw bits and the new key's data, all bit for bit on the device."""
+    def sample(data, x):
+        key = jax.random.wrap_key_data(data, impl=impl)
+        k1, k2 = jax.random.split(key)
+        return x + jax.random.uniform(k1, x.shape), jax.random.bits(k2, (5,)), jax.random.key_data(k2)
+    x = np.linspace(-1, 1, 26, dtype=np.float32).reshape(2, 13)
+    for key in KEYS:
+        assert_same_bits(jax.jit(sample)(key, x),
+                         [np.asarray(v) for v in jax.tree_util.tree_leaves(tpusim.device_get(device_jit(sample)(key, x)))])
+
+
 def test_device_matches_cpu_for_a_constant_rbg_key():
     """jax.random.key(0, impl='rbg') under jit: the bits fold at compile time, the rest runs on the device."""
     def noisy(x):
