@@ -154,6 +154,65 @@ class WordOps {
   std::map<uint32_t, HloInstruction*> splats_;
 };
 
+// Threefry-2x32 as a counted loop of its 5 groups of four rounds (one group of code). State: (group:
+// s32[], a, b: u32[dims], the group's rotations r0..r3 and the next group's q0..q3, the keys the
+// injection after the group adds (kA to a, kB + step to b) and kC, the one after that, step = group + 1:
+// u32[]). A group swaps the rotation sets and rotates (kA, kB, kC) to (kB, kC, kA).
+constexpr int kThreeFryGroups = 5;
+constexpr int kThreeFryState = 15;
+enum ThreeFryElement { kGroup = 0, kA = 1, kB = 2, kRotations = 3, kNextRotations = 7, kKeyA = 11, kKeyB, kKeyC, kStep };
+
+hlo::Shape ThreeFryLoopShape(const std::vector<int64_t>& dims) {
+  const hlo::Shape words = hlo::Shape::Make(U32, dims);
+  std::vector<hlo::Shape> elements = {hlo::Shape::Make(PrimitiveType::S32, {}), words, words};
+  while (elements.size() < kThreeFryState) elements.push_back(hlo::Shape::Make(U32, {}));
+  return hlo::Shape::MakeTuple(std::move(elements));
+}
+
+// state[index] < limit, as the condition of a counted loop.
+HloComputation* CountedCondition(hlo::HloModule* module, const std::string& name, const hlo::Shape& shape,
+                                 int64_t index, int32_t limit) {
+  auto computation = std::make_unique<HloComputation>(UniqueComputationName(*module, name));
+  HloComputation* c = computation.get();
+  HloInstruction* state = c->AddInstruction(HloInstruction::CreateParameter(0, shape, "state"));
+  HloInstruction* count = c->AddInstruction(HloInstruction::CreateGetTupleElement(state, index));
+  HloInstruction* bound = c->AddInstruction(HloInstruction::CreateConstant(hlo::Literal::CreateR0<int32_t>(limit)));
+  c->set_root_instruction(c->AddInstruction(
+      HloInstruction::CreateCompare(hlo::Shape::Make(PRED, {}), count, bound, ComparisonDirection::kLt)));
+  return module->AddEmbeddedComputation(std::move(computation));
+}
+
+HloComputation* ThreeFryGroup(hlo::HloModule* module, const std::vector<int64_t>& dims) {
+  auto computation = std::make_unique<HloComputation>(UniqueComputationName(*module, "three_fry_group"));
+  HloComputation* c = computation.get();
+  HloInstruction* state = c->AddInstruction(HloInstruction::CreateParameter(0, ThreeFryLoopShape(dims), "state"));
+  HloInstruction* e[kThreeFryState];
+  for (int i = 0; i < kThreeFryState; ++i) e[i] = c->AddInstruction(HloInstruction::CreateGetTupleElement(state, i));
+  WordOps w(c, dims);
+  WordOps s(c, {});
+  HloInstruction* a = e[kA];
+  HloInstruction* b = e[kB];
+  for (int r = 0; r < 4; ++r) {
+    HloInstruction* left = e[kRotations + r];
+    HloInstruction* right = s.f().Sub(s.Scalar(32), left);
+    a = w.f().Add(a, b);
+    b = w.Xor(w.f().Binary(HloOpcode::kOr, w.f().Binary(HloOpcode::kShiftLeft, b, w.Broadcast(left)),
+                           w.f().Binary(HloOpcode::kShiftRightLogical, b, w.Broadcast(right))),
+              a);
+  }
+  a = w.f().Add(a, w.Broadcast(e[kKeyA]));
+  b = w.f().Add(b, w.Broadcast(s.f().Add(e[kKeyB], e[kStep])));
+  HloInstruction* group = c->AddInstruction(HloInstruction::CreateBinary(
+      hlo::Shape::Make(PrimitiveType::S32, {}), HloOpcode::kAdd, e[kGroup],
+      c->AddInstruction(HloInstruction::CreateConstant(hlo::Literal::CreateR0<int32_t>(1)))));
+  std::vector<HloInstruction*> next = {group, a, b};
+  for (int r = 0; r < 4; ++r) next.push_back(e[kNextRotations + r]);
+  for (int r = 0; r < 4; ++r) next.push_back(e[kRotations + r]);
+  next.insert(next.end(), {e[kKeyB], e[kKeyC], e[kKeyA], s.f().Add(e[kStep], s.Scalar(1))});
+  c->set_root_instruction(c->AddInstruction(HloInstruction::CreateTuple(next)));
+  return module->AddEmbeddedComputation(std::move(computation));
+}
+
 // Philox-4x32 as a counted loop of its 10 rounds (one round of code: the device's instruction memory is
 // small). State: (round: s32[], x0..x3: u32[dims], k0, k1: u32[]).
 constexpr int kPhiloxRounds = 10;
@@ -162,17 +221,6 @@ hlo::Shape PhiloxLoopShape(const std::vector<int64_t>& dims) {
   const hlo::Shape words = hlo::Shape::Make(U32, dims);
   const hlo::Shape scalar = hlo::Shape::Make(U32, {});
   return hlo::Shape::MakeTuple({hlo::Shape::Make(PrimitiveType::S32, {}), words, words, words, words, scalar, scalar});
-}
-
-HloComputation* PhiloxCondition(hlo::HloModule* module, const std::vector<int64_t>& dims) {
-  auto computation = std::make_unique<HloComputation>(UniqueComputationName(*module, "philox_condition"));
-  HloComputation* c = computation.get();
-  HloInstruction* state = c->AddInstruction(HloInstruction::CreateParameter(0, PhiloxLoopShape(dims), "state"));
-  HloInstruction* round = c->AddInstruction(HloInstruction::CreateGetTupleElement(state, 0));
-  HloInstruction* limit = c->AddInstruction(HloInstruction::CreateConstant(hlo::Literal::CreateR0<int32_t>(kPhiloxRounds)));
-  c->set_root_instruction(c->AddInstruction(
-      HloInstruction::CreateCompare(hlo::Shape::Make(PRED, {}), round, limit, ComparisonDirection::kLt)));
-  return module->AddEmbeddedComputation(std::move(computation));
 }
 
 HloComputation* PhiloxRound(hlo::HloModule* module, const std::vector<int64_t>& dims) {
@@ -278,22 +326,23 @@ class Expander {
     }
     auto [x0, carry] = AddWithCarry(w_.Broadcast(state_[2]), Table(blocks));
     HloInstruction* x1 = Carry(w_, w_.Broadcast(state_[3]), carry);
-    // Key schedule on scalars: ks2 = k0 ^ k1 ^ C; the injections after group g add ks[(g+1)%3] to x0
-    // and ks[(g+2)%3] + g + 1 to x1.
+    // Key schedule: ks2 = k0 ^ k1 ^ C; the injection after group g adds ks[(g+1)%3] to a and
+    // ks[(g+2)%3] + g + 1 to b.
     ElementwiseBuilder& f = w_.f();
     HloInstruction* ks[3] = {state_[0], state_[1],
                              s_.Xor(s_.Xor(state_[0], state_[1]), s_.Scalar(0x1BD11BDAu))};
-    HloInstruction* a = f.Add(x0, w_.Broadcast(ks[0]));
-    HloInstruction* b = f.Add(x1, w_.Broadcast(ks[1]));
-    static constexpr int kRotations[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
-    for (int group = 0; group < 5; ++group) {
-      for (int r : kRotations[group % 2]) {
-        a = f.Add(a, b);
-        b = w_.Xor(w_.RotateLeft(b, r), a);
-      }
-      a = f.Add(a, w_.Broadcast(ks[(group + 1) % 3]));
-      b = f.Add(b, w_.Broadcast(s_.f().Add(ks[(group + 2) % 3], s_.Scalar(static_cast<uint32_t>(group + 1)))));
-    }
+    HloBuilder& builder = w_.b();
+    std::vector<HloInstruction*> init = {builder.Add(HloInstruction::CreateConstant(hlo::Literal::CreateR0<int32_t>(0))),
+                                         f.Add(x0, w_.Broadcast(ks[0])), f.Add(x1, w_.Broadcast(ks[1]))};
+    for (uint32_t r : {13u, 15u, 26u, 6u, 17u, 29u, 16u, 24u}) init.push_back(s_.Scalar(r));
+    init.insert(init.end(), {ks[1], ks[2], ks[0], s_.Scalar(1)});
+    HloInstruction* loop = builder.Add(HloInstruction::Create(
+        HloOpcode::kWhile, ThreeFryLoopShape(dims_), {builder.Add(HloInstruction::CreateTuple(init))}));
+    loop->AddCalledComputation("condition", CountedCondition(module_, "three_fry_condition", ThreeFryLoopShape(dims_),
+                                                             kGroup, kThreeFryGroups));
+    loop->AddCalledComputation("body", ThreeFryGroup(module_, dims_));
+    HloInstruction* a = builder.Add(HloInstruction::CreateGetTupleElement(loop, kA));
+    HloInstruction* b = builder.Add(HloInstruction::CreateGetTupleElement(loop, kB));
     // counter + computed (fewer than 2^32 blocks).
     HloInstruction* low = s_.f().Add(state_[2], s_.Scalar(static_cast<uint32_t>(computed)));
     HloInstruction* wrapped = s_.f().Compare(low, s_.Scalar(static_cast<uint32_t>(computed)), ComparisonDirection::kLt);
@@ -328,7 +377,8 @@ class Expander {
         {b.Add(HloInstruction::CreateConstant(hlo::Literal::CreateR0<int32_t>(0))), x[0], x[1], x[2], x[3], state_[0],
          state_[1]}));
     HloInstruction* loop = b.Add(HloInstruction::Create(HloOpcode::kWhile, PhiloxLoopShape(dims_), {init}));
-    loop->AddCalledComputation("condition", PhiloxCondition(module_, dims_));
+    loop->AddCalledComputation("condition", CountedCondition(module_, "philox_condition", PhiloxLoopShape(dims_), 0,
+                                                             kPhiloxRounds));
     loop->AddCalledComputation("body", PhiloxRound(module_, dims_));
     for (int w = 0; w < 4; ++w) x[w] = b.Add(HloInstruction::CreateGetTupleElement(loop, w + 1));
     // counter + blocks (fewer than 2^32), carried through the words the state keeps.

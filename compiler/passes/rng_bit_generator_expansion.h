@@ -11,7 +11,9 @@
 //
 // Every output element computes its own block (elementwise over the output shape, with a constant table of
 // block indices and word positions): three-fry computes each block twice (its two words are two
-// elements), philox four times; no lane moves. An rng-bit-generator whose state needs no parameter is left
+// elements), philox four times; no lane moves. The rounds run in counted loops (three-fry's five groups of
+// four rounds, their rotations in the loop state; philox's ten rounds), so that one group or round of
+// code fits the device's instruction memory. An rng-bit-generator whose state needs no parameter is left
 // to fold-parameter-independent, which evaluates it with the interpreter.
 #pragma once
 

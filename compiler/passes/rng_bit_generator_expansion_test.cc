@@ -82,6 +82,27 @@ CHECK-NEXT: %nk = u32[4]{0} reshape(u32[2,2]{1,0} %[[WORDS]])
   ExpectSameValues(text, *result.module, 4);
 }
 
+TEST(RngBitGeneratorExpansionTest, ThreeFryRunsItsFiveGroupsInACountedLoop) {
+  RngBitGeneratorExpansion pass;
+  const std::string text = JaxModule("rng_three_fry", "u32[4,3]{1,0}");
+  // Each element's block (a constant table, 4 x 3 split along the even dimension 0), the groups in a
+  // loop whose rotations are state, then each element's word of its block.
+  const char* checks = R"(
+CHECK:      pred[4,3]{1,0} constant({ {false, false, false}, {true, true, true}, {false, false, false}, {true, true, true} })
+CHECK:      u32[4,3]{1,0} constant({ {0, 1, 2}, {0, 1, 2}, {3, 4, 5}, {3, 4, 5} })
+CHECK:      while({{.*}}), condition=%three_fry_condition, body=%three_fry_group
+CHECK:      u32[4,3] select(
+CHECK:      %three_fry_condition
+CHECK:      ROOT %{{[a-z.0-9]+}} = pred[] compare(s32[] %{{[a-z.0-9.-]+}}, s32[] %{{[a-z.0-9.]+}}), direction=LT
+CHECK:      %three_fry_group
+CHECK:      u32[4,3] shift-left(u32[4,3] %{{[a-z.0-9.-]+}}, u32[4,3] %{{[a-z.0-9.-]+}})
+CHECK-NOT:  rng-bit-generator
+)";
+  auto result = ExpectRewrite(pass, text, checks);
+  ASSERT_NE(result.module, nullptr);
+  ExpectSameValues(text, *result.module, 4);
+}
+
 TEST(RngBitGeneratorExpansionTest, EveryAlgorithmWidthAndShapeComputesTheInterpretersBits) {
   struct Case {
     const char* algorithm;
