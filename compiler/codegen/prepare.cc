@@ -37,7 +37,7 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   pipeline->AddPass<InlineCallsAndFusions>();
   // Conditions, bodies and branches are lowered in line: one computation each.
   pipeline->AddPass<UnshareComputations>();
-  // Before integer-normalization, which takes its u8 and u16 bits' converts as they come.
+  // Before integer-normalization, which then widens the narrow arithmetic on u8 and u16 bits like any other.
   pipeline->AddPass<RngBitGeneratorExpansion>();
   pipeline->AddPass<Bf16Normalization>();
   pipeline->AddPass<IntegerNormalization>();
