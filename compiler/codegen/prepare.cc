@@ -24,6 +24,7 @@
 #include "compiler/passes/reduce_minor_through_transpose.h"
 #include "compiler/passes/reshape_through_transpose.h"
 #include "compiler/passes/row_gathers.h"
+#include "compiler/passes/rng_bit_generator_expansion.h"
 #include "compiler/passes/split_dots.h"
 #include "compiler/passes/s64_range_check.h"
 #include "compiler/passes/sort_expansion.h"
@@ -47,6 +48,8 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   // normalizations below handle.
   pipeline->AddPass<TopKRewrite>();
   pipeline->AddPass<SortExpansion>();
+  // Before integer-normalization, which then widens the narrow arithmetic on u8 and u16 bits like any other.
+  pipeline->AddPass<RngBitGeneratorExpansion>();
   pipeline->AddPass<Bf16Normalization>();
   pipeline->AddPass<F16Normalization>();
   pipeline->AddPass<IntegerNormalization>();

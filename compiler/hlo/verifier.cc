@@ -71,9 +71,22 @@ StatusOr<Shape> InferShape(const HloInstruction& instruction) {
     Shape result = operand_shape(0);
     if (opcode == HloOpcode::kConvert || opcode == HloOpcode::kBitcastConvert) result.element_type = own.element_type;
     if (opcode == HloOpcode::kIsFinite) result.element_type = PrimitiveType::PRED;
-    if (opcode == HloOpcode::kBitcastConvert &&
-        PrimitiveTypeByteSize(own.element_type) != PrimitiveTypeByteSize(operand_shape(0).element_type))
-      return ShapeError(instruction, "bitcast-convert between element types of different sizes is not supported");
+    if (opcode == HloOpcode::kBitcastConvert) {
+      // A change of width adds (to narrower) or drops (from narrower) a minor dimension of the ratio.
+      const int64_t to = PrimitiveTypeByteSize(own.element_type);
+      const int64_t from = PrimitiveTypeByteSize(operand_shape(0).element_type);
+      if (to < from) {
+        if (from % to != 0) return ShapeError(instruction, "element widths are not multiples of each other");
+        result.dimensions.push_back(from / to);
+      } else if (to > from) {
+        if (to % from != 0 || result.rank() == 0 || result.dimensions.back() != to / from)
+          return ShapeError(instruction, "a bitcast-convert to a wider type takes a minor dimension of " +
+                                             std::to_string(to / std::max<int64_t>(from, 1)) + " words, not " +
+                                             operand_shape(0).ToString());
+        result.dimensions.pop_back();
+      }
+      if (to != from) result = Shape::Make(own.element_type, result.dimensions);
+    }
     return result;
   }
   if (IsElementwiseBinary(opcode)) {
@@ -109,6 +122,14 @@ StatusOr<Shape> InferShape(const HloInstruction& instruction) {
         if (!operand_shape(i).IsToken()) return ShapeError(instruction, "after-all takes tokens only");
       }
       return Shape::MakeToken();
+    case HloOpcode::kRngBitGenerator:
+      // (state, bits) rng-bit-generator(state): the state comes back with the same shape.
+      if (!own.IsTuple() || own.tuple_shapes.size() != 2 || !own.tuple_shapes[1].IsArray() ||
+          !operand_shape(0).IsArray() || own.tuple_shapes[0] != operand_shape(0))
+        return ShapeError(instruction, "an rng-bit-generator of a " + operand_shape(0).ToString() +
+                                           " state gives (" + operand_shape(0).ToString() + ", bits), not " +
+                                           own.ToString());
+      return own;
     case HloOpcode::kParameter:
     case HloOpcode::kIota:
     case HloOpcode::kRng:

@@ -14,6 +14,7 @@
 #include "compiler/hlo/collective_groups.h"
 #include "compiler/hlo/verifier.h"
 #include "compiler/interpreter/rendezvous.h"
+#include "compiler/interpreter/rng_bit_generator.h"
 
 namespace tpu::hlo {
 
@@ -528,7 +529,8 @@ StatusOr<Literal> Evaluator::Evaluate(const HloInstruction& instruction, const s
       opcode != HloOpcode::kWhile && opcode != HloOpcode::kConditional && opcode != HloOpcode::kAllReduce &&
       opcode != HloOpcode::kAllGather && opcode != HloOpcode::kReduceScatter && opcode != HloOpcode::kAllToAll &&
       opcode != HloOpcode::kCollectivePermute && opcode != HloOpcode::kScatter && opcode != HloOpcode::kInfeed &&
-      opcode != HloOpcode::kOutfeed && opcode != HloOpcode::kAfterAll && !shape.IsArray())
+      opcode != HloOpcode::kOutfeed && opcode != HloOpcode::kAfterAll && opcode != HloOpcode::kRngBitGenerator &&
+      !shape.IsArray())
     return Unsupported(instruction, "non-array result");
   switch (opcode) {
     case HloOpcode::kParameter: {
@@ -583,11 +585,10 @@ StatusOr<Literal> Evaluator::Evaluate(const HloInstruction& instruction, const s
     case HloOpcode::kConvert:
       return operands[0]->Convert(shape.element_type);
     case HloOpcode::kBitcastConvert: {
-      // The same bytes read as another type of the same width (a change of width reshapes; not supported).
-      if (PrimitiveTypeByteSize(operands[0]->shape().element_type) != PrimitiveTypeByteSize(shape.element_type) ||
-          operands[0]->shape().dimensions != shape.dimensions) {
-        return Unsupported(instruction, "a change of element width");
-      }
+      // The same bytes read as another type; a change of width adds or drops a minor dimension of the
+      // ratio (u32[n,2] <-> u64[n]: the little-endian words of each wide element, low first), which the
+      // verifier checked.
+      if (operands[0]->shape().ByteSize() != shape.ByteSize()) return Unsupported(instruction, "a change of size");
       Literal result(ArrayShape(shape));
       std::memcpy(result.untyped_data(), operands[0]->untyped_data(), static_cast<size_t>(shape.ByteSize()));
       return result;
@@ -779,6 +780,8 @@ StatusOr<Literal> Evaluator::Evaluate(const HloInstruction& instruction, const s
       }
       TPU_RETURN_IF_ERROR(options_.outfeed(*operands[0]));
       return Literal(Shape::MakeToken());
+    case HloOpcode::kRngBitGenerator:
+      return EvaluateRngBitGenerator(instruction, *operands[0]);
     case HloOpcode::kGather:
       return Gather(instruction, *operands[0], *operands[1]);
     case HloOpcode::kScatter:

@@ -253,6 +253,79 @@ TEST(InterpreterTest, IdentityCustomCallAndUnsupportedOnes) {
   EXPECT_NE(rng_result.status().message().find("rng"), std::string::npos);
 }
 
+// The state as JAX passes it (u32[4] -> u32[2,2] -> u64[2]) and back: a change of width adds or drops the
+// minor dimension, the little-endian words of each u64, low first.
+TEST(InterpreterTest, BitcastConvertBetweenWidths) {
+  std::vector<Literal> out = RunAll(Module("  %k = u32[2,2]{1,0} parameter(0)\n"
+                                           "  %s = u64[2]{0} bitcast-convert(%k)\n"
+                                           "  %w = u32[2,2]{1,0} bitcast-convert(%s)\n"
+                                           "  ROOT %t = (u64[2]{0}, u32[2,2]{1,0}) tuple(%s, %w)\n"),
+                                    {Literal::CreateR2<uint32_t>({{1, 2}, {0xffffffffu, 7}})});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0], Literal::CreateR1<uint64_t>({0x200000001ull, 0x7ffffffffull}));
+  EXPECT_EQ(out[1], Literal::CreateR2<uint32_t>({{1, 2}, {0xffffffffu, 7}}));
+  auto bad = ParseHloModule(Module("  %k = u32[2,3]{1,0} parameter(0)\n  ROOT %s = u64[2]{0} bitcast-convert(%k)\n"));
+  ASSERT_TRUE(bad.ok());
+  EXPECT_FALSE(VerifyHloModule(**bad).ok());
+}
+
+// (state', bits) of one rng-bit-generator of `state`.
+std::vector<Literal> RngBits(const std::string& algorithm, const std::string& bits, const Literal& state) {
+  const std::string state_shape = state.shape().ToString();
+  return RunAll(Module("  %s = " + state_shape + " parameter(0)\n  ROOT %r = (" + state_shape + ", " + bits +
+                       ") rng-bit-generator(%s), algorithm=" + algorithm + "\n"),
+                {state});
+}
+
+// Values of XLA on the CPU (jax.lax.rng_bit_generator; sw/frontend/tests/rng_test.py checks many more
+// against jax.jit directly): counters that wrap, the u32 three-fry split in halves, philox blocks of four
+// words, narrow bits as the low bits of u32 ones. The three-word philox state (JAX does not make one) is
+// the same algorithm with the counter's high half in state[2].
+TEST(InterpreterTest, RngBitGeneratorMatchesXlaOnTheCpu) {
+  const Literal state = Literal::CreateR1<uint64_t>({0x0123456789abcdefull, 0xfffffffffffffffeull});
+  std::vector<Literal> out = RngBits("rng_three_fry", "u32[3]", state);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0], Literal::CreateR1<uint64_t>({0x0123456789abcdefull, 0}));
+  EXPECT_EQ(out[1], Literal::CreateR1<uint32_t>({0xb0f4215bu, 0xe19a60b4u, 0x0b3d7494u}));
+  out = RngBits("rng_three_fry", "u64[2]", Literal::CreateR1<uint64_t>({7, 42}));
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0], Literal::CreateR1<uint64_t>({7, 44}));
+  EXPECT_EQ(out[1], Literal::CreateR1<uint64_t>({0x60f46ce26db8c8e3ull, 0x63097c9b6a8c57ebull}));
+  for (const char* algorithm : {"rng_philox", "rng_default"}) {
+    out = RngBits(algorithm, "u32[5]", state);
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0], Literal::CreateR1<uint64_t>({0x0123456789abcdefull, 0}));
+    EXPECT_EQ(out[1], Literal::CreateR1<uint32_t>({0x0a485194u, 0x41c5f806u, 0xd6822feeu, 0x3885a3d4u, 0x41eb59f3u}));
+  }
+  out = RngBits("rng_philox", "u64[3]", Literal::CreateR1<uint64_t>({3, UINT64_MAX, 5}));
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0], Literal::CreateR1<uint64_t>({3, 1, 6}));
+  EXPECT_EQ(out[1], Literal::CreateR1<uint64_t>({0x2917f32373b23e9full, 0x598891d990de4baaull, 0x88877d48feec574bull}));
+  out = RngBits("rng_philox", "u8[3]", Literal::CreateR1<uint64_t>({1, 2}));
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0], Literal::CreateR1<uint64_t>({1, 3}));
+  EXPECT_EQ(out[1], Literal::CreateR1<uint8_t>({0x49, 0xe8, 0xd7}));
+}
+
+TEST(InterpreterTest, RngBitGeneratorRefusesWhatXlaDoesNotDefine) {
+  auto run = [](const std::string& entry) {
+    auto module = ParseHloModule(Module(entry));
+    EXPECT_TRUE(module.ok()) << module.status();
+    return Interpret(**module, {Literal::CreateR1<uint64_t>({1, 2, 3})}).status();
+  };
+  Status three_fry = run("  %s = u64[3]{0} parameter(0)\n"
+                         "  ROOT %r = (u64[3]{0}, u32[4]{0}) rng-bit-generator(%s), algorithm=rng_three_fry\n");
+  EXPECT_EQ(three_fry.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(three_fry.message().find("%r"), std::string::npos) << three_fry;
+  Status floats = run("  %s = u64[3]{0} parameter(0)\n"
+                      "  ROOT %r = (u64[3]{0}, f32[4]{0}) rng-bit-generator(%s), algorithm=rng_philox\n");
+  EXPECT_EQ(floats.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(floats.message().find("f32 bits"), std::string::npos) << floats;
+  Status name = run("  %s = u64[3]{0} parameter(0)\n"
+                    "  ROOT %r = (u64[3]{0}, u32[4]{0}) rng-bit-generator(%s), algorithm=rng_mystery\n");
+  EXPECT_EQ(name.code(), StatusCode::kInvalidArgument);
+}
+
 TEST(InterpreterTest, ErrorsForBadArgumentsAndElidedConstants) {
   auto module = ParseHloModule(Module("  %x = f32[2]{0} parameter(0)\n  ROOT %n = f32[2]{0} negate(%x)\n"));
   ASSERT_TRUE(module.ok());

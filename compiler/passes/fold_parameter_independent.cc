@@ -1,5 +1,6 @@
 #include "compiler/passes/fold_parameter_independent.h"
 
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -56,19 +57,45 @@ bool DependsOnlyOnConstants(const HloInstruction& instruction) {
   return true;
 }
 
+// An element of a tuple-valued instruction of constants that the device could not compute as it is: an
+// rng-bit-generator of a constant key (its u64 state is not a device value), folded element by element.
+bool IsElementOfFoldableTuple(const HloInstruction& instruction) {
+  if (instruction.opcode() != HloOpcode::kGetTupleElement) return false;
+  const HloInstruction& tuple = *instruction.operand(0);
+  return tuple.opcode() == HloOpcode::kRngBitGenerator && DependsOnlyOnConstants(tuple);
+}
+
 }  // namespace
 
 StatusOr<bool> FoldParameterIndependent::Run(hlo::HloModule* module) {
   bool changed = false;
   for (HloComputation* computation : ProgramComputations(module)) {
+    // The values of the tuples whose elements fold, each evaluated once.
+    std::unordered_map<HloInstruction*, hlo::Literal> tuples;
     // Post order: a value folded earlier makes its users foldable in the same walk.
     for (HloInstruction* instruction : computation->MakeInstructionPostOrder()) {
-      if (KeepAsIs(*instruction) || !DependsOnlyOnConstants(*instruction)) continue;
-      StatusOr<hlo::Literal> value = EvaluateOnConstants(*instruction);
+      StatusOr<hlo::Literal> value = NotFound("not folded");
+      if (IsElementOfFoldableTuple(*instruction)) {
+        HloInstruction* tuple = instruction->operand(0);
+        auto it = tuples.find(tuple);
+        if (it == tuples.end()) {
+          StatusOr<hlo::Literal> evaluated = EvaluateOnConstants(*tuple);
+          if (!evaluated.ok()) continue;
+          it = tuples.emplace(tuple, std::move(evaluated).value()).first;
+        }
+        value = it->second.tuple_elements().at(static_cast<size_t>(instruction->tuple_index()));
+      } else {
+        if (KeepAsIs(*instruction) || !DependsOnlyOnConstants(*instruction)) continue;
+        value = EvaluateOnConstants(*instruction);
+      }
       if (!value.ok()) continue;
       HloInstruction* constant = computation->AddInstruction(HloInstruction::CreateConstant(std::move(value).value()));
       TPU_RETURN_IF_ERROR(computation->ReplaceInstruction(instruction, constant));
       changed = true;
+    }
+    // A folded generator (and its u64 state) goes once all its elements have.
+    for (auto& [tuple, value] : tuples) {
+      TPU_RETURN_IF_ERROR(RemoveIfDead(computation, tuple));
     }
   }
   return changed;

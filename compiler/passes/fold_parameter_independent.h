@@ -5,6 +5,8 @@
 // limit: codegen cannot compute these values on the device. Kept as they are, because codegen handles
 // them better: scalar f32 constants and their broadcasts (immediates and splats), broadcasts of a row
 // along the minor dimension (elementwise users read the row), tuples, calls, fusions and control flow.
+// The elements of an rng-bit-generator of a constant state (a jitted `jax.random.key(0, impl='rbg')`)
+// fold one by one: its u64 state is no device value, the folded bits and state words are.
 // Values the interpreter cannot evaluate are left for codegen to report.
 #pragma once
 

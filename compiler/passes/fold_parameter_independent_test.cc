@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "compiler/hlo/parser.h"
+#include "compiler/interpreter/interpreter.h"
 #include "compiler/passes/pass_test_util.h"
 
 namespace tpu::compiler {
@@ -11,6 +13,47 @@ using hlo::HloOpcode;
 using testing::CountOpcode;
 using testing::ExpectRewrite;
 using testing::ExpectUnchanged;
+
+// jax.random.key(0, impl='rbg') under jit: the key is constant, so the generator's bits and new state
+// fold, element by element (the u64 state itself never reaches the device).
+TEST(FoldParameterIndependentTest, FoldsAnRngBitGeneratorOfAConstantKey) {
+  FoldParameterIndependent pass;
+  const char* input = R"(HloModule rbg
+
+ENTRY %main (x: u32[5]) -> (u32[4], u32[5]) {
+  %x = u32[5]{0} parameter(0)
+  %k = u32[4]{0} constant({1, 2, 3, 4})
+  %w = u32[2,2]{1,0} reshape(u32[4]{0} %k)
+  %s = u64[2]{0} bitcast-convert(u32[2,2]{1,0} %w)
+  %r = (u64[2]{0}, u32[5]{0}) rng-bit-generator(u64[2]{0} %s), algorithm=rng_default
+  %next = u64[2]{0} get-tuple-element((u64[2]{0}, u32[5]{0}) %r), index=0
+  %nw = u32[2,2]{1,0} bitcast-convert(u64[2]{0} %next)
+  %nk = u32[4]{0} reshape(u32[2,2]{1,0} %nw)
+  %b = u32[5]{0} get-tuple-element((u64[2]{0}, u32[5]{0}) %r), index=1
+  %y = u32[5]{0} xor(u32[5]{0} %b, u32[5]{0} %x)
+  ROOT %t = (u32[4]{0}, u32[5]{0}) tuple(u32[4]{0} %nk, u32[5]{0} %y)
+}
+)";
+  // The counter 0x400000003 advanced by two blocks of four words.
+  const char* checks = R"(
+CHECK-NOT:  rng-bit-generator
+CHECK:      %[[BITS:constant.[0-9]+]] = u32[5]{0} constant({{.*}})
+CHECK:      %y = u32[5]{0} xor(u32[5]{0} %[[BITS]], u32[5]{0} %x)
+CHECK:      %[[KEY:constant.[0-9]+]] = u32[4]{0} constant({1, 2, 5, 4})
+CHECK:      ROOT %t = (u32[4]{0}, u32[5]{0}) tuple(u32[4]{0} %[[KEY]], u32[5]{0} %y)
+)";
+  testing::PassResult result = ExpectRewrite(pass, input, checks);
+  ASSERT_NE(result.module, nullptr);
+  auto original = hlo::ParseHloModule(input);
+  ASSERT_TRUE(original.ok());
+  std::vector<hlo::Literal> arguments = {hlo::Literal::CreateR1<uint32_t>({0, 1, 2, 3, 0xffffffffu})};
+  auto expected = hlo::Interpret(**original, arguments);
+  auto got = hlo::Interpret(*result.module, arguments);
+  ASSERT_TRUE(expected.ok() && got.ok());
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ((*got)[0], (*expected)[0]);
+  EXPECT_EQ((*got)[1], (*expected)[1]);
+}
 
 TEST(FoldParameterIndependentTest, FoldsChainsOfValuesThatNeedNoParameter) {
   FoldParameterIndependent pass;

@@ -167,7 +167,9 @@ Status Main(int argc, char** argv) {
                 "(integer_normalization.h), f32 remainder and atan2 f32 arithmetic (remainder_expansion.h,\n"
                 "atan2_expansion.h), integer divide and remainder a long-division loop\n"
                 "(integer_division_expansion.h), sort a bitonic sorting network in a loop (sort_expansion.h),\n"
-                "and dots of any rank rank-2 dots (matrix_dots.h).\n\n"
+                "rng-bit-generator of a key in u32 words u32 arithmetic with u8/u16/u32 bits\n"
+                "(rng_bit_generator_expansion.h; of a constant key its folded values), and dots of any rank\n"
+                "rank-2 dots (matrix_dots.h).\n\n"
                 "| opcode | element types |\n|---|---|\n");
     for (const SupportedOpcode& opcode : SupportedOpcodes()) {
       std::printf("| %s | %s |\n", opcode.name.c_str(), opcode.element_types.c_str());

@@ -1506,6 +1506,45 @@ struct OpcodeSpec {
 };
 
 // gtest prints a failing parameter with this.
+// rng-bit-generator as JAX emits it for an 'rbg' key: u32 words -> u64 state -> (state', bits) -> words.
+// A key passed as a parameter runs through rng-bit-generator-expansion (philox also with a three-word
+// state); every fourth case has a constant key, which folds, and xors the bits with a parameter. Keys
+// whose counters carry across words and wrap.
+Generator RngBitGeneratorCase(const std::string& algorithm, PrimitiveType type) {
+  return [=](Rng& rng, int index) {
+    const bool constant_key = index % 4 == 3;
+    const int64_t words = algorithm != "rng_three_fry" && index % 4 == 2 ? 3 : 2;
+    const std::vector<int64_t> dims = RandomDims(rng, index % 4, 2000);
+    const std::string bits = ShapeText(Shape::Make(type, dims));
+    const std::string flat = "u32[" + std::to_string(2 * words) + "]{0}";
+    const std::string pairs = "u32[" + std::to_string(words) + ",2]{1,0}";
+    const std::string state = "u64[" + std::to_string(words) + "]{0}";
+    Literal key(Shape::Make(PrimitiveType::U32, {2 * words}));
+    for (int64_t i = 0; i < 2 * words; ++i) key.Set<uint32_t>(i, rng() % 3 == 0 ? 0xffffffffu - rng() % 4 : rng());
+    DiffCase c;
+    std::string text = "HloModule rng_bit_generator\n\nENTRY %main {\n";
+    if (constant_key) {
+      text += "  %k = " + flat + " constant(" + key.ValuesToString() + ")\n  %x = " + bits + " parameter(0)\n";
+      Literal x(Shape::Make(type, dims));
+      for (int64_t i = 0; i < x.element_count(); ++i) x.SetFromDouble(i, static_cast<double>(rng() % 256));
+      c.arguments.push_back(std::move(x));
+    } else {
+      text += "  %k = " + flat + " parameter(0)\n";
+      c.arguments.push_back(key);
+    }
+    text += "  %w = " + pairs + " reshape(%k)\n  %s = " + state + " bitcast-convert(%w)\n"
+            "  %r = (" + state + ", " + bits + ") rng-bit-generator(%s), algorithm=" + algorithm + "\n"
+            "  %next = " + state + " get-tuple-element(%r), index=0\n"
+            "  %nw = " + pairs + " bitcast-convert(%next)\n  %nk = " + flat + " reshape(%nw)\n"
+            "  %b = " + bits + " get-tuple-element(%r), index=1\n";
+    if (constant_key) text += "  %bx = " + bits + " xor(%b, %x)\n";
+    text += "  ROOT %out = (" + flat + ", " + bits + ") tuple(%nk, " + (constant_key ? "%bx" : "%b") + ")\n}\n";
+    c.hlo = text;
+    c.exact = true;
+    return c;
+  };
+}
+
 void PrintTo(const OpcodeSpec& spec, std::ostream* out) { *out << spec.name; }
 
 std::vector<OpcodeSpec> AllSpecs() {
@@ -1661,6 +1700,11 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("elementwise_chain", ChainCase);
   for (const char* kind : {"counted", "swap", "data_dependent", "nested"}) add(std::string("while_") + kind, WhileCase(kind));
   add("bitcast_convert", BitcastConvertCase);
+  for (const char* algorithm : {"rng_three_fry", "rng_philox", "rng_default"}) {
+    add(std::string(algorithm + 4) + "_bit_generator_u32", RngBitGeneratorCase(algorithm, PrimitiveType::U32));
+  }
+  add("three_fry_bit_generator_u8", RngBitGeneratorCase("rng_three_fry", PrimitiveType::U8));
+  add("philox_bit_generator_u16", RngBitGeneratorCase("rng_philox", PrimitiveType::U16));
   for (PrimitiveType type : {PrimitiveType::S8, PrimitiveType::U8, PrimitiveType::S16, PrimitiveType::U16}) {
     add(std::string("narrow_integer_") + hlo::PrimitiveTypeName(type), NarrowIntegerCase(type));
   }
