@@ -1,4 +1,4 @@
-// Pooling on the VPU: reduce-window (max, min and sum pooling) and select-and-scatter (the gradient of
+// Pooling on the VPU: reduce-window (max, min and sum pooling; products: cumprod) and select-and-scatter (the gradient of
 // max pooling) over windows on the non-minor dimensions, streamed with DMA like depthwise.cc.
 //
 // Geometry: the minor dimension (channels of NHWC) lies on the lanes and takes no window. Dimension
@@ -18,6 +18,19 @@
 namespace tpu::compiler::codegen_internal {
 
 namespace {
+
+// The reducer of a reduce-window: add, maximum, minimum (ReducerOpcode) or multiply (cumprod), else
+// kUnknown.
+HloOpcode WindowReducerOpcode(const HloInstruction& reduce_window) {
+  const HloOpcode op = ReducerOpcode(reduce_window);
+  if (op != HloOpcode::kUnknown) return op;
+  const hlo::HloComputation* reducer = reduce_window.to_apply();
+  if (reducer == nullptr || reducer->num_parameters() != 2 || reducer->root_instruction() == nullptr) return op;
+  const HloInstruction& root = *reducer->root_instruction();
+  const bool multiply = root.opcode() == HloOpcode::kMultiply && root.operand(0)->opcode() == HloOpcode::kParameter &&
+                        root.operand(1)->opcode() == HloOpcode::kParameter && root.operand(0) != root.operand(1);
+  return multiply ? HloOpcode::kMultiply : HloOpcode::kUnknown;
+}
 
 struct Range {
   int64_t lo = 0, hi = 0;
@@ -232,11 +245,11 @@ Status CodeGenerator::EmitReduceWindow(const HloInstruction& instruction) {
     return Unimplemented(what + ": only single-operand reduce-window is supported");
   }
   const HloInstruction& operand = *instruction.operand(0);
-  const HloOpcode op = ReducerOpcode(instruction);
+  const HloOpcode op = WindowReducerOpcode(instruction);
   if (op == HloOpcode::kUnknown) {
-    return Unimplemented(what + ": only add, maximum and minimum reducers are supported");
+    return Unimplemented(what + ": only add, multiply, maximum and minimum reducers are supported");
   }
-  const isa::Opcode opcode = *VpuOpcodeFor(op);  // VADD, VMAX or VMIN
+  const isa::Opcode opcode = *VpuOpcodeFor(op);  // VADD, VMUL, VMAX or VMIN
   const std::optional<uint32_t> init = ScalarInitBits(*instruction.operand(1));
   if (!init) return Unimplemented(what + ": the init value must be a scalar f32 constant");
   TPU_ASSIGN_OR_RETURN(PoolGeometry g, MakePoolGeometry(instruction, operand.shape(), instruction.shape(), L()));

@@ -278,6 +278,23 @@ StatusOr<std::vector<int64_t>> GetDynamicSliceSizes(const HloInstruction& dynami
   return RequiredList(dynamic_slice, "dynamic_slice_sizes");
 }
 
+StatusOr<TopKAttributes> GetTopKAttributes(const HloInstruction& topk) {
+  TopKAttributes attributes;
+  const std::string* k = topk.raw_attribute("k");
+  if (k == nullptr) return AttributeError(topk, "missing k=");
+  Cursor cursor{*k};
+  if (!cursor.Int(&attributes.k) || !cursor.AtEnd()) return AttributeError(topk, "cannot read k=" + *k);
+  const Shape& operand = topk.operand(0)->shape();
+  if (!operand.IsArray() || operand.rank() < 1 || attributes.k < 0 || attributes.k > operand.dimensions.back()) {
+    return AttributeError(topk, "k=" + *k + " must be in [0, the last dimension of " + operand.ToString() + "]");
+  }
+  if (const std::string* largest = topk.raw_attribute("largest")) {
+    if (*largest != "true" && *largest != "false") return AttributeError(topk, "largest=" + *largest + " is not a bool");
+    attributes.largest = *largest == "true";
+  }
+  return attributes;
+}
+
 StatusOr<std::vector<std::pair<int64_t, int64_t>>> GetSourceTargetPairs(const HloInstruction& permute) {
   std::vector<std::pair<int64_t, int64_t>> pairs;
   const std::string* raw = permute.raw_attribute("source_target_pairs");

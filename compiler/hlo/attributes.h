@@ -44,6 +44,14 @@ StatusOr<ScatterDimensionNumbers> GetScatterDimensionNumbers(const HloInstructio
 // dynamic_slice_sizes={...} of a dynamic-slice (InvalidArgument when missing or not a list).
 StatusOr<std::vector<int64_t>> GetDynamicSliceSizes(const HloInstruction& dynamic_slice);
 
+// k= and largest= of a topk (largest defaults to true, as XLA's); InvalidArgument when k is missing or
+// outside [0, the operand's last dimension].
+struct TopKAttributes {
+  int64_t k = 0;
+  bool largest = true;
+};
+StatusOr<TopKAttributes> GetTopKAttributes(const HloInstruction& topk);
+
 // Replica groups of a collective; empty when the attribute is absent or `{}` (all replicas, one group).
 // Checks that ids are non-negative, appear at most once and that groups have equal sizes.
 StatusOr<std::vector<std::vector<int64_t>>> GetReplicaGroups(const HloInstruction& collective);

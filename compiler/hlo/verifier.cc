@@ -471,6 +471,14 @@ StatusOr<Shape> InferShape(const HloInstruction& instruction) {
         return ShapeError(instruction, "sort needs one dimension in range");
       return elements.size() == 1 ? elements[0] : Shape::MakeTuple(elements);
     }
+    case HloOpcode::kTopK: {
+      TPU_RETURN_IF_ERROR(CheckArray(instruction, 0));
+      TPU_ASSIGN_OR_RETURN(TopKAttributes attributes, GetTopKAttributes(instruction));
+      Shape values = operand_shape(0);
+      values.dimensions.back() = attributes.k;
+      Shape indices = Shape::Make(PrimitiveType::S32, values.dimensions);
+      return Shape::MakeTuple({values, indices});
+    }
     case HloOpcode::kSelectAndScatter: {
       TPU_RETURN_IF_ERROR(CheckArray(instruction, 0));
       TPU_RETURN_IF_ERROR(CheckArray(instruction, 1));

@@ -437,6 +437,7 @@ class Evaluator {
   StatusOr<Literal> ReduceWindow(const HloInstruction& instruction, const Literal& operand, const Literal& init,
                                  int depth);
   StatusOr<Literal> Sort(const HloInstruction& instruction, const std::vector<const Literal*>& operands, int depth);
+  StatusOr<Literal> TopK(const HloInstruction& instruction, const Literal& operand);
   StatusOr<Literal> While(const HloInstruction& instruction, const Literal& init, int depth);
   StatusOr<Literal> Gather(const HloInstruction& instruction, const Literal& operand, const Literal& indices);
   StatusOr<Literal> Scatter(const HloInstruction& instruction, const std::vector<const Literal*>& operands, int depth);
@@ -530,6 +531,7 @@ StatusOr<Literal> Evaluator::Evaluate(const HloInstruction& instruction, const s
       opcode != HloOpcode::kAllGather && opcode != HloOpcode::kReduceScatter && opcode != HloOpcode::kAllToAll &&
       opcode != HloOpcode::kCollectivePermute && opcode != HloOpcode::kScatter && opcode != HloOpcode::kInfeed &&
       opcode != HloOpcode::kOutfeed && opcode != HloOpcode::kAfterAll && opcode != HloOpcode::kRngBitGenerator &&
+      opcode != HloOpcode::kTopK &&
       !shape.IsArray())
     return Unsupported(instruction, "non-array result");
   switch (opcode) {
@@ -734,6 +736,8 @@ StatusOr<Literal> Evaluator::Evaluate(const HloInstruction& instruction, const s
       return ReduceWindow(instruction, *operands[0], *operands[1], depth);
     case HloOpcode::kSort:
       return Sort(instruction, operands, depth);
+    case HloOpcode::kTopK:
+      return TopK(instruction, *operands[0]);
     case HloOpcode::kFusion: {
       std::vector<HloComputation*> called = instruction.called_computations();
       if (called.size() != 1 || called[0] == nullptr) return InvalidArgument("fusion %" + instruction.name() + " has no calls=");
@@ -1137,6 +1141,49 @@ StatusOr<Literal> Evaluator::ReduceWindow(const HloInstruction& instruction, con
   return result;
 }
 
+// XLA's TopK: along the last dimension, the k largest (smallest) values in the total order of floats
+// (-NaN < -inf < ... < -0 < +0 < ... < inf < NaN), ties in index order, and their indices.
+StatusOr<Literal> Evaluator::TopK(const HloInstruction& instruction, const Literal& operand) {
+  TPU_ASSIGN_OR_RETURN(hlo::TopKAttributes attributes, hlo::GetTopKAttributes(instruction));
+  const Shape& shape = operand.shape();
+  const int64_t length = shape.dimensions.back(), k = attributes.k;
+  const int64_t rows = length == 0 ? 0 : shape.ElementCount() / length;
+  const bool floating = IsFloatingPointType(shape.element_type);
+  std::vector<int64_t> keys(static_cast<size_t>(shape.ElementCount()));
+  for (int64_t i = 0; i < shape.ElementCount(); ++i) {
+    if (!floating) {
+      keys[static_cast<size_t>(i)] = static_cast<int64_t>(operand.GetAsDouble(i));
+      continue;
+    }
+    const float value = static_cast<float>(operand.GetAsDouble(i));
+    int32_t word;
+    std::memcpy(&word, &value, sizeof(word));
+    keys[static_cast<size_t>(i)] = word < 0 ? (word ^ INT32_MAX) : word;
+  }
+  Shape value_shape = shape, index_shape = Shape::Make(PrimitiveType::S32, shape.dimensions);
+  value_shape.dimensions.back() = index_shape.dimensions.back() = k;
+  Literal values(value_shape), indices(index_shape);
+  const int64_t element_size = PrimitiveTypeByteSize(shape.element_type);
+  std::vector<int64_t> order(static_cast<size_t>(length));
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t* key = keys.data() + row * length;
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return attributes.largest ? key[a] > key[b] : key[a] < key[b];
+    });
+    for (int64_t j = 0; j < k; ++j) {
+      std::memcpy(values.untyped_data() + (row * k + j) * element_size,
+                  operand.untyped_data() + (row * length + order[static_cast<size_t>(j)]) * element_size,
+                  static_cast<size_t>(element_size));
+      indices.Set<int32_t>(row * k + j, static_cast<int32_t>(order[static_cast<size_t>(j)]));
+    }
+  }
+  std::vector<Literal> elements;
+  elements.push_back(std::move(values));
+  elements.push_back(std::move(indices));
+  return Literal::MakeTuple(std::move(elements));
+}
+
 StatusOr<Literal> Evaluator::Sort(const HloInstruction& instruction, const std::vector<const Literal*>& operands,
                                   int depth) {
   const Shape& shape = operands[0]->shape();
@@ -1152,7 +1199,8 @@ StatusOr<Literal> Evaluator::Sort(const HloInstruction& instruction, const std::
                 root->operand(1)->opcode() == HloOpcode::kParameter &&
                 root->operand(0)->parameter_number() == 0 && root->operand(1)->parameter_number() == 1 &&
                 (root->comparison_direction() == ComparisonDirection::kLt ||
-                 root->comparison_direction() == ComparisonDirection::kGt);
+                 root->comparison_direction() == ComparisonDirection::kGt) &&
+                root->comparison_type() != "TOTALORDER";  // -0 < +0 and NaN signs: the comparator decides
   std::vector<double> keys = AsDoubles(*operands[0]);
   std::vector<Literal> results;
   for (const Literal* operand : operands) results.push_back(*operand);

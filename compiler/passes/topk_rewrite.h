@@ -13,8 +13,14 @@
 //   v   = select(iota == j_i, -inf, v)             (+inf for LT), taken |= iota == j_i
 //
 // and the results concatenated along dimension 0 as [k, R] and transposed to [R, k]. Ties keep the
-// lower index first, as the stable sort does. NaN values are not ordered the way sort's TOTALORDER
-// orders them (a row holding a NaN gives what max and == make of it). Other sorts stay as they are.
+// lower index first, as the stable sort does. With type=TOTALORDER the rounds run on the s32 keys
+// s < 0 ? s ^ 0x7fffffff : s of the words (NaN, infinities and signed zeros in their total-order places,
+// exactly); a plain GT/LT gives what max and == make of a NaN. Other sorts stay as they are
+// (sort-expansion lowers them).
+//
+// XLA's `topk(x), k=K, largest=B` (JAX's lax.top_k) is XLA's TopK: the same rounds in the total order on
+// f32 values (leading dimensions merged into rows), and for other element types a stable sort of
+// (values, positions) along the last dimension in the total order sliced to K.
 #pragma once
 
 #include "compiler/passes/pass.h"

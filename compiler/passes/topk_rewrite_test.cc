@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <random>
 
 #include "compiler/hlo/parser.h"
@@ -14,12 +16,12 @@ namespace {
 
 using testing::RunPassOnText;
 
-std::string TopKModule(int rows, int cols, int k, const char* direction) {
+std::string TopKModule(int rows, int cols, int k, const char* direction, bool total_order = false) {
   const std::string r = std::to_string(rows), c = std::to_string(cols), kk = std::to_string(k);
   return "HloModule topk\n\n%cmp (p0: f32[], p1: f32[], p2: s32[], p3: s32[]) -> pred[] {\n"
          "  %p2 = s32[] parameter(2)\n  %p3 = s32[] parameter(3)\n  %p0 = f32[] parameter(0)\n"
          "  %p1 = f32[] parameter(1)\n  ROOT %gt = pred[] compare(f32[] %p0, f32[] %p1), direction=" +
-         std::string(direction) + ", type=TOTALORDER\n}\n\n"
+         std::string(direction) + (total_order ? ", type=TOTALORDER" : "") + "\n}\n\n"
          "ENTRY %main (x: f32[" + r + "," + c + "]) -> (f32[" + r + "," + kk + "], s32[" + r + "," + kk + "]) {\n"
          "  %x = f32[" + r + "," + c + "]{1,0} parameter(0)\n"
          "  %iota = s32[" + c + "]{0} iota(), iota_dimension=0\n"
@@ -94,17 +96,36 @@ ENTRY %main (x: f32[3,4]) -> (f32[3,2], s32[3,2]) {
   EXPECT_EQ(result.printed, expected);
 }
 
+TEST(TopKRewriteTest, TotalOrderRoundsRunOnIntegerKeys) {
+  const char* checks = R"(
+CHECK:      s32[3,4] bitcast-convert(f32[3,4]{1,0} %x)
+CHECK:      s32[3,4] xor(
+CHECK:      s32[3]{0} reduce({{.*}}), dimensions={1}, to_apply=%reducer_maximum_s32
+CHECK:      ROOT %t = (f32[3,2]{1,0}, s32[3,2]{1,0}) tuple(f32[3,2] %{{[a-z.0-9-]+}}, s32[3,2]{1,0} %{{[a-z.0-9-]+}})
+CHECK-NOT:  sort(
+)";
+  TopKRewrite pass;
+  testing::ExpectRewrite(pass, TopKModule(3, 4, 2, "GT", /*total_order=*/true), checks);
+}
+
 TEST(TopKRewriteTest, MatchesTheSortOnRandomValuesWithTies) {
+  for (const bool total_order : {false, true})
   for (const char* direction : {"GT", "LT"}) {
     for (auto [rows, cols, k] : {std::tuple{5, 13, 5}, std::tuple{3, 1000, 5}, std::tuple{7, 9, 1}, std::tuple{2, 6, 6}}) {
       SCOPED_TRACE(std::string(direction) + " " + std::to_string(rows) + "x" + std::to_string(cols) + " k=" +
-                   std::to_string(k));
-      std::unique_ptr<hlo::HloModule> module = hlo::ParseHloModule(TopKModule(rows, cols, k, direction)).value();
+                   std::to_string(k) + (total_order ? " total order" : ""));
+      std::unique_ptr<hlo::HloModule> module =
+          hlo::ParseHloModule(TopKModule(rows, cols, k, direction, total_order)).value();
       ASSERT_TRUE(hlo::VerifyHloModule(*module).ok());
-      // Few distinct values, so that ties (and the stable order among them) matter.
+      // Few distinct values, so that ties (and the stable order among them) matter; in the total order
+      // NaN of both signs and signed zeros too.
       hlo::Literal x(module->entry_computation()->parameter_instruction(0)->shape());
       std::mt19937 rng(static_cast<uint32_t>(rows * 100 + cols));
-      for (int64_t i = 0; i < x.element_count(); ++i) x.SetFromDouble(i, static_cast<double>(rng() % 7) - 3.0);
+      const double specials[] = {NAN, -NAN, -0.0, 0.0};
+      for (int64_t i = 0; i < x.element_count(); ++i) {
+        const int pick = static_cast<int>(rng() % 11);
+        x.SetFromDouble(i, total_order && pick >= 7 ? specials[pick - 7] : static_cast<double>(pick) - 3.0);
+      }
       std::vector<hlo::Literal> expected = hlo::Interpret(*module, {x}).value();
       TopKRewrite pass;
       ASSERT_TRUE(pass.Run(module.get()).value());
@@ -114,8 +135,46 @@ TEST(TopKRewriteTest, MatchesTheSortOnRandomValuesWithTies) {
       }
       std::vector<hlo::Literal> got = hlo::Interpret(*module, {x}).value();
       ASSERT_EQ(got.size(), 2u);
-      EXPECT_EQ(got[0], expected[0]);
+      EXPECT_EQ(std::memcmp(got[0].untyped_data(), expected[0].untyped_data(), got[0].size_bytes()), 0)
+          << got[0].ToString() << " vs " << expected[0].ToString();
       EXPECT_EQ(got[1], expected[1]);
+    }
+  }
+}
+
+// XLA's topk op: interpreted the same before and after the rewrite, NaN (both signs), infinities, signed
+// zeros and ties included; f32 becomes rounds, s32 a sort.
+TEST(TopKRewriteTest, TopKOpIsExactInTheTotalOrder) {
+  for (const char* type : {"f32", "s32"}) {
+    for (const char* largest : {"true", "false"}) {
+      SCOPED_TRACE(std::string(type) + " largest=" + largest);
+      const std::string t = type;
+      const std::string text = "HloModule topk\n\nENTRY %main (x: " + t + "[2,3,9]) -> (" + t + "[2,3,4], s32[2,3,4]) {\n"
+                               "  %x = " + t + "[2,3,9]{2,1,0} parameter(0)\n  ROOT %t = (" + t + "[2,3,4]{2,1,0}, "
+                               "s32[2,3,4]{2,1,0}) topk(" + t + "[2,3,9]{2,1,0} %x), k=4, largest=" + largest + "\n}\n";
+      std::unique_ptr<hlo::HloModule> module = hlo::ParseHloModule(text).value();
+      ASSERT_TRUE(hlo::VerifyHloModule(*module).ok()) << hlo::VerifyHloModule(*module);
+      hlo::Literal x(module->entry_computation()->parameter_instruction(0)->shape());
+      const double specials[] = {NAN, -NAN, -0.0, 0.0, INFINITY, -INFINITY, 1.0, 1.0, -2.0};
+      std::mt19937 rng(5);
+      for (int64_t i = 0; i < x.element_count(); ++i) {
+        x.SetFromDouble(i, t == "f32" ? specials[rng() % 9] : static_cast<double>(rng() % 5) - 2.0);
+      }
+      StatusOr<std::vector<hlo::Literal>> interpreted = hlo::Interpret(*module, {x});
+      ASSERT_TRUE(interpreted.ok()) << interpreted.status();
+      std::vector<hlo::Literal> expected = std::move(interpreted).value();
+      TopKRewrite pass;
+      ASSERT_TRUE(pass.Run(module.get()).value());
+      ASSERT_TRUE(hlo::VerifyHloModule(*module).ok()) << hlo::VerifyHloModule(*module);
+      EXPECT_EQ(testing::CountOpcode(*module, hlo::HloOpcode::kTopK), 0);
+      EXPECT_EQ(testing::CountOpcode(*module, hlo::HloOpcode::kSort), t == "f32" ? 0 : 1);
+      std::vector<hlo::Literal> got = hlo::Interpret(*module, {x}).value();
+      ASSERT_EQ(got.size(), expected.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].size_bytes(), expected[i].size_bytes());
+        EXPECT_EQ(std::memcmp(got[i].untyped_data(), expected[i].untyped_data(), got[i].size_bytes()), 0)
+            << got[i].ToString() << " vs " << expected[i].ToString();
+      }
     }
   }
 }

@@ -201,6 +201,8 @@ class ModuleBuilder {
              (attributes.empty() ? "" : ", " + attributes) + "\n";
     return value;
   }
+  // A line of the entry's body as it is (instructions the helpers above do not write).
+  void Raw(const std::string& line) { body_ += line; }
   Value Tuple(const std::vector<Value>& elements) {
     Value value{"%v" + std::to_string(next_++), Shape(), "("};
     std::string args;
@@ -1208,6 +1210,31 @@ DiffCase S64Case(Rng& rng, int index) {
   return Finish(b, "s64", {offset, onehot, sum, per_class}, rng, true);
 }
 
+// XLA's topk op (lax.top_k; topk-rewrite): f32 with NaN of both signs, infinities, signed zeros and
+// ties (rounds over total-order keys), s32 (a sort), ranks 1 to 3, largest and smallest.
+Generator TopKOpCase(PrimitiveType type) {
+  return [type](Rng& rng, int index) {
+    ModuleBuilder b;
+    const int rank = 1 + index % 3;
+    std::vector<int64_t> dims = RandomDims(rng, rank, type == F32 ? 400 : 150);  // s32: a sorting network
+    const int64_t k = 1 + static_cast<int64_t>(rng() % static_cast<uint32_t>(std::min<int64_t>(dims.back(), 5)));
+    std::vector<int64_t> out = dims;
+    out.back() = k;
+    Value x = b.Parameter(type, dims, type == F32 ? Domain::kSpecial : Domain::kInteger);
+    const std::string tuple = "(" + ShapeText(Shape::Make(type, out)) + ", " + ShapeText(Shape::Make(S32, out)) + ")";
+    Value top{"%v_top", Shape(), tuple};
+    b.Raw("  %v_top = " + tuple + " topk(" + x.ShapeString() + " " + x.name + "), k=" + std::to_string(k) +
+          ", largest=" + (index % 2 == 0 ? "true" : "false") + "\n");
+    Value values = b.Op(type, out, "get-tuple-element", {top}, "index=0");
+    Value indices = b.Op(S32, out, "get-tuple-element", {top}, "index=1");
+    DiffCase c = Finish(b, "topk", {values, indices}, rng, true);
+    for (int64_t e = 0; e < c.arguments[0].element_count(); ++e) {
+      if (rng() % 4 == 0) c.arguments[0].SetFromDouble(e, static_cast<double>(rng() % 3));  // ties
+    }
+    return c;
+  };
+}
+
 // sort (sort-expansion) along a random dimension, ranks 1 to 3, as JAX writes it: jnp.sort's comparator
 // (NaN and zero made canonical, a TOTALORDER less-than) on f32 and bf16 with NaN, infinities, signed
 // zeros and repeats; argsort (values and an iota, the stable order decides ties); a descending s32 sort;
@@ -1283,7 +1310,7 @@ Generator MinorWindowCase(const std::string& op) {
     ModuleBuilder b;
     const int rank = 2 + index % 2;
     std::vector<int64_t> dims = RandomDims(rng, rank, 3000);
-    const bool cumulative = op == "add" && index % 3 == 0;
+    const bool cumulative = (op == "add" || op == "multiply") && index % 3 == 0;  // cumsum, cumprod
     // A cumulative window is unrolled per output position (pool.cc): narrow ones fit the IMEM.
     if (cumulative) dims.back() = 1 + dims.back() % 12;
     const int64_t cols = dims.back();
@@ -1300,7 +1327,7 @@ Generator MinorWindowCase(const std::string& op) {
     }
     out.back() = (cols + low + high - size) / stride + 1;
     Value x = b.Parameter(F32, dims, Domain::kUnit);
-    Value init = b.ScalarConstant(F32, op == "add" ? 0.0 : -INFINITY);
+    Value init = b.ScalarConstant(F32, op == "add" ? 0.0 : op == "multiply" ? 1.0 : -INFINITY);
     Value r = b.Op(F32, out, "reduce-window", {x, init},
                    "window={size=" + sizes + " stride=" + strides + " pad=" + pads + "}, to_apply=" + b.Reducer(op, F32));
     return Finish(b, "minor_window", {r}, rng, op != "add");
@@ -1714,7 +1741,10 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("take_along_scatter", TakeAlongCase(true));
   add("reduce_window_minor_add", MinorWindowCase("add"));
   add("reduce_window_minor_max", MinorWindowCase("maximum"));
+  add("reduce_window_minor_multiply", MinorWindowCase("multiply"));
   add("s64_in_range", S64Case);
+  add("topk_op_f32", TopKOpCase(F32));
+  add("topk_op_s32", TopKOpCase(S32));
   for (const char* kind : {"sort_f32", "sort_bf16", "argsort", "descending_s32", "two_keys"}) add(kind, SortCase(kind));
   for (const char* kind : {"gather_1d", "gather_minor", "gather_pair", "gather_slabs", "take_along_axis0",
                            "scatter_1d_set", "scatter_1d_add", "scatter_1d_mul", "scatter_1d_min", "scatter_1d_max",

@@ -615,3 +615,31 @@ def test_variadic_reduces_match_cpu():
     n = (np.arange(5 * 7 * 9).reshape(5, 7, 9) * 37 % 11 - 5).astype(np.int32)
     fun = lambda n: (jnp.argmax(n, axis=-1), jnp.argmin(n, axis=0), jnp.argmax(n, axis=1), jnp.min(n, axis=1))
     assert_matches_cpu(fun, n, rtol=0, atol=0)
+
+
+def test_top_k_matches_cpu():
+    """lax.top_k (XLA's topk op) in the total order: NaN of both signs, infinities, signed zeros and ties
+    in index order, on f32 (rounds of maxima over integer keys) and int32 and bfloat16 (a sort), bit for
+    bit as XLA on the CPU."""
+    x = np.array([[1.0, np.nan, 3.0, 3.0, -0.0, 0.0, -np.nan, np.inf, -np.inf, 2.0]], np.float32)
+    for k in (1, 4, 10):
+        # -x on the host: the device's arithmetic makes every NaN the canonical +NaN (docs/numerics.md).
+        for values in (x, -x):
+            fun = lambda a: jax.lax.top_k(a, k)
+            expected = jax.tree_util.tree_map(np.asarray, jax.jit(fun)(values))
+            got = tpusim.device_get(device_jit(fun)(values))
+            np.testing.assert_array_equal(got[1], expected[1])
+            np.testing.assert_array_equal(got[0].view(np.uint32) & 0x807fffff | 0x00400000 * np.isnan(got[0]),
+                                          expected[0].view(np.uint32) & 0x807fffff | 0x00400000 * np.isnan(expected[0]))
+    y = np.random.default_rng(3).integers(-4, 4, size=(2, 3, 11)).astype(np.int32)
+    assert_matches_cpu(lambda a: jax.lax.top_k(a, 5), y, rtol=0, atol=0)
+    assert_matches_cpu(lambda a: jax.lax.top_k(a.astype(jnp.bfloat16), 3), random((4, 9), 11), rtol=0, atol=0)
+
+
+def test_cumulative_products_and_maxima_match_cpu():
+    """jnp.cumprod (a reduce-window that multiplies), jnp.cumsum and lax.cummax along both axes, within
+    float rounding of XLA on the CPU (the device multiplies the taps in window order)."""
+    x = random((5, 12), 13) + 1.0
+    for axis in (0, 1):
+        assert_matches_cpu(lambda a: (jnp.cumprod(a, axis), jnp.cumsum(a, axis), jax.lax.cummax(a, axis)), x,
+                           rtol=2e-6, atol=0)
