@@ -87,7 +87,7 @@ CHECK:      f32[4] minimum(
 CHECK:      f32[] constant(-1.1791603e-07)
 CHECK:      f32[] constant(0.00022905065)
 CHECK:      f32[4] divide(
-CHECK:      f32[4] compare({{.*}}), direction=GE
+CHECK:      pred[4] compare({{.*}}), direction=GE
 CHECK:      ROOT %{{[a-z.0-9]+}} = f32[4] select(
 CHECK-NOT:  erf(
 )";
