@@ -146,7 +146,7 @@ def test_bf16_arithmetic_in_a_dot_matches_cpu():
 def test_unsupported_operation_stops_compilation_with_the_tpu_message():
     with pytest.raises(tpusim.NotFoundError,
                        match=r"No registered '\w+' OpKernel for XLA_TPU_JIT devices compatible with node"):
-        device_jit(lambda x: jnp.cos(x) * jnp.arctan2(x, x))(np.ones(4, np.float32))
+        device_jit(lambda x: jax.lax.linalg.cholesky(x @ x.T + 4 * jnp.eye(4, dtype=x.dtype)))(np.ones((4, 4), np.float32))
 
 
 def test_runtime_errors_are_python_exceptions_with_the_runtime_message():
