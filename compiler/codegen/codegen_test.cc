@@ -362,9 +362,9 @@ ENTRY %main (x: f32[20,30], w1: f32[30,40], w2: f32[40,12], w3: f32[12,40]) -> f
 
 TEST(CodegenTest, UnsupportedOpsGetTheTpuKernelError) {
   const char* text = R"(HloModule unsupported
-ENTRY %main (x: f32[4]) -> f32[4] {
-  %x = f32[4]{0} parameter(0)
-  ROOT %cosine.3 = f32[4]{0} cosine(f32[4]{0} %x)
+ENTRY %main (x: f32[4,4]) -> f32[4,4] {
+  %x = f32[4,4]{1,0} parameter(0)
+  ROOT %cholesky.3 = f32[4,4]{1,0} cholesky(f32[4,4]{1,0} %x), lower=true
 }
 )";
   StatusOr<std::unique_ptr<hlo::HloModule>> module = hlo::ParseHloModule(text);
@@ -373,7 +373,7 @@ ENTRY %main (x: f32[4]) -> f32[4] {
   ASSERT_FALSE(program.ok());
   EXPECT_EQ(program.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(program.status().message(),
-            "No registered 'cosine' OpKernel for XLA_TPU_JIT devices compatible with node cosine.3");
+            "No registered 'cholesky' OpKernel for XLA_TPU_JIT devices compatible with node cholesky.3");
 }
 
 // A while loop whose body runs a dot (pipelined MXU code inside the loop) and whose condition is a

@@ -9,6 +9,7 @@
 #include "compiler/passes/integer_normalization.h"
 #include "compiler/passes/remainder_expansion.h"
 #include "compiler/passes/atan2_expansion.h"
+#include "compiler/passes/elementwise_expansion.h"
 #include "compiler/passes/integer_division_expansion.h"
 #include "compiler/passes/canonicalize_dots.h"
 #include "compiler/passes/codegen_legalization.h"
@@ -55,6 +56,8 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   pipeline->AddPass<IntegerNormalization>();
   pipeline->AddPass<RemainderExpansion>();
   pipeline->AddPass<Atan2Expansion>();
+  // After integer-normalization: the narrow types' bit counts are written on their 32-bit words here.
+  pipeline->AddPass<ElementwiseExpansion>();
   pipeline->AddPass<IntegerDivisionExpansion>();
   // Outputs, next loop states and branch results as tuples of values (compiler/codegen/control_flow.cc).
   pipeline->AddPass<ExpandTuples>();

@@ -243,6 +243,15 @@ Status UnaryTyped(const HloInstruction& instruction, const Literal& a, Literal* 
       case HloOpcode::kNot: return run([](C v) { return static_cast<C>(~v); });
       case HloOpcode::kPopulationCount:
         return run([](C v) { return static_cast<C>(__builtin_popcountll(static_cast<std::make_unsigned_t<C>>(v))); });
+      case HloOpcode::kClz:
+        return run([](C v) {
+          using U = std::make_unsigned_t<C>;
+          constexpr int kBits = 8 * sizeof(C);
+          int n = 0;
+          for (U bits = static_cast<U>(v); n < kBits && !(bits >> (kBits - 1 - n) & 1); ++n) {
+          }
+          return static_cast<C>(n);
+        });
       default: break;
     }
   } else {  // bool

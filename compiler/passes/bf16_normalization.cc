@@ -28,6 +28,11 @@ bool IsNormalizedArithmetic(HloOpcode opcode) {
     case HloOpcode::kExp:
     case HloOpcode::kLog:
     case HloOpcode::kTanh:
+    case HloOpcode::kSin:
+    case HloOpcode::kCos:
+    case HloOpcode::kTan:
+    case HloOpcode::kErf:
+    case HloOpcode::kCbrt:
     case HloOpcode::kLogistic:
     case HloOpcode::kSqrt:
     case HloOpcode::kRsqrt:

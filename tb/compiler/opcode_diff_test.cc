@@ -68,6 +68,11 @@ enum class Domain {
   kHalf,      // f16's special domain: +-0, inf, NaN, f16 subnormals and the edges of their range, values at
               // and around 65504/65520 (overflow), exact halfway points between f16 values, any f32 in
               // f16's range (as an f16 parameter: rounded to it), f32 subnormals; else [-8, 8)
+  kTrig,      // sine/cosine/tan: +-0, inf, NaN, +-102943 (the largest argument reduced), values next to
+              // multiples of pi/2, magnitudes 2^[-20, 16.6) and [-8, 8)
+  kErf,       // erf: +-0, inf, NaN, the saturation edge +-3.8325069 and its neighbours; else [-5, 5)
+  kCbrt,      // cbrt: +-0, inf, NaN, the largest finite values; else signed magnitudes 2^[-126, 128)
+  kWords,     // s32/u32: random words shifted right by 0..32 bits (every count of leading zeros), 0, -1
 };
 
 float RandomFloat(Rng& rng, Domain domain) {
@@ -108,6 +113,37 @@ float RandomFloat(Rng& rng, Domain domain) {
         default: return 8.0f * unit(rng);
       }
     }
+    case Domain::kTrig: {
+      static const float kSpecials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 102943.0f, -102943.0f, 3.14159274f,
+                                        -1.57079637f, 4.71238899f, 1e-30f};
+      const float sign = rng() % 2 ? 1.0f : -1.0f;
+      switch (rng() % 6) {
+        case 0: return kSpecials[rng() % (sizeof(kSpecials) / sizeof(kSpecials[0]))];
+        case 1: {  // the floats around k * pi/2
+          const double k = static_cast<double>(rng() % 65536);
+          const float near = static_cast<float>(k * 1.5707963267948966);
+          const int steps = static_cast<int>(rng() % 5) - 2;
+          return sign * (steps < 0 ? std::nextafter(near, 0.0f) : steps > 0 ? std::nextafter(near, INFINITY) : near);
+        }
+        case 2:
+        case 3: return sign * std::exp2(-20.0f + 36.6f * std::fabs(unit(rng)));
+        default: return 8.0f * unit(rng);
+      }
+    }
+    case Domain::kErf: {
+      static const float kSpecials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 3.83250690f, -3.83250690f,
+                                        3.83250666f, -3.83250713f, 1e-20f};
+      if (rng() % 6 == 0) return kSpecials[rng() % (sizeof(kSpecials) / sizeof(kSpecials[0]))];
+      return 5.0f * unit(rng);
+    }
+    case Domain::kCbrt: {
+      static const float kSpecials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 3.40282347e38f, -3.40282347e38f,
+                                        0x1p-126f, 27.0f, -8.0f};
+      if (rng() % 6 == 0) return kSpecials[rng() % (sizeof(kSpecials) / sizeof(kSpecials[0]))];
+      return (rng() % 2 ? 1.0f : -1.0f) * std::ldexp(1.0f + static_cast<float>(rng() % (1u << 23)) * 0x1p-23f,
+                                                     -126 + static_cast<int>(rng() % 254));
+    }
+    default: break;
   }
   return 0.0f;
 }
@@ -122,6 +158,11 @@ Literal RandomLiteral(const Shape& shape, Domain domain, Rng& rng) {
           literal.Set<int32_t>(i, static_cast<int32_t>(rng() % 40));
           break;
         }
+        if (domain == Domain::kWords) {
+          const uint32_t shift = rng() % 33;
+          literal.Set<int32_t>(i, rng() % 8 == 0 ? -1 : static_cast<int32_t>(shift == 32 ? 0u : rng() >> shift));
+          break;
+        }
         static const int32_t kSpecials[] = {0, 1, -1, std::numeric_limits<int32_t>::max(),
                                             std::numeric_limits<int32_t>::min()};
         literal.Set<int32_t>(i, rng() % 8 == 0 ? kSpecials[rng() % 5]
@@ -131,6 +172,11 @@ Literal RandomLiteral(const Shape& shape, Domain domain, Rng& rng) {
       case PRED: literal.Set<bool>(i, rng() % 2 == 1); break;
       case PrimitiveType::S64: literal.Set<int64_t>(i, static_cast<int64_t>(rng() % 2000) - 1000); break;
       case PrimitiveType::U32:
+        if (domain == Domain::kWords) {
+          const uint32_t shift = rng() % 33;
+          literal.Set<uint32_t>(i, shift == 32 ? 0u : static_cast<uint32_t>(rng()) >> shift);
+          break;
+        }
         literal.Set<uint32_t>(i, domain == Domain::kShift ? static_cast<uint32_t>(rng() % 40) : static_cast<uint32_t>(rng()));
         break;
       case PrimitiveType::BF16:
@@ -297,6 +343,7 @@ struct DiffCase {
   std::string hlo;
   std::vector<Literal> arguments;
   bool exact = false;  // bit-exact up to DAZ/FTZ and the sign of zero; else the docs/numerics.md tolerance
+  double max_ulp = 0;  // > 0: besides, every finite f32 output within this many ulp of the interpreter's
 };
 
 // Builds the module of case `index` (ranks and variants cycle with the index, sizes and values are random).
@@ -324,6 +371,15 @@ Generator UnaryCase(const std::string& opcode, PrimitiveType type, Domain domain
     const std::vector<int64_t> dims = RandomDims(rng, RankOf(index));
     Value x = b.Parameter(type, dims, domain);
     return Finish(b, opcode, {b.Op(type, dims, opcode, {x})}, rng, exact);
+  };
+}
+
+// A unary case whose f32 outputs must also stay within `max_ulp` of the interpreter's.
+Generator UnaryUlpCase(const std::string& opcode, PrimitiveType type, Domain domain, double max_ulp) {
+  return [=](Rng& rng, int index) {
+    DiffCase c = UnaryCase(opcode, type, domain, false)(rng, index);
+    c.max_ulp = max_ulp;
+    return c;
   };
 }
 
@@ -1667,6 +1723,30 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("tanh_specials", UnaryCase("tanh", F32, Domain::kSpecial, false));
   add("logistic_specials", UnaryCase("logistic", F32, Domain::kSpecial, false));
   add("power", PowerCase);
+  // elementwise-expansion (docs/numerics.md has the bounds over dense sweeps): the ulp bounds here are
+  // against the interpreter's C library on the device's arithmetic (VRCP, VEXP, VLOG included).
+  add("sine_f32", UnaryUlpCase("sine", F32, Domain::kTrig, 4.0));
+  add("cosine_f32", UnaryUlpCase("cosine", F32, Domain::kTrig, 4.0));
+  add("tan_f32", UnaryUlpCase("tan", F32, Domain::kTrig, 8.0));
+  add("erf_f32", UnaryUlpCase("erf", F32, Domain::kErf, 8.0));
+  add("cbrt_f32", UnaryUlpCase("cbrt", F32, Domain::kCbrt, 3.0));
+  for (PrimitiveType type : {PrimitiveType::BF16, PrimitiveType::F16}) {
+    const std::string suffix = type == PrimitiveType::BF16 ? "_bf16" : "_f16";
+    add("sine" + suffix, UnaryCase("sine", type, Domain::kUnit, false));
+    add("cosine" + suffix, UnaryCase("cosine", type, Domain::kExp, false));
+    add("tan" + suffix, UnaryCase("tan", type, Domain::kUnit, false));
+    add("erf" + suffix, UnaryCase("erf", type, Domain::kErf, false));
+    add("cbrt" + suffix, UnaryCase("cbrt", type, Domain::kExp, false));
+  }
+  for (const char* op : {"count-leading-zeros", "popcnt"}) {
+    const std::string name = std::string(op) == "popcnt" ? "popcnt" : "count_leading_zeros";
+    add(name + "_s32", UnaryCase(op, S32, Domain::kWords, true));
+    add(name + "_u32", UnaryCase(op, PrimitiveType::U32, Domain::kWords, true));
+    add(name + "_s8", UnaryCase(op, PrimitiveType::S8, Domain::kInteger, true));
+    add(name + "_u8", UnaryCase(op, PrimitiveType::U8, Domain::kInteger, true));
+    add(name + "_s16", UnaryCase(op, PrimitiveType::S16, Domain::kInteger, true));
+    add(name + "_u16", UnaryCase(op, PrimitiveType::U16, Domain::kInteger, true));
+  }
   add("broadcast_f32", [](Rng& rng, int i) { return BroadcastCase(F32, rng, i); });
   add("broadcast_s32", [](Rng& rng, int i) { return BroadcastCase(S32, rng, i); });
   // Leading dimensions added to an operand of rank 1 to 3 (its lines repeated).
@@ -1953,6 +2033,11 @@ CaseOutcome CheckCase(const DiffCase& c, const std::string& reproduce, UlpStats*
       EXPECT_TRUE(comparison.ok) << "model vs interpreter: " << tpusim::FormatComparison("output " + std::to_string(i), want, comparison)
                                  << reproduce;
       ulps->Add(model->outputs[i], want);
+      if (c.max_ulp > 0) {
+        UlpStats bound;
+        bound.Add(model->outputs[i], want);
+        EXPECT_LE(bound.max, c.max_ulp) << "model vs interpreter: ulp bound" << reproduce;
+      }
     }
     const std::string padding = CheckPadding(model->device_bytes[i], model->layouts[i]);
     EXPECT_TRUE(padding.empty()) << "padding invariant: " << padding << reproduce;

@@ -146,7 +146,7 @@ def test_bf16_arithmetic_in_a_dot_matches_cpu():
 def test_unsupported_operation_stops_compilation_with_the_tpu_message():
     with pytest.raises(tpusim.NotFoundError,
                        match=r"No registered '\w+' OpKernel for XLA_TPU_JIT devices compatible with node"):
-        device_jit(lambda x: jnp.cos(x) * jnp.arctan2(x, x))(np.ones(4, np.float32))
+        device_jit(lambda x: jax.lax.linalg.cholesky(x @ x.T + 4 * jnp.eye(4, dtype=x.dtype)))(np.ones((4, 4), np.float32))
 
 
 def test_runtime_errors_are_python_exceptions_with_the_runtime_message():
@@ -398,6 +398,93 @@ def test_atan2_matches_cpu():
     ys, xs = random((8, 50), 97, scale=10.0), random((8, 50), 98, scale=10.0)
     assert_matches_cpu(jnp.arctan2, ys, xs, rtol=4e-7, atol=0)
 
+
+
+def _device_and_cpu(fun, *args):
+    expected = np.asarray(jax.jit(fun)(*args))
+    got = np.asarray(tpusim.device_get(device_jit(fun)(*args)))
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    return got, expected
+
+
+def _assert_close_and_same_specials(got, expected, rtol, atol):
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)  # NaN where XLA has NaN, equal infinities
+    numbers = ~np.isnan(expected)
+    zeros = numbers & (expected == 0)
+    np.testing.assert_array_equal(np.signbit(got)[zeros], np.signbit(expected)[zeros])
+
+
+TRIG_SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -1e-20, 3.1415927, -1.5707964], np.float32)
+
+
+@pytest.mark.parametrize("name", ["sin", "cos", "tan"])
+def test_sin_cos_tan_match_cpu(name):
+    """jnp.sin, cos and tan over several periods, at large arguments inside the reduced range (|x| <=
+    102943), next to multiples of pi/2 and at the special values (signed zeros, infinities and NaN give
+    XLA's answers) within a few ulp of XLA on the CPU (elementwise-expansion)."""
+    fun = getattr(jnp, name)
+    periods = np.linspace(-20.0, 20.0, 8 * 125, dtype=np.float32).reshape(8, 125)
+    large = random((4, 64), 31, scale=1e5)
+    near_multiples = (np.arange(1, 257, dtype=np.float64) * np.pi / 2).astype(np.float32)
+    # Where XLA's own result is itself rounded, allow a few ulp; near the zeros of sin and cos (and the
+    # poles of tan) the absolute error of the reduction is what counts.
+    rtol = 6e-7 if name == "tan" else 3e-7
+    for x in (periods, large, near_multiples, TRIG_SPECIALS):
+        got, expected = _device_and_cpu(fun, x)
+        atol = 1e-7 * np.maximum(1.0, np.abs(x)) * (1 + expected.astype(np.float64) ** 2 if name == "tan" else 1)
+        bad = ~(np.isclose(got, expected, rtol=rtol, atol=0) | (np.abs(got.astype(np.float64) - expected) <= atol))
+        bad &= ~(np.isnan(got) & np.isnan(expected))
+        assert not bad.any(), (name, x[bad][:5], got[bad][:5], expected[bad][:5])
+    _assert_close_and_same_specials(*_device_and_cpu(fun, TRIG_SPECIALS[:5]), rtol=0, atol=0)
+
+
+def test_trig_bf16_and_f16_match_cpu():
+    """bf16 and f16 sine and cosine run in f32 and round once (bf16- and f16-normalization)."""
+    x = np.linspace(-10.0, 10.0, 96, dtype=np.float32).reshape(8, 12)
+    for dtype in (jnp.bfloat16, jnp.float16):
+        got, expected = _device_and_cpu(lambda a: (jnp.sin(a) * jnp.cos(a)), x.astype(dtype))
+        np.testing.assert_allclose(got.astype(np.float32), expected.astype(np.float32), rtol=1e-2, atol=1e-2)
+
+
+def test_erf_and_exact_gelu_match_cpu():
+    """jax.scipy.special.erf (XLA's rational form; the divide is VRCP and a product here) with its
+    saturation and special values, and jax.nn.gelu(approximate=False) (JAX writes erfc out) with its
+    gradient."""
+    x = np.concatenate([np.linspace(-5.0, 5.0, 1000, dtype=np.float32),
+                        np.array([3.8325069, -3.8325069, 3.8325067, 1e-20, 0.0, -0.0, np.inf, -np.inf, np.nan],
+                                 np.float32)])
+    _assert_close_and_same_specials(*_device_and_cpu(jax.scipy.special.erf, x), rtol=4e-7, atol=1e-7)
+    a = random((8, 100), 41, scale=6.0)
+    gelu = lambda v: jax.nn.gelu(v, approximate=False)
+    assert_matches_cpu(gelu, a, rtol=2e-6, atol=1e-6)
+    assert_matches_cpu(jax.grad(lambda v: gelu(v).sum()), a, rtol=2e-6, atol=1e-6)
+
+
+def test_cbrt_matches_cpu():
+    """jnp.cbrt over the whole exponent range, negative values, signed zeros, infinities and NaN."""
+    rng = np.random.default_rng(5)
+    x = (rng.choice([-1.0, 1.0], 512) * np.exp2(rng.uniform(-125, 127, 512))).astype(np.float32)
+    x = np.concatenate([x, np.array([27.0, -8.0, 1.0, 0.0, -0.0, np.inf, -np.inf, np.nan], np.float32)])
+    _assert_close_and_same_specials(*_device_and_cpu(jnp.cbrt, x), rtol=4e-7, atol=0)
+
+
+def test_clz_and_population_count_match_cpu():
+    """lax.clz and lax.population_count of int32, uint32 and the narrow integer types, bit for bit."""
+    rng = np.random.default_rng(9)
+    words = rng.integers(0, 2**32, 200, dtype=np.uint64) >> rng.integers(0, 33, 200, dtype=np.uint64)
+    u = np.concatenate([words.astype(np.uint32), np.array([0, 1, 2**31, 2**32 - 1], np.uint32)])
+    for x in (u, u.view(np.int32), u.astype(np.uint8), u.astype(np.int8), u.astype(np.int16), u.astype(np.uint16)):
+        assert_matches_cpu(lambda a: (jax.lax.clz(a), jax.lax.population_count(a)), x, rtol=0, atol=0)
+
+
+def test_erfinv_and_normal_samples_match_cpu():
+    """jax.scipy.special.erfinv and jax.random.normal: JAX writes erf_inv out as log-plus-one, sqrt and
+    polynomials, which the device lowers."""
+    p = np.linspace(-0.999, 0.999, 400, dtype=np.float32)
+    assert_matches_cpu(jax.scipy.special.erfinv, p, rtol=1e-5, atol=1e-6)
+    key = jax.random.key_data(jax.random.PRNGKey(3))
+    sample = lambda k: jax.random.normal(jax.random.wrap_key_data(k), (16, 40))
+    assert_matches_cpu(sample, key, rtol=1e-5, atol=1e-5)
 
 def test_integer_division_and_modulo_match_cpu():
     """int32 and uint32 // and % (XLA's truncating divide and remainder, and JAX's floor corrections), by
