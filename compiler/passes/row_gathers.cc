@@ -167,17 +167,17 @@ HloInstruction* S32Indices(HloBuilder& b, HloInstruction* indices) {
   const PrimitiveType type = indices->shape().element_type;
   if (type == PrimitiveType::S32) return indices;
   if (!hlo::IsIntegralType(type) || type == PrimitiveType::PRED) return nullptr;
+  // Bounds of the indices' shape: codegen's clamp takes scalar bounds of 32-bit types only.
   auto bound = [&](double value) {
     hlo::Literal literal(HloBuilder::ShapeOf(type, {}));
     literal.SetFromDouble(0, value);
-    return b.Add(HloInstruction::CreateConstant(std::move(literal)));
+    HloInstruction* scalar = b.Add(HloInstruction::CreateConstant(std::move(literal)));
+    return b.Add(HloInstruction::CreateBroadcast(indices->shape(), scalar, {}));
   };
   const double largest = static_cast<double>(INT32_MAX), smallest = static_cast<double>(INT32_MIN);
   HloInstruction* in_range = indices;
   if (type == PrimitiveType::U32 || type == PrimitiveType::U64) {
-    in_range = b.Add(HloInstruction::CreateBinary(
-        indices->shape(), HloOpcode::kMinimum, indices,
-        b.Add(HloInstruction::CreateBroadcast(indices->shape(), bound(largest), {}))));
+    in_range = b.Add(HloInstruction::CreateBinary(indices->shape(), HloOpcode::kMinimum, indices, bound(largest)));
   } else if (type == PrimitiveType::S64) {
     in_range = b.Add(HloInstruction::CreateTernary(indices->shape(), HloOpcode::kClamp, bound(smallest), indices,
                                                    bound(largest)));
