@@ -935,9 +935,12 @@ Generator TakeAlongCase(bool scatter) {
 // "scatter_1d_<combiner>" x.at[idx].<set/add/mul/min/max>(u), "scatter_minor_add" x.at[:, idx].add,
 // "scatter_pair_max" x.at[i, j].max, "scatter_slabs_add" rows of a rank-3 table, "take_along_axis0_add"
 // (its gradient). Indices from 3 below 0 to 3 past the dimension, with repeats (a gather clamps each
-// position, a scatter skips an update with any position outside).
-Generator IndexingCase(const std::string& kind) {
-  return [kind](Rng& rng, int) {
+// position, a scatter skips an update with any position outside). Indices of another integer type than
+// s32 (row-gathers converts them) mix in the ends of the type: u32 2^31 and more clamp to the last
+// position or are skipped as XLA does, never wrap to negative ones (s64 only in the s32 range the device
+// holds).
+Generator IndexingCase(const std::string& kind, PrimitiveType index_type = S32) {
+  return [kind, index_type](Rng& rng, int) {
     ModuleBuilder b;
     const bool scatter = kind.rfind("scatter", 0) == 0 || kind == "take_along_axis0_add";
     const int64_t rows = 1 + static_cast<int64_t>(rng() % 12), cols = RandomSize(rng) % 40 + 1;
@@ -986,7 +989,7 @@ Generator IndexingCase(const std::string& kind) {
                              "start_indices_batching_dims={1}, index_vector_dim=2, slice_sizes={1,1}";
     }
     Value table = b.Parameter(F32, table_dims, Domain::kUnit);
-    Value indices = b.Parameter(S32, index_dims, Domain::kInteger);
+    Value indices = b.Parameter(index_type, index_dims, Domain::kInteger);
     Value result;
     if (!scatter) {
       result = b.Op(F32, result_dims, "gather", {table, indices}, attributes);
@@ -999,8 +1002,23 @@ Generator IndexingCase(const std::string& kind) {
     }
     DiffCase c = Finish(b, kind, {result}, rng, true);
     Literal& index_values = c.arguments[1];
+    const bool is_unsigned = index_type == PrimitiveType::U8 || index_type == PrimitiveType::U16 ||
+                             index_type == PrimitiveType::U32;
+    std::vector<double> ends;
+    if (index_type == PrimitiveType::U32) ends = {2147483647.0, 2147483648.0, 4294967293.0, 4294967295.0};
+    if (index_type == PrimitiveType::U16) ends = {32768.0, 65535.0};
+    if (index_type == PrimitiveType::U8) ends = {128.0, 255.0};
+    if (index_type == PrimitiveType::S16) ends = {-32768.0, 32767.0};
+    if (index_type == PrimitiveType::S8) ends = {-128.0, 127.0};
+    if (index_type == PrimitiveType::S64) ends = {-2147483647.0, 2147483647.0};
     for (int64_t i = 0; i < index_values.element_count(); ++i) {
-      index_values.Set<int32_t>(i, static_cast<int32_t>(static_cast<int64_t>(rng() % static_cast<uint32_t>(bound + 6)) - 3));
+      const int64_t near = static_cast<int64_t>(rng() % static_cast<uint32_t>(bound + 6)) - 3;
+      if (index_type == S32) {
+        index_values.Set<int32_t>(i, static_cast<int32_t>(near));
+      } else {
+        index_values.SetFromDouble(i, !ends.empty() && rng() % 4 == 0 ? ends[rng() % ends.size()]
+                                      : static_cast<double>(is_unsigned ? std::max<int64_t>(near, 0) : near));
+      }
     }
     return c;
   };
@@ -1352,14 +1370,21 @@ Generator NarrowIntegerCase(PrimitiveType type) {
 
 // dynamic-slice / dynamic-update-slice (dynamic_slice.cc): windows of whole rows (ranks 2 and 3, the minor
 // dimension taken whole) at start indices the device reads: s32 parameters from 3 below 0 to 3 past the
-// last valid start (clamped on the device), or constants (folded, also out of range).
-Generator DynamicSliceCase(bool update) {
-  return [update](Rng& rng, int index) {
+// last valid start (clamped on the device), or constants (folded, also out of range). With `minor` the
+// window covers part of the minor dimension too (dynamic-slice-minor-to-rows; ranks 1 to 3, often one
+// element: a scan's xs[i] and ys.at[i]), the other dimensions whole or windows of their own.
+Generator DynamicSliceCase(bool update, bool minor = false) {
+  return [update, minor](Rng& rng, int index) {
     ModuleBuilder b;
-    const int rank = 2 + index % 2;
-    const std::vector<int64_t> dims = RandomDims(rng, rank, 4000);
+    const int rank = minor ? 1 + index % 3 : 2 + index % 2;
+    std::vector<int64_t> dims = RandomDims(rng, rank, 4000);
+    if (minor && dims.back() == 1) dims.back() = 2 + static_cast<int64_t>(rng() % 30);
     std::vector<int64_t> sizes = dims;
     for (int d = 0; d + 1 < rank; ++d) sizes[d] = 1 + static_cast<int64_t>(rng() % static_cast<uint32_t>(dims[d]));
+    if (minor) {
+      if (rng() % 3 == 0) std::copy(dims.begin(), dims.end() - 1, sizes.begin());  // whole rows
+      sizes.back() = rng() % 2 == 0 ? 1 : 1 + static_cast<int64_t>(rng() % static_cast<uint32_t>(dims.back() - 1));
+    }
     const PrimitiveType type = index % 3 == 2 ? S32 : F32;
     const Domain domain = type == F32 ? Domain::kUnit : Domain::kInteger;
     Value operand = b.Parameter(type, dims, domain);
@@ -1382,7 +1407,8 @@ Generator DynamicSliceCase(bool update) {
     operands.insert(operands.end(), starts.begin(), starts.end());
     Value result = update ? b.Op(type, dims, "dynamic-update-slice", operands)
                           : b.Op(type, sizes, "dynamic-slice", operands, "dynamic_slice_sizes=" + Dims(sizes));
-    DiffCase c = Finish(b, update ? "dynamic_update_slice" : "dynamic_slice", {result}, rng, true);
+    DiffCase c = Finish(b, std::string(update ? "dynamic_update_slice" : "dynamic_slice") + (minor ? "_minor" : ""),
+                        {result}, rng, true);
     for (const auto& [parameter, value] : start_arguments) c.arguments[parameter].Set<int32_t>(0, value);
     return c;
   };
@@ -1721,6 +1747,13 @@ std::vector<OpcodeSpec> AllSpecs() {
                            "scatter_minor_add", "scatter_pair_max", "scatter_slabs_add", "take_along_axis0_add"}) {
     add(std::string("indexing_") + kind, IndexingCase(kind));
   }
+  // jnp.searchsorted's u32 indices, and the other integer types.
+  for (const auto& [kind, type] : std::vector<std::pair<const char*, PrimitiveType>>{
+           {"gather_1d", PrimitiveType::U32}, {"scatter_1d_add", PrimitiveType::U32}, {"gather_slabs", PrimitiveType::U32},
+           {"gather_pair", PrimitiveType::S8}, {"scatter_pair_max", PrimitiveType::U16}, {"gather_minor", PrimitiveType::U8},
+           {"scatter_slabs_add", PrimitiveType::S16}, {"gather_1d", PrimitiveType::S64}}) {
+    add(std::string("indexing_") + kind + "_" + hlo::PrimitiveTypeName(type), IndexingCase(kind, type));
+  }
   for (const char* kind : {"reduce_window_add", "reduce_window_max", "select_and_scatter"}) {
     add(std::string("minor_pool_") + kind, MinorPoolCase(kind));
   }
@@ -1733,6 +1766,8 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("reduce_or", LogicalReduceCase("or"));
   add("dynamic_slice", DynamicSliceCase(false));
   add("dynamic_update_slice", DynamicSliceCase(true));
+  add("dynamic_slice_minor", DynamicSliceCase(false, true));
+  add("dynamic_update_slice_minor", DynamicSliceCase(true, true));
   for (const char* kind : {"pred", "index", "in_loop", "loop_in_branch"}) {
     add(std::string("conditional_") + kind, ConditionalCase(kind));
   }
