@@ -58,7 +58,8 @@ class Rewriter {
     HloInstruction* columns = b_.Transpose(b_.Reshape(rows, {s, c}), {1, 0});
     HloInstruction* window = DynamicSlice(columns, {j, S32(0)}, {w, s});
     dims.push_back(w);
-    return b_.Reshape(b_.Transpose(window, {1, 0}), dims);
+    // One element (xs[i] of a scan over a vector) is already where the result holds it.
+    return b_.Reshape(w == 1 && s == 1 ? window : b_.Transpose(window, {1, 0}), dims);
   }
 
   // `rows` with the window `update` written at (0, ..., j); non-minor dimensions whole.

@@ -131,8 +131,7 @@ CHECK:      %[[R:reshape.[0-9]+]] = f32[1,7]{1,0} reshape(f32[7] %x)
 CHECK-NEXT: %[[T:transpose.[0-9]+]] = f32[7,1]{1,0} transpose(f32[1,7]{1,0} %[[R]]), dimensions={1,0}
 CHECK-NEXT: %[[Z:constant.[0-9]+]] = s32[] constant(0)
 CHECK-NEXT: %[[S:dynamic-slice.[0-9]+]] = f32[1,1]{1,0} dynamic-slice(f32[7,1]{1,0} %[[T]], s32[] %i0, s32[] %[[Z]]), dynamic_slice_sizes={1,1}
-CHECK-NEXT: %[[B:transpose.[0-9]+]] = f32[1,1]{1,0} transpose(f32[1,1]{1,0} %[[S]]), dimensions={1,0}
-CHECK-NEXT: ROOT {{.*}} = f32[1]{0} reshape(f32[1,1]{1,0} %[[B]])
+CHECK-NEXT: ROOT {{.*}} = f32[1]{0} reshape(f32[1,1]{1,0} %[[S]])
 )");
 }
 
