@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compiler/hlo/parser.h"
+#include "compiler/hlo/printer.h"
 #include "compiler/hlo/verifier.h"
 #include "compiler/interpreter/interpreter.h"
 #include "compiler/passes/pass_test_util.h"
@@ -164,6 +165,84 @@ TEST(DynamicSliceMinorToRowsTest, WindowsOfWholeRowsAreLeft) {
   ExpectUnchanged(pass, Module("f32", {5, 7}, {2, 7}, false));
   ExpectUnchanged(pass, Module("f32", {5, 7}, {2, 7}, true));
   ExpectUnchanged(pass, Module("f32", {7}, {7}, true));
+}
+
+// A lax.scan over a vector after expand-tuples: xs passes through the loop unchanged.
+const char* kScan = R"(HloModule scan
+
+%body (s: (s32[], f32[], f32[7], f32[7])) -> (s32[], f32[], f32[7], f32[7]) {
+  %s = (s32[], f32[], f32[7], f32[7]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %c = f32[] get-tuple-element(%s), index=1
+  %ys = f32[7] get-tuple-element(%s), index=2
+  %xs = f32[7] get-tuple-element(%s), index=3
+  %x = f32[1] dynamic-slice(%xs, %i), dynamic_slice_sizes={1}
+  %xr = f32[] reshape(%x)
+  %sum = f32[] add(%c, %xr)
+  %y = f32[] multiply(%c, %xr)
+  %yr = f32[1] reshape(%y)
+  %ys2 = f32[7] dynamic-update-slice(%ys, %yr, %i)
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  ROOT %t = (s32[], f32[], f32[7], f32[7]) tuple(%next, %sum, %ys2, %xs)
+}
+
+%cond (s: (s32[], f32[], f32[7], f32[7])) -> pred[] {
+  %s = (s32[], f32[], f32[7], f32[7]) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(7)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+
+ENTRY %main (xs: f32[7]) -> f32[7] {
+  %xs = f32[7] parameter(0)
+  %zero = s32[] constant(0)
+  %c0 = f32[] constant(1)
+  %ys0 = f32[7] broadcast(%c0), dimensions={}
+  %init = (s32[], f32[], f32[7], f32[7]) tuple(%zero, %c0, %ys0, %xs)
+  %w = (s32[], f32[], f32[7], f32[7]) while(%init), condition=%cond, body=%body
+  ROOT %r = f32[7] get-tuple-element(%w), index=2
+}
+)";
+
+// xs[i] reads the column form of xs, transposed once before the loop and carried in the loop state; the
+// stacked outputs ys are carried as a column too, written a row per step and transposed back after the
+// loop; no transpose or select in the body; same values.
+TEST(DynamicSliceMinorToRowsTest, ScanCarriesItsVectorsAsColumns) {
+  std::unique_ptr<hlo::HloModule> module = hlo::ParseHloModule(kScan).value();
+  ASSERT_TRUE(hlo::VerifyHloModule(*module).ok()) << hlo::VerifyHloModule(*module);
+  std::unique_ptr<hlo::HloModule> rewritten = hlo::CloneModule(*module).value();
+  DynamicSliceMinorToRows pass;
+  StatusOr<bool> changed = pass.Run(rewritten.get());
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  ASSERT_TRUE(*changed);
+  ASSERT_TRUE(hlo::VerifyHloModule(*rewritten).ok()) << hlo::VerifyHloModule(*rewritten);
+  const std::string state = "(s32[], f32[], f32[7,1]{1,0}, f32[7], f32[7,1]{1,0})";
+  EXPECT_EQ(testing::CheckLines(hlo::PrintHloModule(*rewritten), R"(
+CHECK:      %body
+CHECK-NOT:  transpose
+CHECK-NOT:  select
+CHECK:      %[[X:get-tuple-element.[0-9]+]] = f32[7,1]{1,0} get-tuple-element()" + state + R"( %s), index=4
+CHECK-NEXT: %[[Z:constant.[0-9]+]] = s32[] constant(0)
+CHECK-NEXT: dynamic-slice(f32[7,1]{1,0} %[[X]], s32[] %i, s32[] %[[Z]]), dynamic_slice_sizes={1,1}
+CHECK:      %[[Y:get-tuple-element.[0-9]+]] = f32[7,1]{1,0} get-tuple-element()" + state + R"( %s), index=2
+CHECK:      %[[W:dynamic-update-slice.[0-9]+]] = f32[7,1]{1,0} dynamic-update-slice(f32[7,1]{1,0} %[[Y]], f32[1,1]{1,0} %{{reshape.[0-9]+}}, s32[] %i,
+CHECK-NEXT: ROOT {{.*}} tuple(s32[] %next, f32[] %sum, f32[7,1]{1,0} %[[W]], f32[7] %xs, f32[7,1]{1,0} %[[X]])
+CHECK:      ENTRY %main
+CHECK:      %[[YT:transpose.[0-9]+]] = f32[7,1]{1,0} transpose(
+CHECK:      %[[XT:transpose.[0-9]+]] = f32[7,1]{1,0} transpose(
+CHECK-NEXT: %[[I:tuple.[0-9]+]] = {{.*}} tuple(s32[] %zero, f32[] %c0, f32[7,1]{1,0} %[[YT]], f32[7] %xs, f32[7,1]{1,0} %[[XT]])
+CHECK-NEXT: %w = )" + state + R"( while({{.*}} %[[I]]), condition=%cond, body=%body
+CHECK-NEXT: %[[R:get-tuple-element.[0-9]+]] = f32[7,1]{1,0} get-tuple-element()" + state + R"( %w), index=2
+CHECK-NEXT: %[[B:transpose.[0-9]+]] = f32[1,7]{1,0} transpose(f32[7,1]{1,0} %[[R]]), dimensions={1,0}
+CHECK-NEXT: ROOT {{.*}} = f32[7]{0} reshape(f32[1,7]{1,0} %[[B]])
+)"), "");
+  std::mt19937 rng(9);
+  hlo::Literal xs(module->entry_computation()->parameter_instruction(0)->shape());
+  for (int64_t i = 0; i < xs.element_count(); ++i) xs.Set<float>(i, static_cast<float>(rng() % 17) / 8 - 1);
+  std::vector<hlo::Literal> inputs;
+  inputs.push_back(std::move(xs));
+  EXPECT_EQ(hlo::Interpret(*rewritten, inputs).value()[0], hlo::Interpret(*module, inputs).value()[0]);
 }
 
 }  // namespace

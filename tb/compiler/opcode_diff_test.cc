@@ -1414,6 +1414,47 @@ Generator DynamicSliceCase(bool update, bool minor = false) {
   };
 }
 
+// A lax.scan over vectors (dynamic-slice-minor-to-rows carries xs and the stacked ys as columns): a
+// counted loop whose body reads xs[.., j] and writes ys[.., j] of [n] or [r,n] operands, j the counter
+// (or n-1-counter, as a gradient's reverse scan reads), the carry c + x, ys c * x; trip counts from 2 below
+// to 2 past n (starts past the end clamp to the last column, exactly as the interpreter clamps them).
+DiffCase ScanCase(Rng& rng, int index) {
+  const int64_t n = 2 + static_cast<int64_t>(rng() % 40), r = 1 + static_cast<int64_t>(rng() % 5);
+  const bool matrix = index % 2 == 1, reverse = index % 4 >= 2;
+  const int64_t trips = std::max<int64_t>(1, n - 2 + static_cast<int64_t>(rng() % 5));
+  const std::string array = matrix ? "f32[" + std::to_string(r) + "," + std::to_string(n) + "]" : "f32[" + std::to_string(n) + "]";
+  const std::string window = matrix ? "f32[" + std::to_string(r) + ",1]" : "f32[1]";
+  const std::string sizes = matrix ? "{" + std::to_string(r) + ",1}" : "{1}";
+  const std::string starts = matrix ? "%z, %j" : "%j";
+  const std::string state = "(s32[], " + window + ", " + array + ", " + array + ")";
+  std::string text = "HloModule scan\n\n" + CountedCondition("cond", state, std::to_string(trips), index % 5);
+  text += "%body (p: " + state + ") -> " + state + " {\n  %p = " + state + " parameter(0)\n"
+          "  %i = s32[] get-tuple-element(%p), index=0\n  %c = " + window + " get-tuple-element(%p), index=1\n"
+          "  %ys = " + array + " get-tuple-element(%p), index=2\n  %xs = " + array + " get-tuple-element(%p), index=3\n"
+          "  %one = s32[] constant(1)\n  %next = s32[] add(%i, %one)\n  %z = s32[] constant(0)\n";
+  text += reverse ? "  %last = s32[] constant(" + std::to_string(n - 1) + ")\n  %j = s32[] subtract(%last, %i)\n"
+                  : "  %j = s32[] add(%i, %z)\n";
+  text += "  %x = " + window + " dynamic-slice(%xs, " + starts + "), dynamic_slice_sizes=" + sizes + "\n"
+          "  %sum = " + window + " add(%c, %x)\n  %y = " + window + " multiply(%c, %x)\n"
+          "  %ys2 = " + array + " dynamic-update-slice(%ys, %y, " + starts + ")\n"
+          "  ROOT %t = " + state + " tuple(%next, %sum, %ys2, %xs)\n}\n\n";
+  text += "ENTRY %main (xs: " + array + ", ys: " + array + ", c: " + window + ") -> (" + array + ", " + window +
+          ") {\n  %xs = " + array + " parameter(0)\n  %ys = " + array + " parameter(1)\n  %c = " + window +
+          " parameter(2)\n  %zero = s32[] constant(0)\n  %init = " + state + " tuple(%zero, %c, %ys, %xs)\n"
+          "  %w = " + state + " while(%init), condition=%cond, body=%body\n"
+          "  %rys = " + array + " get-tuple-element(%w), index=2\n  %rc = " + window + " get-tuple-element(%w), index=1\n"
+          "  ROOT %out = (" + array + ", " + window + ") tuple(%rys, %rc)\n}\n";
+  DiffCase c;
+  c.hlo = text;
+  const std::vector<int64_t> dims = matrix ? std::vector<int64_t>{r, n} : std::vector<int64_t>{n};
+  const std::vector<int64_t> window_dims = matrix ? std::vector<int64_t>{r, 1} : std::vector<int64_t>{1};
+  c.arguments.push_back(RandomLiteral(Shape::Make(PrimitiveType::F32, dims), Domain::kUnit, rng));
+  c.arguments.push_back(RandomLiteral(Shape::Make(PrimitiveType::F32, dims), Domain::kUnit, rng));
+  c.arguments.push_back(RandomLiteral(Shape::Make(PrimitiveType::F32, window_dims), Domain::kUnit, rng));
+  c.exact = true;
+  return c;
+}
+
 // Conditionals (control_flow.cc): `kind` "pred" (a predicate the device computes from the data picks one
 // of two branches; a tuple passed to one branch, an array to the other, a tuple result), "index" (an s32
 // index parameter, also out of range, picks one of three branches; one branch returns its input as it
@@ -1768,6 +1809,7 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("dynamic_update_slice", DynamicSliceCase(true));
   add("dynamic_slice_minor", DynamicSliceCase(false, true));
   add("dynamic_update_slice_minor", DynamicSliceCase(true, true));
+  add("scan_over_vectors", ScanCase);
   for (const char* kind : {"pred", "index", "in_loop", "loop_in_branch"}) {
     add(std::string("conditional_") + kind, ConditionalCase(kind));
   }
