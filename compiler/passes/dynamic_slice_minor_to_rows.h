@@ -13,9 +13,17 @@
 //         broadcast of the update along the minor dimension, X): elementwise, no lane moves;
 //       dynamic-update-slice of a wider window: X and the update transposed, a row dynamic-update-slice
 //         at (j, 0), transposed back.
+// In loops (a scan over vectors, its reverse scan for the gradient) the transposes leave the steps:
+//   - a state element the body passes on unchanged and transposes to slice it (xs) is transposed once
+//     before the loop and carried as one more state element;
+//   - a state element the body only writes windows of part of its minor dimension into and passes on
+//     (the stacked ys), which the condition does not read, is carried as its columns [C, S]: transposed
+//     before the loop, a row dynamic-update-slice at (j, 0) per step, transposed back after it.
+//   Both need an initial state that is a tuple instruction and only get-tuple-elements as the loop's users.
 // Every start clamps to [0, dimension - size] as XLA defines it (in the row forms by the device, which
 // clamps each dimension on its own; the select's clamp explicitly), and values only move or are selected:
 // exact for every element type. The select form needs an s32 start (JAX's); others take the transposes.
+// Cost on tiny, a scan of 100 steps over f32[100] (compiler/codegen/README.md): 101 531 cycles.
 #pragma once
 
 #include "compiler/passes/pass.h"
