@@ -5,7 +5,8 @@
 // into one line offset; constant starts are folded at compile time. The rows then move as a row box
 // (EmitRowBoxCopy) whose source (slice) or destination (update) is advanced by that offset at run time.
 // The minor dimension (lanes) is taken whole: its start always clamps to 0. A window of part of the minor
-// dimension would need a lane shift chosen at run time and is refused.
+// dimension would need a lane shift chosen at run time and is refused here; codegen preparation's
+// dynamic-slice-minor-to-rows (compiler/passes) turns those into row windows first.
 #include "compiler/codegen/codegen_internal.h"
 
 namespace tpu::compiler::codegen_internal {

@@ -15,6 +15,7 @@
 #include "compiler/passes/codegen_legalization.h"
 #include "compiler/passes/convolution_lowering.h"
 #include "compiler/passes/dce.h"
+#include "compiler/passes/dynamic_slice_minor_to_rows.h"
 #include "compiler/passes/expand_tuples.h"
 #include "compiler/passes/flatten_rows_through_columns.h"
 #include "compiler/passes/fold_parameter_independent.h"
@@ -75,6 +76,8 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   pipeline->AddPass<ArgReductions>();
   pipeline->AddPass<SplitVariadicReduces>();
   pipeline->AddPass<PoolMinorThroughTranspose>();
+  // Before legalization and reshape-through-transpose, which lower the transposes and reshapes this adds.
+  pipeline->AddPass<DynamicSliceMinorToRows>();
   pipeline->AddPass<CodegenLegalization>(CodegenLegalizationOptions{options.lanes});
   pipeline->AddPass<CanonicalizeDots>();
   // Before reshape-through-transpose, which turns the column this leaves into the row.

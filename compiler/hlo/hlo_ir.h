@@ -402,8 +402,9 @@ class HloModule {
   void set_name(std::string name) { name_ = std::move(name); }
 
   HloComputation* entry_computation() const { return entry_; }
-  // In text order (callees before callers in XLA dumps); the entry is one of them.
-  const std::vector<HloComputation*>& computations() const { return computation_order_; }
+  // In text order (callees before callers in XLA dumps); the entry is one of them. A copy: passes add
+  // computations (reducers, loop bodies) while they walk the list.
+  std::vector<HloComputation*> computations() const { return computation_order_; }
   HloComputation* AddComputation(std::unique_ptr<HloComputation> computation, bool is_entry = false);
   HloComputation* AddEmbeddedComputation(std::unique_ptr<HloComputation> c) { return AddComputation(std::move(c), false); }
   HloComputation* GetComputationWithName(std::string_view name) const;

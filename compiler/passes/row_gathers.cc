@@ -158,7 +158,34 @@ bool IsSlabScatter(const hlo::ScatterDimensionNumbers& d, const HloInstruction& 
          std::equal(table.dimensions.begin() + 1, table.dimensions.end(), updates.dimensions.end() - (table.rank() - 1));
 }
 
-HloInstruction* RewriteGather(HloBuilder& b, HloInstruction* gather) {
+// `indices` as s32 with the same effect on a gather or scatter: narrow types convert exactly; u32, u64
+// and s64 are first brought into the s32 range with an unsigned minimum (u32 indices of 2^31 and more
+// would wrap to negative ones) or a clamp. A value at a bound of the s32 range is past every dimension
+// the device holds (or, for INT32_MIN, before it), so a gather still clamps it to the same end and a
+// scatter still skips it. nullptr for indices that are not integers.
+HloInstruction* S32Indices(HloBuilder& b, HloInstruction* indices) {
+  const PrimitiveType type = indices->shape().element_type;
+  if (type == PrimitiveType::S32) return indices;
+  if (!hlo::IsIntegralType(type) || type == PrimitiveType::PRED) return nullptr;
+  // Bounds of the indices' shape: codegen's clamp takes scalar bounds of 32-bit types only.
+  auto bound = [&](double value) {
+    hlo::Literal literal(HloBuilder::ShapeOf(type, {}));
+    literal.SetFromDouble(0, value);
+    HloInstruction* scalar = b.Add(HloInstruction::CreateConstant(std::move(literal)));
+    return b.Add(HloInstruction::CreateBroadcast(indices->shape(), scalar, {}));
+  };
+  const double largest = static_cast<double>(INT32_MAX), smallest = static_cast<double>(INT32_MIN);
+  HloInstruction* in_range = indices;
+  if (type == PrimitiveType::U32 || type == PrimitiveType::U64) {
+    in_range = b.Add(HloInstruction::CreateBinary(indices->shape(), HloOpcode::kMinimum, indices, bound(largest)));
+  } else if (type == PrimitiveType::S64) {
+    in_range = b.Add(HloInstruction::CreateTernary(indices->shape(), HloOpcode::kClamp, bound(smallest), indices,
+                                                   bound(largest)));
+  }
+  return b.Convert(in_range, PrimitiveType::S32);
+}
+
+HloInstruction* RewriteGather(HloBuilder& b, HloInstruction* gather, HloInstruction* indices) {
   StatusOr<hlo::GatherDimensionNumbers> dn = hlo::GetGatherDimensionNumbers(*gather);
   if (!dn.ok() || IsSlabGather(*dn, *gather)) return nullptr;
   const hlo::GatherDimensionNumbers& d = *dn;
@@ -181,7 +208,7 @@ HloInstruction* RewriteGather(HloBuilder& b, HloInstruction* gather) {
   HloInstruction* table = b.Reshape(ordered, table_dims);
   std::vector<int64_t> extents(ordered->shape().dimensions.begin(),
                                ordered->shape().dimensions.begin() + static_cast<int64_t>(leading));
-  HloInstruction* index = SlabIndex(b, gather->operand(1), x, extents, /*gather=*/true);
+  HloInstruction* index = SlabIndex(b, indices, x, extents, /*gather=*/true);
   const int64_t n = index->shape().dimensions[0];
 
   std::vector<int64_t> slab_dims = {n};
@@ -216,7 +243,7 @@ HloInstruction* RewriteGather(HloBuilder& b, HloInstruction* gather) {
   return b.Transpose(result, permutation);
 }
 
-HloInstruction* RewriteScatter(HloBuilder& b, HloInstruction* scatter) {
+HloInstruction* RewriteScatter(HloBuilder& b, HloInstruction* scatter, HloInstruction* indices) {
   if (scatter->operand_count() != 3) return nullptr;
   StatusOr<hlo::ScatterDimensionNumbers> dn = hlo::GetScatterDimensionNumbers(*scatter);
   if (!dn.ok() || IsSlabScatter(*dn, *scatter)) return nullptr;
@@ -245,7 +272,7 @@ HloInstruction* RewriteScatter(HloBuilder& b, HloInstruction* scatter) {
   HloInstruction* table = b.Reshape(ordered, table_dims);
   std::vector<int64_t> extents(ordered->shape().dimensions.begin(),
                                ordered->shape().dimensions.begin() + static_cast<int64_t>(leading));
-  HloInstruction* index = SlabIndex(b, scatter->operand(1), x, extents, /*gather=*/false);
+  HloInstruction* index = SlabIndex(b, indices, x, extents, /*gather=*/false);
   const int64_t n = index->shape().dimensions[0];
 
   // Updates: [scatter dims..., window dims...] -> [N, rest...] (the indexed windows are unit dimensions).
@@ -277,9 +304,16 @@ StatusOr<bool> RowGathers::Run(hlo::HloModule* module) {
       module, [&](hlo::HloComputation* computation, HloInstruction* instruction) -> HloInstruction* {
         const bool gather = instruction->opcode() == HloOpcode::kGather;
         if (!gather && instruction->opcode() != HloOpcode::kScatter) return nullptr;
-        if (instruction->operand(1)->shape().element_type != PrimitiveType::S32) return nullptr;
         HloBuilder b(computation);
-        return gather ? RewriteGather(b, instruction) : RewriteScatter(b, instruction);
+        HloInstruction* indices = S32Indices(b, instruction->operand(1));
+        if (indices == nullptr) return nullptr;
+        HloInstruction* rewritten =
+            gather ? RewriteGather(b, instruction, indices) : RewriteScatter(b, instruction, indices);
+        if (rewritten != nullptr || indices == instruction->operand(1)) return rewritten;
+        // Already the slab form, or a form codegen refuses by its shape: only the indices change.
+        std::vector<HloInstruction*> operands = instruction->operands();
+        operands[1] = indices;
+        return b.Add(instruction->CloneWithNewOperands(instruction->shape(), operands));
       });
 }
 

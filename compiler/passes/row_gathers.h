@@ -19,9 +19,13 @@
 //   result:  the slab gather's [N, rest...] reshaped and transposed into the gather's shape; a scatter's
 //            updates transposed to [scatter dims..., window dims...] and reshaped to [N, rest...], the
 //            slab scatter's table reshaped and transposed back. The combiner is kept (update order too).
-// Gathers and scatters already in the slab form, and the forms of one-hot-gathers (run before), are left
-// as they are; so are slices of more than one position along an indexed dimension, scatter windows that
-// cover part of a dimension, and indices of other types than s32: codegen refuses them with their form.
+// Indices of other integer types (u32 from jnp.searchsorted, s8, s16, u8, u16, s64) become s32 first, with
+// the same effect: narrow ones convert exactly; u32 and u64 take an unsigned minimum with 2^31-1 and s64 a
+// clamp to the s32 range before the convert, so an index of 2^31 or more still clamps to the last position
+// (gather) or stays outside (scatter) instead of wrapping to a negative one. Gathers and scatters already
+// in the slab form get only that convert. The forms of one-hot-gathers (run before, s32 indices) are left
+// as they are; so are slices of more than one position along an indexed dimension and scatter windows that
+// cover part of a dimension: codegen refuses them with their form.
 #pragma once
 
 #include "compiler/passes/pass.h"

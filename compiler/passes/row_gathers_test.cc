@@ -250,5 +250,122 @@ TEST(RowGathersTest, WindowsOfSeveralPositionsAreLeft) {
                                "to_apply=%add"));
 }
 
+// Indices of every other integer type give the values the module gave before, for indices at and past
+// both ends of each dimension and at the ends of the type (u32 2^31 and more clamp to the last position or
+// are skipped, never wrap to a negative one), and leave only s32 slab gathers and scatters.
+TEST(RowGathersTest, OtherIndexTypesInterpretAsBefore) {
+  struct Typed {
+    const char* name;
+    std::vector<std::string> params;  // x, i[, u] with TYPE for the index type
+    std::string result, root;
+  };
+  const std::vector<Typed> forms = {
+      {"x[idx] on 1-D", {"x: f32[10]", "i: TYPE[6,1]"}, "f32[6]",
+       "gather(f32[10] %x, TYPE[6,1] %i), offset_dims={}, collapsed_slice_dims={0}, start_index_map={0}, "
+       "index_vector_dim=1, slice_sizes={1}"},
+      {"slab gather", {"x: f32[10,3]", "i: TYPE[6,1]"}, "f32[6,3]",
+       "gather(f32[10,3] %x, TYPE[6,1] %i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, "
+       "index_vector_dim=1, slice_sizes={1,3}"},
+      {"x[i, j]", {"x: f32[6,5]", "i: TYPE[6,2]"}, "f32[6]",
+       "gather(f32[6,5] %x, TYPE[6,2] %i), offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={0,1}, "
+       "index_vector_dim=1, slice_sizes={1,1}"},
+      {"x.at[idx].add on 1-D", {"x: f32[10]", "i: TYPE[6,1]", "u: f32[6]"}, "f32[10]",
+       "scatter(f32[10] %x, TYPE[6,1] %i, f32[6] %u), update_window_dims={}, inserted_window_dims={0}, "
+       "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add"},
+      {"slab scatter", {"x: f32[10,3]", "i: TYPE[6,1]", "u: f32[6,3]"}, "f32[10,3]",
+       "scatter(f32[10,3] %x, TYPE[6,1] %i, f32[6,3] %u), update_window_dims={1}, inserted_window_dims={0}, "
+       "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%set"},
+      {"x.at[i, j].max", {"x: f32[6,5]", "i: TYPE[6,2]", "u: f32[6]"}, "f32[6,5]",
+       "scatter(f32[6,5] %x, TYPE[6,2] %i, f32[6] %u), update_window_dims={}, inserted_window_dims={0,1}, "
+       "scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, to_apply=%max"},
+  };
+  auto typed = [](std::string text, const std::string& type) {
+    for (size_t at = text.find("TYPE"); at != std::string::npos; at = text.find("TYPE")) text.replace(at, 4, type);
+    return text;
+  };
+  struct IndexType {
+    std::string name;
+    std::vector<double> values;  // besides small ones around the dimensions
+  };
+  const std::vector<IndexType> types = {
+      {"u32", {2147483647.0, 2147483648.0, 4294967295.0, 4294967286.0}},
+      {"u8", {255.0, 128.0}},
+      {"u16", {65535.0, 32768.0}},
+      {"s8", {-128.0, 127.0, -1.0}},
+      {"s16", {-32768.0, 32767.0, -1.0}},
+      {"s64", {-4294967296.0, 4294967296.0, 2147483648.0, -2147483649.0, -1.0}},
+  };
+  for (const Typed& form : forms) {
+    for (const IndexType& type : types) {
+      SCOPED_TRACE(std::string(form.name) + ", " + type.name + " indices");
+      std::vector<std::string> params;
+      for (const std::string& p : form.params) params.push_back(typed(p, type.name));
+      std::unique_ptr<hlo::HloModule> module = hlo::ParseHloModule(Module(params, form.result, typed(form.root, type.name))).value();
+      ASSERT_TRUE(hlo::VerifyHloModule(*module).ok()) << hlo::VerifyHloModule(*module);
+      std::unique_ptr<hlo::HloModule> rewritten = hlo::CloneModule(*module).value();
+      RowGathers pass;
+      ASSERT_TRUE(pass.Run(rewritten.get()).value());
+      ASSERT_TRUE(hlo::VerifyHloModule(*rewritten).ok()) << hlo::VerifyHloModule(*rewritten);
+      for (const hlo::HloInstruction* instruction : rewritten->entry_computation()->instructions()) {
+        if (instruction->opcode() == hlo::HloOpcode::kGather || instruction->opcode() == hlo::HloOpcode::kScatter) {
+          EXPECT_EQ(instruction->operand(1)->shape().element_type, hlo::PrimitiveType::S32) << instruction->ToString();
+        }
+      }
+      EXPECT_FALSE(pass.Run(rewritten.get()).value()) << "the slab form is left as it is";
+      std::mt19937 rng(3);
+      for (int trial = 0; trial < 30; ++trial) {
+        std::vector<hlo::Literal> inputs;
+        const hlo::HloComputation& entry = *module->entry_computation();
+        for (int64_t p = 0; p < entry.num_parameters(); ++p) {
+          hlo::Literal value(entry.parameter_instruction(p)->shape());
+          for (int64_t i = 0; i < value.element_count(); ++i) {
+            double v = static_cast<double>(static_cast<int>(rng() % 9) - 4);
+            if (p == 1) {
+              // Small indices around the dimensions (negative ones only for signed types), or the type's ends.
+              const bool is_unsigned = type.name[0] == 'u';
+              v = rng() % 3 == 0 ? type.values[rng() % type.values.size()]
+                                 : static_cast<double>(static_cast<int>(rng() % 13) - (is_unsigned ? 0 : 2));
+            }
+            value.SetFromDouble(i, v);
+          }
+          inputs.push_back(std::move(value));
+        }
+        std::vector<hlo::Literal> expected = hlo::Interpret(*module, inputs).value();
+        std::vector<hlo::Literal> got = hlo::Interpret(*rewritten, inputs).value();
+        ASSERT_EQ(got.size(), 1u);
+        EXPECT_EQ(got[0], expected[0]) << "trial " << trial << ", indices " << inputs[1].ToString();
+      }
+    }
+  }
+}
+
+// jnp.searchsorted's u32 indices: an unsigned minimum keeps 2^31 and more at the last row, then s32.
+TEST(RowGathersTest, UnsignedIndicesTakeAnUnsignedMinimumBeforeTheConvert) {
+  RowGathers pass;
+  ExpectRewrite(pass, Module({"x: f32[12]", "i: u32[12,1]"}, "f32[12,1]",
+                             "gather(f32[12] %x, u32[12,1] %i), offset_dims={1}, collapsed_slice_dims={}, "
+                             "start_index_map={0}, index_vector_dim=1, slice_sizes={1}"),
+                R"(
+CHECK:      %[[B:constant.[0-9]+]] = u32[] constant(2147483647)
+CHECK-NEXT: %[[BB:broadcast.[0-9]+]] = u32[12,1] broadcast(u32[] %[[B]]), dimensions={}
+CHECK-NEXT: %[[M:minimum.[0-9]+]] = u32[12,1] minimum(u32[12,1] %i, u32[12,1] %[[BB]])
+CHECK-NEXT: %[[C:convert.[0-9]+]] = s32[12,1] convert(u32[12,1] %[[M]])
+CHECK:      gather(f32[12,1]{1,0} %{{reshape.[0-9]+}}, s32[12,1] %[[C]]), offset_dims={1}, collapsed_slice_dims={0}
+)");
+}
+
+// A slab form only changes its indices; a narrow type converts without a bound.
+TEST(RowGathersTest, SlabFormWithNarrowIndicesOnlyConverts) {
+  RowGathers pass;
+  ExpectRewrite(pass, Module({"x: f32[10,3]", "i: s8[6,1]"}, "f32[6,3]",
+                             "gather(f32[10,3] %x, s8[6,1] %i), offset_dims={1}, collapsed_slice_dims={0}, "
+                             "start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}"),
+                R"(
+CHECK:      %i = s8[6,1] parameter(1)
+CHECK-NEXT: %[[C:convert.[0-9]+]] = s32[6,1] convert(s8[6,1] %i)
+CHECK-NEXT: ROOT {{.*}} = f32[6,3] gather(f32[10,3] %x, s32[6,1] %[[C]]), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}
+)");
+}
+
 }  // namespace
 }  // namespace tpu::compiler

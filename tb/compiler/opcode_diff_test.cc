@@ -993,9 +993,12 @@ Generator TakeAlongCase(bool scatter) {
 // "scatter_1d_<combiner>" x.at[idx].<set/add/mul/min/max>(u), "scatter_minor_add" x.at[:, idx].add,
 // "scatter_pair_max" x.at[i, j].max, "scatter_slabs_add" rows of a rank-3 table, "take_along_axis0_add"
 // (its gradient). Indices from 3 below 0 to 3 past the dimension, with repeats (a gather clamps each
-// position, a scatter skips an update with any position outside).
-Generator IndexingCase(const std::string& kind) {
-  return [kind](Rng& rng, int) {
+// position, a scatter skips an update with any position outside). Indices of another integer type than
+// s32 (row-gathers converts them) mix in the ends of the type: u32 2^31 and more clamp to the last
+// position or are skipped as XLA does, never wrap to negative ones (s64 only in the s32 range the device
+// holds).
+Generator IndexingCase(const std::string& kind, PrimitiveType index_type = S32) {
+  return [kind, index_type](Rng& rng, int) {
     ModuleBuilder b;
     const bool scatter = kind.rfind("scatter", 0) == 0 || kind == "take_along_axis0_add";
     const int64_t rows = 1 + static_cast<int64_t>(rng() % 12), cols = RandomSize(rng) % 40 + 1;
@@ -1044,7 +1047,7 @@ Generator IndexingCase(const std::string& kind) {
                              "start_indices_batching_dims={1}, index_vector_dim=2, slice_sizes={1,1}";
     }
     Value table = b.Parameter(F32, table_dims, Domain::kUnit);
-    Value indices = b.Parameter(S32, index_dims, Domain::kInteger);
+    Value indices = b.Parameter(index_type, index_dims, Domain::kInteger);
     Value result;
     if (!scatter) {
       result = b.Op(F32, result_dims, "gather", {table, indices}, attributes);
@@ -1057,8 +1060,23 @@ Generator IndexingCase(const std::string& kind) {
     }
     DiffCase c = Finish(b, kind, {result}, rng, true);
     Literal& index_values = c.arguments[1];
+    const bool is_unsigned = index_type == PrimitiveType::U8 || index_type == PrimitiveType::U16 ||
+                             index_type == PrimitiveType::U32;
+    std::vector<double> ends;
+    if (index_type == PrimitiveType::U32) ends = {2147483647.0, 2147483648.0, 4294967293.0, 4294967295.0};
+    if (index_type == PrimitiveType::U16) ends = {32768.0, 65535.0};
+    if (index_type == PrimitiveType::U8) ends = {128.0, 255.0};
+    if (index_type == PrimitiveType::S16) ends = {-32768.0, 32767.0};
+    if (index_type == PrimitiveType::S8) ends = {-128.0, 127.0};
+    if (index_type == PrimitiveType::S64) ends = {-2147483647.0, 2147483647.0};
     for (int64_t i = 0; i < index_values.element_count(); ++i) {
-      index_values.Set<int32_t>(i, static_cast<int32_t>(static_cast<int64_t>(rng() % static_cast<uint32_t>(bound + 6)) - 3));
+      const int64_t near = static_cast<int64_t>(rng() % static_cast<uint32_t>(bound + 6)) - 3;
+      if (index_type == S32) {
+        index_values.Set<int32_t>(i, static_cast<int32_t>(near));
+      } else {
+        index_values.SetFromDouble(i, !ends.empty() && rng() % 4 == 0 ? ends[rng() % ends.size()]
+                                      : static_cast<double>(is_unsigned ? std::max<int64_t>(near, 0) : near));
+      }
     }
     return c;
   };
@@ -1435,14 +1453,21 @@ Generator NarrowIntegerCase(PrimitiveType type) {
 
 // dynamic-slice / dynamic-update-slice (dynamic_slice.cc): windows of whole rows (ranks 2 and 3, the minor
 // dimension taken whole) at start indices the device reads: s32 parameters from 3 below 0 to 3 past the
-// last valid start (clamped on the device), or constants (folded, also out of range).
-Generator DynamicSliceCase(bool update) {
-  return [update](Rng& rng, int index) {
+// last valid start (clamped on the device), or constants (folded, also out of range). With `minor` the
+// window covers part of the minor dimension too (dynamic-slice-minor-to-rows; ranks 1 to 3, often one
+// element: a scan's xs[i] and ys.at[i]), the other dimensions whole or windows of their own.
+Generator DynamicSliceCase(bool update, bool minor = false) {
+  return [update, minor](Rng& rng, int index) {
     ModuleBuilder b;
-    const int rank = 2 + index % 2;
-    const std::vector<int64_t> dims = RandomDims(rng, rank, 4000);
+    const int rank = minor ? 1 + index % 3 : 2 + index % 2;
+    std::vector<int64_t> dims = RandomDims(rng, rank, 4000);
+    if (minor && dims.back() == 1) dims.back() = 2 + static_cast<int64_t>(rng() % 30);
     std::vector<int64_t> sizes = dims;
     for (int d = 0; d + 1 < rank; ++d) sizes[d] = 1 + static_cast<int64_t>(rng() % static_cast<uint32_t>(dims[d]));
+    if (minor) {
+      if (rng() % 3 == 0) std::copy(dims.begin(), dims.end() - 1, sizes.begin());  // whole rows
+      sizes.back() = rng() % 2 == 0 ? 1 : 1 + static_cast<int64_t>(rng() % static_cast<uint32_t>(dims.back() - 1));
+    }
     const PrimitiveType type = index % 3 == 2 ? S32 : F32;
     const Domain domain = type == F32 ? Domain::kUnit : Domain::kInteger;
     Value operand = b.Parameter(type, dims, domain);
@@ -1465,10 +1490,52 @@ Generator DynamicSliceCase(bool update) {
     operands.insert(operands.end(), starts.begin(), starts.end());
     Value result = update ? b.Op(type, dims, "dynamic-update-slice", operands)
                           : b.Op(type, sizes, "dynamic-slice", operands, "dynamic_slice_sizes=" + Dims(sizes));
-    DiffCase c = Finish(b, update ? "dynamic_update_slice" : "dynamic_slice", {result}, rng, true);
+    DiffCase c = Finish(b, std::string(update ? "dynamic_update_slice" : "dynamic_slice") + (minor ? "_minor" : ""),
+                        {result}, rng, true);
     for (const auto& [parameter, value] : start_arguments) c.arguments[parameter].Set<int32_t>(0, value);
     return c;
   };
+}
+
+// A lax.scan over vectors (dynamic-slice-minor-to-rows carries xs and the stacked ys as columns): a
+// counted loop whose body reads xs[.., j] and writes ys[.., j] of [n] or [r,n] operands, j the counter
+// (or n-1-counter, as a gradient's reverse scan reads), the carry c + x, ys c * x; trip counts from 2 below
+// to 2 past n (starts past the end clamp to the last column, exactly as the interpreter clamps them).
+DiffCase ScanCase(Rng& rng, int index) {
+  const int64_t n = 2 + static_cast<int64_t>(rng() % 40), r = 1 + static_cast<int64_t>(rng() % 5);
+  const bool matrix = index % 2 == 1, reverse = index % 4 >= 2;
+  const int64_t trips = std::max<int64_t>(1, n - 2 + static_cast<int64_t>(rng() % 5));
+  const std::string array = matrix ? "f32[" + std::to_string(r) + "," + std::to_string(n) + "]" : "f32[" + std::to_string(n) + "]";
+  const std::string window = matrix ? "f32[" + std::to_string(r) + ",1]" : "f32[1]";
+  const std::string sizes = matrix ? "{" + std::to_string(r) + ",1}" : "{1}";
+  const std::string starts = matrix ? "%z, %j" : "%j";
+  const std::string state = "(s32[], " + window + ", " + array + ", " + array + ")";
+  std::string text = "HloModule scan\n\n" + CountedCondition("cond", state, std::to_string(trips), index % 5);
+  text += "%body (p: " + state + ") -> " + state + " {\n  %p = " + state + " parameter(0)\n"
+          "  %i = s32[] get-tuple-element(%p), index=0\n  %c = " + window + " get-tuple-element(%p), index=1\n"
+          "  %ys = " + array + " get-tuple-element(%p), index=2\n  %xs = " + array + " get-tuple-element(%p), index=3\n"
+          "  %one = s32[] constant(1)\n  %next = s32[] add(%i, %one)\n  %z = s32[] constant(0)\n";
+  text += reverse ? "  %last = s32[] constant(" + std::to_string(n - 1) + ")\n  %j = s32[] subtract(%last, %i)\n"
+                  : "  %j = s32[] add(%i, %z)\n";
+  text += "  %x = " + window + " dynamic-slice(%xs, " + starts + "), dynamic_slice_sizes=" + sizes + "\n"
+          "  %sum = " + window + " add(%c, %x)\n  %y = " + window + " multiply(%c, %x)\n"
+          "  %ys2 = " + array + " dynamic-update-slice(%ys, %y, " + starts + ")\n"
+          "  ROOT %t = " + state + " tuple(%next, %sum, %ys2, %xs)\n}\n\n";
+  text += "ENTRY %main (xs: " + array + ", ys: " + array + ", c: " + window + ") -> (" + array + ", " + window +
+          ") {\n  %xs = " + array + " parameter(0)\n  %ys = " + array + " parameter(1)\n  %c = " + window +
+          " parameter(2)\n  %zero = s32[] constant(0)\n  %init = " + state + " tuple(%zero, %c, %ys, %xs)\n"
+          "  %w = " + state + " while(%init), condition=%cond, body=%body\n"
+          "  %rys = " + array + " get-tuple-element(%w), index=2\n  %rc = " + window + " get-tuple-element(%w), index=1\n"
+          "  ROOT %out = (" + array + ", " + window + ") tuple(%rys, %rc)\n}\n";
+  DiffCase c;
+  c.hlo = text;
+  const std::vector<int64_t> dims = matrix ? std::vector<int64_t>{r, n} : std::vector<int64_t>{n};
+  const std::vector<int64_t> window_dims = matrix ? std::vector<int64_t>{r, 1} : std::vector<int64_t>{1};
+  c.arguments.push_back(RandomLiteral(Shape::Make(PrimitiveType::F32, dims), Domain::kUnit, rng));
+  c.arguments.push_back(RandomLiteral(Shape::Make(PrimitiveType::F32, dims), Domain::kUnit, rng));
+  c.arguments.push_back(RandomLiteral(Shape::Make(PrimitiveType::F32, window_dims), Domain::kUnit, rng));
+  c.exact = true;
+  return c;
 }
 
 // Conditionals (control_flow.cc): `kind` "pred" (a predicate the device computes from the data picks one
@@ -1831,6 +1898,13 @@ std::vector<OpcodeSpec> AllSpecs() {
                            "scatter_minor_add", "scatter_pair_max", "scatter_slabs_add", "take_along_axis0_add"}) {
     add(std::string("indexing_") + kind, IndexingCase(kind));
   }
+  // jnp.searchsorted's u32 indices, and the other integer types.
+  for (const auto& [kind, type] : std::vector<std::pair<const char*, PrimitiveType>>{
+           {"gather_1d", PrimitiveType::U32}, {"scatter_1d_add", PrimitiveType::U32}, {"gather_slabs", PrimitiveType::U32},
+           {"gather_pair", PrimitiveType::S8}, {"scatter_pair_max", PrimitiveType::U16}, {"gather_minor", PrimitiveType::U8},
+           {"scatter_slabs_add", PrimitiveType::S16}, {"gather_1d", PrimitiveType::S64}}) {
+    add(std::string("indexing_") + kind + "_" + hlo::PrimitiveTypeName(type), IndexingCase(kind, type));
+  }
   for (const char* kind : {"reduce_window_add", "reduce_window_max", "select_and_scatter"}) {
     add(std::string("minor_pool_") + kind, MinorPoolCase(kind));
   }
@@ -1843,6 +1917,9 @@ std::vector<OpcodeSpec> AllSpecs() {
   add("reduce_or", LogicalReduceCase("or"));
   add("dynamic_slice", DynamicSliceCase(false));
   add("dynamic_update_slice", DynamicSliceCase(true));
+  add("dynamic_slice_minor", DynamicSliceCase(false, true));
+  add("dynamic_update_slice_minor", DynamicSliceCase(true, true));
+  add("scan_over_vectors", ScanCase);
   for (const char* kind : {"pred", "index", "in_loop", "loop_in_branch"}) {
     add(std::string("conditional_") + kind, ConditionalCase(kind));
   }

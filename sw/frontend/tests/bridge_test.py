@@ -730,3 +730,66 @@ def test_cumulative_products_and_maxima_match_cpu():
     for axis in (0, 1):
         assert_matches_cpu(lambda a: (jnp.cumprod(a, axis), jnp.cumsum(a, axis), jax.lax.cummax(a, axis)), x,
                            rtol=2e-6, atol=0)
+
+
+def scan_products(xs):
+    return jax.lax.scan(lambda c, x: (c + x, c * x), 0.0, xs)[1]
+
+
+def fori_at_add(x):
+    return jax.lax.fori_loop(0, 5, lambda i, a: a.at[i].add(x[i] * 2), jnp.zeros(5))
+
+
+def rows_of_scan(xs):
+    """A scan over the rows of a matrix whose carry is one column: xs[i] of a rank-2 xs is a whole row, but
+    the carry's ys are stacked along the minor dimension of a transposed output."""
+    c, ys = jax.lax.scan(lambda c, x: (c * 0.5 + x[1:3], x[0] - c[0]), jnp.zeros(2), xs)
+    return c, ys
+
+
+MINOR_WINDOWS = {
+    "scan over f32[7]": (scan_products, lambda: (dyadic((7,), 50),)),
+    "fori_loop a.at[i].add": (fori_at_add, lambda: (dyadic((5,), 51),)),
+    "scan over the rows of f32[6,4]": (rows_of_scan, lambda: (dyadic((6, 4), 52),)),
+    "dynamic_slice (i, j) of f32[5,7]": (lambda x, i, j: jax.lax.dynamic_slice(x, (i, j), (2, 3)),
+                                         lambda: (dyadic((5, 7), 53), np.int32(2), np.int32(6))),
+    "dynamic_slice (i, j) clamped below": (lambda x, i, j: jax.lax.dynamic_slice(x, (i, j), (2, 3)),
+                                           lambda: (dyadic((5, 7), 54), np.int32(-3), np.int32(1))),
+    "dynamic_update_slice (i, j) of f32[5,7]": (
+        lambda x, u, i, j: jax.lax.dynamic_update_slice(x, u, (i, j)),
+        lambda: (dyadic((5, 7), 55), dyadic((2, 3), 56), np.int32(1), np.int32(9))),
+    "one column into f32[3,4,6] at (i, j, k)": (
+        lambda x, u, i, j, k: jax.lax.dynamic_update_slice(x, u, (i, j, k)),
+        lambda: (dyadic((3, 4, 6), 57), dyadic((2, 4, 1), 58), np.int32(2), np.int32(0), np.int32(3))),
+    "window of f32[3,4,6] on three dimensions": (
+        lambda x, i, j, k: jax.lax.dynamic_slice(x, (i, j, k), (1, 2, 2)),
+        lambda: (dyadic((3, 4, 6), 59), np.int32(1), np.int32(3), np.int32(4))),
+    "x[i] of a traced i": (lambda x, i: x[i] * x[i - 1], lambda: (dyadic((9,), 60), np.int32(0))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MINOR_WINDOWS))
+def test_windows_on_the_minor_dimension_and_their_gradients_match_cpu(name):
+    """dynamic-slice / dynamic-update-slice windows over part of the minor dimension (dynamic-slice-minor-to-
+    rows): scans over vectors and their stacked scalar outputs, x[i] and a.at[i] in fori_loop bodies, traced
+    starts clamped as XLA clamps them, and the gradients (reverse scans), exactly."""
+    fun, make = MINOR_WINDOWS[name]
+    args = make()
+    assert_matches_cpu(fun, *args, rtol=0, atol=0)
+    loss = lambda x, *rest: sum(jnp.sum(leaf * leaf) for leaf in jax.tree_util.tree_leaves(fun(x, *rest)))
+    assert_matches_cpu(jax.grad(loss), *args, rtol=0, atol=0)
+
+
+def test_searchsorted_and_unsigned_index_gathers_and_scatters_match_cpu():
+    """jnp.searchsorted gathers at u32 indices (row-gathers converts them: 2^31 and more clamp to the last
+    position); gathers and scatters at u32, u8, s16 indices, past the end too (clamped or dropped)."""
+    x = dyadic((12,), 61)
+    assert_matches_cpu(lambda x: jnp.searchsorted(jnp.sort(x), x), x, rtol=0, atol=0)
+    assert_matches_cpu(lambda s, q: jnp.searchsorted(s, q, side="right"), np.sort(x), dyadic((7,), 62), rtol=0, atol=0)
+    big = np.array([3, 0, 2**31, 2**32 - 1, 11, 12, 5], np.uint32)
+    mode = dict(mode="promise_in_bounds")  # no jnp index wrapping: the gather sees the raw indices
+    assert_matches_cpu(lambda x, i: x.at[i].get(**mode), x, big, rtol=0, atol=0)
+    assert_matches_cpu(lambda x, i, u: x.at[i].add(u, mode="drop"), x, big, dyadic((7,), 63), rtol=0, atol=0)
+    assert_matches_cpu(lambda x, i: x.reshape(4, 3)[i], x, np.array([3, 0, 200, 1], np.uint8), rtol=0, atol=0)
+    assert_matches_cpu(lambda x, i, u: x.at[i].set(u, mode="drop"), x, np.array([-1, 4, 13, 4], np.int16),
+                       dyadic((4,), 64), rtol=0, atol=0)
