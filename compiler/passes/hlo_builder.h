@@ -186,6 +186,12 @@ class ElementwiseBuilder {
     return Bitcast(Binary(hlo::HloOpcode::kOr, Bitcast(magnitude, hlo::PrimitiveType::S32), sign),
                    hlo::PrimitiveType::F32);
   }
+  // The s32 key of f32 words (`words`, s32) whose s32 order is the floats' total order: -NaN < -inf < ...
+  // < -0 < +0 < ... < inf < NaN. The map is its own inverse (keys back to words).
+  hlo::HloInstruction* TotalOrderKey(hlo::HloInstruction* words) {
+    hlo::HloInstruction* negative = Compare(words, Constant<int32_t>(0), hlo::ComparisonDirection::kLt);
+    return Select(negative, Binary(hlo::HloOpcode::kXor, words, Constant<int32_t>(INT32_MAX)), words);
+  }
   HloBuilder& builder() { return b_; }
 
  private:

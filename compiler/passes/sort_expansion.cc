@@ -3,7 +3,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -97,9 +96,7 @@ class ElementwiseComparator {
     HloInstruction* wide = value->shape().element_type == PrimitiveType::F32
                                ? value
                                : f_.builder().Convert(value, PrimitiveType::F32);
-    HloInstruction* word = f_.Bitcast(wide, S32);
-    HloInstruction* negative = f_.Compare(word, f_.Constant<int32_t>(0), ComparisonDirection::kLt);
-    key = f_.Select(negative, f_.Binary(HloOpcode::kXor, word, f_.Constant<int32_t>(INT32_MAX)), word);
+    key = f_.TotalOrderKey(f_.Bitcast(wide, S32));
     return key;
   }
 

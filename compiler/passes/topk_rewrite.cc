@@ -83,12 +83,6 @@ bool Match(HloInstruction* sort, TopKMatch* match) {
   return match->k > 0;
 }
 
-// The total-order key of f32 words as s32 (its s32 order is the floats' total order), and back.
-HloInstruction* TotalOrderKeys(ElementwiseBuilder& f, HloInstruction* words) {
-  HloInstruction* negative = f.Compare(words, f.Constant<int32_t>(0), hlo::ComparisonDirection::kLt);
-  return f.Select(negative, f.Binary(HloOpcode::kXor, words, f.Constant<int32_t>(INT32_MAX)), words);
-}
-
 struct TopK {
   HloInstruction* values;   // [rows, k]
   HloInstruction* indices;  // [rows, k]
@@ -102,7 +96,7 @@ TopK Rounds(hlo::HloModule* module, HloComputation* computation, HloInstruction*
   const int64_t rows = values->shape().dimensions[0], cols = values->shape().dimensions[1];
   const PrimitiveType type = total_order ? PrimitiveType::S32 : PrimitiveType::F32;
   ElementwiseBuilder full(computation, {rows, cols});
-  if (total_order) values = TotalOrderKeys(full, full.Bitcast(values, PrimitiveType::S32));
+  if (total_order) values = full.TotalOrderKey(full.Bitcast(values, PrimitiveType::S32));
   const Shape full_type = Shape::MakeWithDefaultLayout(type, {rows, cols});
   const Shape full_s32 = Shape::MakeWithDefaultLayout(PrimitiveType::S32, {rows, cols});
   const Shape full_pred = Shape::MakeWithDefaultLayout(PrimitiveType::PRED, {rows, cols});
@@ -157,7 +151,7 @@ TopK Rounds(hlo::HloModule* module, HloComputation* computation, HloInstruction*
   TopK top{gather(best_values, type), gather(best_indices, PrimitiveType::S32)};
   if (total_order) {
     ElementwiseBuilder result(computation, {rows, k});
-    top.values = result.Bitcast(TotalOrderKeys(result, top.values), PrimitiveType::F32);  // the map is its own inverse
+    top.values = result.Bitcast(result.TotalOrderKey(top.values), PrimitiveType::F32);  // its own inverse
   }
   for (HloInstruction* leftover : {worst_full, no_index_full}) {
     if (leftover->user_count() == 0) (void)RemoveIfDead(computation, leftover);
