@@ -113,10 +113,11 @@ class RangeAnalysis {
       }
       if (instruction->shape().IsArray() && instruction->shape().element_type == PrimitiveType::S64 &&
           !TypeRange(PrimitiveType::S32).Contains(result.range)) {
+        constexpr const char* kWhy =
+            ", outside the s32 range in which the device holds s64 values (it would wrap them at 32 bits)";
         return Unimplemented("s64 " + std::string(hlo::HloOpcodeString(instruction->opcode())) + " " +
-                             instruction->name() + " may produce values in " + result.range.ToString() +
-                             ", outside the s32 range in which the device holds s64 values (it would wrap them at 32 "
-                             "bits); compute it in s32 or f32" + hlo::DefinedAt(*instruction));
+                             instruction->name() + " may produce values in " + result.range.ToString() + kWhy +
+                             "; compute it in s32 or f32" + hlo::DefinedAt(*instruction));
       }
       bounds[instruction] = std::move(result);
     }

@@ -81,7 +81,7 @@ Status CheckBufferShape(const hlo::Shape& shape) {
   if (!compiler::IsDeviceElementType(shape.element_type)) {
     return Unimplemented("device buffers of element type " +
                          std::string(hlo::PrimitiveTypeName(shape.element_type)) +
-                         " are not supported yet (only f32, bf16, s8, s16, s32, s64, u8, u16, u32 and pred): " + ShapeText(shape));
+                         " are not supported yet (only f32, bf16, f16, s8, s16, s32, s64, u8, u16, u32 and pred): " + ShapeText(shape));
   }
   return OkStatus();
 }
