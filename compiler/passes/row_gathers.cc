@@ -185,6 +185,27 @@ HloInstruction* S32Indices(HloBuilder& b, HloInstruction* indices) {
   return b.Convert(in_range, PrimitiveType::S32);
 }
 
+// The operand as a table of slabs (indexed and batching dimensions first, merged into rows) and the
+// indices as one s32 row index per slab.
+struct SlabTable {
+  std::vector<int64_t> order;  // the operand's dimensions in table order
+  HloInstruction* ordered;     // the operand transposed to that order
+  HloInstruction* table;       // [rows, rest...]
+  HloInstruction* index;       // [N, 1] s32
+};
+
+SlabTable MakeSlabTable(HloBuilder& b, HloInstruction* operand, HloInstruction* indices, const Indexing& x, bool gather) {
+  SlabTable t;
+  t.order = TableOrder(x, operand->shape().rank());
+  t.ordered = b.Transpose(operand, t.order);
+  const size_t leading = x.indexed.size() + x.batching.size();
+  const std::vector<int64_t>& dims = t.ordered->shape().dimensions;
+  t.table = b.Reshape(t.ordered, TableDims(dims, leading));
+  const std::vector<int64_t> extents(dims.begin(), dims.begin() + static_cast<int64_t>(leading));
+  t.index = SlabIndex(b, indices, x, extents, gather);
+  return t;
+}
+
 HloInstruction* RewriteGather(HloBuilder& b, HloInstruction* gather, HloInstruction* indices) {
   StatusOr<hlo::GatherDimensionNumbers> dn = hlo::GetGatherDimensionNumbers(*gather);
   if (!dn.ok() || IsSlabGather(*dn, *gather)) return nullptr;
@@ -201,14 +222,10 @@ HloInstruction* RewriteGather(HloBuilder& b, HloInstruction* gather, HloInstruct
     if (!Contains(x.indexed, dim) && !Contains(x.batching, dim)) limits[dim] = d.slice_sizes[dim];
   }
   HloInstruction* sliced = b.Slice(operand, std::vector<int64_t>(p.rank(), 0), limits, std::vector<int64_t>(p.rank(), 1));
-  const std::vector<int64_t> order = TableOrder(x, p.rank());
-  HloInstruction* ordered = b.Transpose(sliced, order);
-  const size_t leading = x.indexed.size() + x.batching.size();
-  const std::vector<int64_t> table_dims = TableDims(ordered->shape().dimensions, leading);
-  HloInstruction* table = b.Reshape(ordered, table_dims);
-  std::vector<int64_t> extents(ordered->shape().dimensions.begin(),
-                               ordered->shape().dimensions.begin() + static_cast<int64_t>(leading));
-  HloInstruction* index = SlabIndex(b, indices, x, extents, /*gather=*/true);
+  const SlabTable t = MakeSlabTable(b, sliced, indices, x, /*gather=*/true);
+  HloInstruction* table = t.table;
+  HloInstruction* index = t.index;
+  const std::vector<int64_t>& table_dims = t.table->shape().dimensions;
   const int64_t n = index->shape().dimensions[0];
 
   std::vector<int64_t> slab_dims = {n};
@@ -265,14 +282,12 @@ HloInstruction* RewriteScatter(HloBuilder& b, HloInstruction* scatter, HloInstru
     const bool picked = Contains(x.indexed, dim) || Contains(x.batching, dim);
     if (picked ? window[dim] != 1 : window[dim] != p.dimensions[dim]) return nullptr;
   }
-  const std::vector<int64_t> order = TableOrder(x, p.rank());
-  HloInstruction* ordered = b.Transpose(operand, order);
-  const size_t leading = x.indexed.size() + x.batching.size();
-  const std::vector<int64_t> table_dims = TableDims(ordered->shape().dimensions, leading);
-  HloInstruction* table = b.Reshape(ordered, table_dims);
-  std::vector<int64_t> extents(ordered->shape().dimensions.begin(),
-                               ordered->shape().dimensions.begin() + static_cast<int64_t>(leading));
-  HloInstruction* index = SlabIndex(b, indices, x, extents, /*gather=*/false);
+  const SlabTable t = MakeSlabTable(b, operand, indices, x, /*gather=*/false);
+  const std::vector<int64_t>& order = t.order;
+  HloInstruction* ordered = t.ordered;
+  HloInstruction* table = t.table;
+  HloInstruction* index = t.index;
+  const std::vector<int64_t>& table_dims = t.table->shape().dimensions;
   const int64_t n = index->shape().dimensions[0];
 
   // Updates: [scatter dims..., window dims...] -> [N, rest...] (the indexed windows are unit dimensions).
