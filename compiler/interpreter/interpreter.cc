@@ -260,6 +260,14 @@ Status UnaryTyped(const HloInstruction& instruction, const Literal& a, Literal* 
   return Unsupported(instruction, std::string("element type ") + PrimitiveTypeName(a.shape().element_type));
 }
 
+// The ordered integer image of a float's bits: its order is the total order -NaN < -inf < ... < -0 < +0 <
+// ... < inf < NaN (TOTALORDER compares, TopK).
+int64_t TotalOrderKey(double value) {
+  uint64_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return (bits >> 63) ? -static_cast<int64_t>(bits & 0x7FFFFFFFFFFFFFFFull) - 1 : static_cast<int64_t>(bits);
+}
+
 template <typename T>
 Status BinaryTyped(const HloInstruction& instruction, const Literal& a, const Literal& b, Literal* out) {
   using C = ComputeType<T>;
@@ -270,21 +278,13 @@ Status BinaryTyped(const HloInstruction& instruction, const Literal& a, const Li
   if (opcode == HloOpcode::kCompare) {
     bool* z = out->data<bool>();
     bool total_order = instruction.comparison_type() == "TOTALORDER";
-    // Total order (-NaN < -inf < ... < -0 < +0 < ... < inf < NaN) through the ordered integer image of the
-    // double's bits; otherwise IEEE comparison.
-    auto total_key = [](double v) -> double {
-      uint64_t bits;
-      std::memcpy(&bits, &v, sizeof(bits));
-      int64_t key = (bits >> 63) ? -static_cast<int64_t>(bits & 0x7FFFFFFFFFFFFFFFull) - 1
-                                 : static_cast<int64_t>(bits);
-      return static_cast<double>(key);
-    };
+    // Total order through TotalOrderKey; otherwise IEEE comparison.
     auto run = [&](auto f) {
       for (int64_t i = 0; i < n; ++i) {
         double p = static_cast<double>(Load(x[i])), q = static_cast<double>(Load(y[i]));
         if (total_order) {
-          p = total_key(p);
-          q = total_key(q);
+          p = static_cast<double>(TotalOrderKey(p));
+          q = static_cast<double>(TotalOrderKey(q));
         }
         z[i] = f(p, q);
       }
@@ -1160,14 +1160,8 @@ StatusOr<Literal> Evaluator::TopK(const HloInstruction& instruction, const Liter
   const bool floating = IsFloatingPointType(shape.element_type);
   std::vector<int64_t> keys(static_cast<size_t>(shape.ElementCount()));
   for (int64_t i = 0; i < shape.ElementCount(); ++i) {
-    if (!floating) {
-      keys[static_cast<size_t>(i)] = static_cast<int64_t>(operand.GetAsDouble(i));
-      continue;
-    }
-    const float value = static_cast<float>(operand.GetAsDouble(i));
-    int32_t word;
-    std::memcpy(&word, &value, sizeof(word));
-    keys[static_cast<size_t>(i)] = word < 0 ? (word ^ INT32_MAX) : word;
+    const double value = operand.GetAsDouble(i);
+    keys[static_cast<size_t>(i)] = floating ? TotalOrderKey(value) : static_cast<int64_t>(value);
   }
   Shape value_shape = shape, index_shape = Shape::Make(PrimitiveType::S32, shape.dimensions);
   value_shape.dimensions.back() = index_shape.dimensions.back() = k;

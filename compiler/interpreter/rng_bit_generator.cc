@@ -107,12 +107,10 @@ StatusOr<RngAlgorithm> RngBitGeneratorAlgorithm(const HloInstruction& instructio
 }
 
 void ThreeFry2x32(uint32_t k0, uint32_t k1, uint32_t* x0, uint32_t* x1) {
-  static constexpr int kRotations[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
-  const uint32_t ks[3] = {k0, k1, 0x1BD11BDAu ^ k0 ^ k1};
+  const uint32_t ks[3] = {k0, k1, kThreeFryKeyParity ^ k0 ^ k1};
   uint32_t a = *x0 + ks[0], b = *x1 + ks[1];
-  // Five groups of four rounds, each followed by a key injection.
-  for (int group = 0; group < 5; ++group) {
-    for (int r : kRotations[group % 2]) {
+  for (int group = 0; group < kThreeFryGroups; ++group) {
+    for (int r : kThreeFryRotations[group % 2]) {
       a += b;
       b = RotateLeft(b, r) ^ a;
     }
@@ -124,13 +122,13 @@ void ThreeFry2x32(uint32_t k0, uint32_t k1, uint32_t* x0, uint32_t* x1) {
 }
 
 void Philox4x32(uint32_t k0, uint32_t k1, uint32_t x[4]) {
-  for (int round = 0; round < 10; ++round) {
-    const uint64_t p0 = static_cast<uint64_t>(x[0]) * 0xD2511F53u;
-    const uint64_t p1 = static_cast<uint64_t>(x[2]) * 0xCD9E8D57u;
+  for (int round = 0; round < kPhiloxRounds; ++round) {
+    const uint64_t p0 = static_cast<uint64_t>(x[0]) * kPhiloxMultipliers[0];
+    const uint64_t p1 = static_cast<uint64_t>(x[2]) * kPhiloxMultipliers[1];
     const uint32_t next[4] = {High(p1) ^ x[1] ^ k0, Low(p1), High(p0) ^ x[3] ^ k1, Low(p0)};
     std::memcpy(x, next, sizeof(next));
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
+    k0 += kPhiloxKeyIncrements[0];
+    k1 += kPhiloxKeyIncrements[1];
   }
 }
 

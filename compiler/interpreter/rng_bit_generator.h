@@ -27,6 +27,18 @@ namespace tpu::hlo {
 
 enum class RngAlgorithm { kThreeFry, kPhilox };
 
+// The generators' constants, one source for the interpreter and the device expansion
+// (compiler/passes/rng_bit_generator_expansion.h).
+// Threefry-2x32: five groups of four rounds, a key injection after each group; the groups alternate
+// between the two sets of rotations; the third key word is k0 ^ k1 ^ the parity.
+inline constexpr int kThreeFryGroups = 5;
+inline constexpr int kThreeFryRotations[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+inline constexpr uint32_t kThreeFryKeyParity = 0x1BD11BDAu;
+// Philox-4x32: ten rounds; words 0 and 2 are multiplied, the key words step by the increments.
+inline constexpr int kPhiloxRounds = 10;
+inline constexpr uint32_t kPhiloxMultipliers[2] = {0xD2511F53u, 0xCD9E8D57u};
+inline constexpr uint32_t kPhiloxKeyIncrements[2] = {0x9E3779B9u, 0xBB67AE85u};
+
 // The instruction's algorithm= (rng_default is philox); InvalidArgument for another name.
 StatusOr<RngAlgorithm> RngBitGeneratorAlgorithm(const HloInstruction& instruction);
 

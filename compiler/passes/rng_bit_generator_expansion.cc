@@ -154,11 +154,11 @@ class WordOps {
   std::map<uint32_t, HloInstruction*> splats_;
 };
 
-// Threefry-2x32 as a counted loop of its 5 groups of four rounds (one group of code). State: (group:
+// Threefry-2x32 as a counted loop of its groups of four rounds (one group of code). State: (group:
 // s32[], a, b: u32[dims], the group's rotations r0..r3 and the next group's q0..q3, the keys the
 // injection after the group adds (kA to a, kB + step to b) and kC, the one after that, step = group + 1:
 // u32[]). A group swaps the rotation sets and rotates (kA, kB, kC) to (kB, kC, kA).
-constexpr int kThreeFryGroups = 5;
+using hlo::kThreeFryGroups;
 constexpr int kThreeFryState = 15;
 enum ThreeFryElement { kGroup = 0, kA = 1, kB = 2, kRotations = 3, kNextRotations = 7, kKeyA = 11, kKeyB, kKeyC, kStep };
 
@@ -213,9 +213,9 @@ HloComputation* ThreeFryGroup(hlo::HloModule* module, const std::vector<int64_t>
   return module->AddEmbeddedComputation(std::move(computation));
 }
 
-// Philox-4x32 as a counted loop of its 10 rounds (one round of code: the device's instruction memory is
+// Philox-4x32 as a counted loop of its rounds (one round of code: the device's instruction memory is
 // small). State: (round: s32[], x0..x3: u32[dims], k0, k1: u32[]).
-constexpr int kPhiloxRounds = 10;
+using hlo::kPhiloxRounds;
 
 hlo::Shape PhiloxLoopShape(const std::vector<int64_t>& dims) {
   const hlo::Shape words = hlo::Shape::Make(U32, dims);
@@ -232,15 +232,15 @@ HloComputation* PhiloxRound(hlo::HloModule* module, const std::vector<int64_t>& 
   HloInstruction** x = element + 1;
   WordOps w(c, dims);
   WordOps s(c, {});
-  auto [high0, low0] = w.MultiplyHighLow(x[0], 0xD2511F53u);
-  auto [high1, low1] = w.MultiplyHighLow(x[2], 0xCD9E8D57u);
+  auto [high0, low0] = w.MultiplyHighLow(x[0], hlo::kPhiloxMultipliers[0]);
+  auto [high1, low1] = w.MultiplyHighLow(x[2], hlo::kPhiloxMultipliers[1]);
   HloInstruction* y0 = w.Xor(w.Xor(high1, x[1]), w.Broadcast(element[5]));
   HloInstruction* y2 = w.Xor(w.Xor(high0, x[3]), w.Broadcast(element[6]));
   HloInstruction* round = c->AddInstruction(HloInstruction::CreateBinary(
       hlo::Shape::Make(PrimitiveType::S32, {}), HloOpcode::kAdd, element[0],
       c->AddInstruction(HloInstruction::CreateConstant(hlo::Literal::CreateR0<int32_t>(1)))));
-  HloInstruction* k0 = s.f().Add(element[5], s.Scalar(0x9E3779B9u));
-  HloInstruction* k1 = s.f().Add(element[6], s.Scalar(0xBB67AE85u));
+  HloInstruction* k0 = s.f().Add(element[5], s.Scalar(hlo::kPhiloxKeyIncrements[0]));
+  HloInstruction* k1 = s.f().Add(element[6], s.Scalar(hlo::kPhiloxKeyIncrements[1]));
   c->set_root_instruction(c->AddInstruction(HloInstruction::CreateTuple({round, y0, low1, y2, low0, k0, k1})));
   return module->AddEmbeddedComputation(std::move(computation));
 }
@@ -330,11 +330,13 @@ class Expander {
     // ks[(g+2)%3] + g + 1 to b.
     ElementwiseBuilder& f = w_.f();
     HloInstruction* ks[3] = {state_[0], state_[1],
-                             s_.Xor(s_.Xor(state_[0], state_[1]), s_.Scalar(0x1BD11BDAu))};
+                             s_.Xor(s_.Xor(state_[0], state_[1]), s_.Scalar(hlo::kThreeFryKeyParity))};
     HloBuilder& builder = w_.b();
     std::vector<HloInstruction*> init = {builder.Add(HloInstruction::CreateConstant(hlo::Literal::CreateR0<int32_t>(0))),
                                          f.Add(x0, w_.Broadcast(ks[0])), f.Add(x1, w_.Broadcast(ks[1]))};
-    for (uint32_t r : {13u, 15u, 26u, 6u, 17u, 29u, 16u, 24u}) init.push_back(s_.Scalar(r));
+    for (const auto& rotations : hlo::kThreeFryRotations) {
+      for (int r : rotations) init.push_back(s_.Scalar(static_cast<uint32_t>(r)));
+    }
     init.insert(init.end(), {ks[1], ks[2], ks[0], s_.Scalar(1)});
     HloInstruction* loop = builder.Add(HloInstruction::Create(
         HloOpcode::kWhile, ThreeFryLoopShape(dims_), {builder.Add(HloInstruction::CreateTuple(init))}));
