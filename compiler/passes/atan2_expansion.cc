@@ -35,8 +35,7 @@ HloInstruction* ExpandAtan2(hlo::HloComputation* computation, HloInstruction* at
   HloInstruction* t = f.Select(reduce, f.Div(f.Sub(a, one), f.Add(a, one)), a);
   HloInstruction* base = f.Select(reduce, f.Constant(static_cast<float>(M_PI / 4)), zero);
   HloInstruction* z = f.Mul(t, t);
-  HloInstruction* p = f.Constant(kAtanCoefficients[4]);
-  for (int i = 3; i >= 0; --i) p = f.Add(f.Mul(p, z), f.Constant(kAtanCoefficients[i]));
+  HloInstruction* p = f.Polynomial(z, kAtanCoefficients);
   HloInstruction* angle = f.Add(base, f.Add(t, f.Mul(f.Mul(t, z), p)));
   // The octant and quadrant, then y's sign.
   angle = f.Select(f.Compare(ay, ax, ComparisonDirection::kGt), f.Sub(f.Constant(static_cast<float>(M_PI / 2)), angle),

@@ -366,9 +366,7 @@ HloInstruction* LegalizeInsertingBroadcast(HloComputation* computation, HloInstr
   for (int64_t d : order) repeated_dims.push_back(dims[d]);
   Builder b(computation, broadcast->shape().element_type);
   HloInstruction* repeated = b.Add(HloInstruction::CreateBroadcast(b.Shape(repeated_dims), broadcast->operand(0), suffix));
-  Dims permutation(static_cast<size_t>(rank));
-  for (int64_t i = 0; i < rank; ++i) permutation[order[i]] = i;
-  return b.Add(HloInstruction::CreateTranspose(b.Shape(dims), repeated, permutation));
+  return b.Add(HloInstruction::CreateTranspose(b.Shape(dims), repeated, InversePermutation(order)));
 }
 
 // Broadcasts codegen does not take as they are: those that insert dimensions before the kept minor one

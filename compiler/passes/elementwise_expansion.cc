@@ -25,20 +25,12 @@ constexpr float kSinCoefficients[] = {-0.1666666716337204f, 0.008333329111337662
                                       2.717971028687316e-06f};
 constexpr float kCosCoefficients[] = {0.0416666679084301f, -0.0013888883404433727f, 2.4799443053780124e-05f,
                                       -2.7204333719055285e-07f};
-// erf(x) = x * P(x^2) / Q(x^2) for |x| < kErfSaturation (XLA's f32 erf; highest degree first).
-constexpr float kErfNumerator[] = {0.00022905065861350646f, 0.0034082910107109506f, 0.050955695062380861f,
-                                   0.18520832239976145f, 1.128379143519084f};
-constexpr float kErfDenominator[] = {-1.1791602954361697e-7f, 0.000023547966471313185f, 0.0010179625278914885f,
-                                     0.014070470171167667f,  0.11098505178285362f,     0.49746925110067538f,
-                                     1.0f};
+// erf(x) = x * P(x^2) / Q(x^2) for |x| < kErfSaturation (XLA's f32 erf; lowest degree first).
+constexpr float kErfNumerator[] = {1.128379143519084f, 0.18520832239976145f, 0.050955695062380861f,
+                                   0.0034082910107109506f, 0.00022905065861350646f};
+constexpr float kErfDenominator[] = {1.0f, 0.49746925110067538f, 0.11098505178285362f, 0.014070470171167667f,
+                                     0.0010179625278914885f, 0.000023547966471313185f, -1.1791602954361697e-7f};
 constexpr float kErfSaturation = 3.832506856900711f;
-
-template <size_t N>
-HloInstruction* Horner(ElementwiseBuilder& f, HloInstruction* z, const float (&coefficients)[N], bool highest_first) {
-  HloInstruction* p = f.Constant(coefficients[highest_first ? 0 : N - 1]);
-  for (size_t i = 1; i < N; ++i) p = f.Add(f.Mul(p, z), f.Constant(coefficients[highest_first ? i : N - 1 - i]));
-  return p;
-}
 
 HloInstruction* FlipSign(ElementwiseBuilder& f, HloInstruction* value, HloInstruction* sign) {
   return f.Bitcast(f.Binary(HloOpcode::kXor, f.Bitcast(value, PrimitiveType::S32), sign), PrimitiveType::F32);
@@ -56,9 +48,9 @@ HloInstruction* ExpandTrig(hlo::HloComputation* computation, HloInstruction* ins
   HloInstruction* r = x;
   for (float part : kHalfPiParts) r = f.Sub(r, f.Mul(k, f.Constant(part)));
   HloInstruction* z = f.Mul(r, r);
-  HloInstruction* sin = f.Add(r, f.Mul(f.Mul(r, z), Horner(f, z, kSinCoefficients, false)));
+  HloInstruction* sin = f.Add(r, f.Mul(f.Mul(r, z), f.Polynomial(z, kSinCoefficients)));
   HloInstruction* cos = f.Add(f.Sub(f.Constant(1.0f), f.Mul(z, f.Constant(0.5f))),
-                              f.Mul(f.Mul(z, z), Horner(f, z, kCosCoefficients, false)));
+                              f.Mul(f.Mul(z, z), f.Polynomial(z, kCosCoefficients)));
   HloInstruction* odd = f.Compare(f.Binary(HloOpcode::kAnd, quadrant, f.Constant<int32_t>(1)), f.Constant<int32_t>(0),
                                   ComparisonDirection::kNe);
   // The sign bit a quadrant puts on a value: bit 1 of `q` moved to bit 31.
@@ -94,7 +86,7 @@ HloInstruction* ExpandErf(hlo::HloComputation* computation, HloInstruction* erf)
                f.Constant(kErfSaturation));
   HloInstruction* z = f.Mul(clamped, clamped);
   HloInstruction* ratio =
-      f.Div(f.Mul(clamped, Horner(f, z, kErfNumerator, true)), Horner(f, z, kErfDenominator, true));
+      f.Div(f.Mul(clamped, f.Polynomial(z, kErfNumerator)), f.Polynomial(z, kErfDenominator));
   HloInstruction* saturated =
       f.Compare(f.Unary(HloOpcode::kAbs, x), f.Constant(kErfSaturation), ComparisonDirection::kGe);
   HloInstruction* one = f.WithSignBit(f.Constant(1.0f), f.SignBit(x));

@@ -15,6 +15,13 @@
 
 namespace tpu::compiler {
 
+// The permutation that undoes `permutation` (a transpose by one, then by the other, changes nothing).
+inline std::vector<int64_t> InversePermutation(const std::vector<int64_t>& permutation) {
+  std::vector<int64_t> inverse(permutation.size());
+  for (size_t i = 0; i < permutation.size(); ++i) inverse[static_cast<size_t>(permutation[i])] = static_cast<int64_t>(i);
+  return inverse;
+}
+
 // Adds instructions before nothing in particular: the computation orders them by their operands.
 class HloBuilder {
  public:
@@ -185,6 +192,13 @@ class ElementwiseBuilder {
   hlo::HloInstruction* WithSignBit(hlo::HloInstruction* magnitude, hlo::HloInstruction* sign) {
     return Bitcast(Binary(hlo::HloOpcode::kOr, Bitcast(magnitude, hlo::PrimitiveType::S32), sign),
                    hlo::PrimitiveType::F32);
+  }
+  // c[0] + c[1] z + ... + c[N-1] z^(N-1) by Horner's rule (the last coefficient first).
+  template <size_t N>
+  hlo::HloInstruction* Polynomial(hlo::HloInstruction* z, const float (&coefficients)[N]) {
+    hlo::HloInstruction* p = Constant(coefficients[N - 1]);
+    for (size_t i = N - 1; i-- > 0;) p = Add(Mul(p, z), Constant(coefficients[i]));
+    return p;
   }
   // The s32 key of f32 words (`words`, s32) whose s32 order is the floats' total order: -NaN < -inf < ...
   // < -0 < +0 < ... < inf < NaN. The map is its own inverse (keys back to words).

@@ -59,9 +59,7 @@ HloInstruction* Rewrite(hlo::HloComputation* computation, HloInstruction* pool) 
   const hlo::Shape shape = HloBuilder::ShapeOf(type, scatter ? operands[0]->shape().dimensions : moved_windows);
   HloInstruction* pooled = b.Add(pool->CloneWithNewOperands(shape, operands));
   pooled->set_window(moved);
-  std::vector<int64_t> back(permutation.size());
-  for (size_t i = 0; i < permutation.size(); ++i) back[permutation[i]] = static_cast<int64_t>(i);
-  return b.Reshape(b.Transpose(pooled, back), pool->shape().dimensions);
+  return b.Reshape(b.Transpose(pooled, InversePermutation(permutation)), pool->shape().dimensions);
 }
 
 }  // namespace

@@ -166,7 +166,7 @@ bool IsSlabScatter(const hlo::ScatterDimensionNumbers& d, const HloInstruction& 
 HloInstruction* S32Indices(HloBuilder& b, HloInstruction* indices) {
   const PrimitiveType type = indices->shape().element_type;
   if (type == PrimitiveType::S32) return indices;
-  if (!hlo::IsIntegralType(type) || type == PrimitiveType::PRED) return nullptr;
+  if (!hlo::IsIntegralType(type)) return nullptr;
   // Bounds of the indices' shape: codegen's clamp takes scalar bounds of 32-bit types only.
   auto bound = [&](double value) {
     hlo::Literal literal(HloBuilder::ShapeOf(type, {}));
@@ -307,9 +307,7 @@ HloInstruction* RewriteScatter(HloBuilder& b, HloInstruction* scatter, HloInstru
   combined->set_raw_attribute("index_vector_dim", "1");
   combined->set_to_apply(scatter->to_apply());
   HloInstruction* result = b.Reshape(b.Add(std::move(combined)), ordered->shape().dimensions);
-  std::vector<int64_t> back(order.size());
-  for (size_t i = 0; i < order.size(); ++i) back[order[i]] = static_cast<int64_t>(i);
-  return b.Transpose(result, back);
+  return b.Transpose(result, InversePermutation(order));
 }
 
 }  // namespace

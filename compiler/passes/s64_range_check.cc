@@ -79,16 +79,6 @@ Bounds Union(const Bounds& a, const Bounds& b) {
   return bounds;
 }
 
-bool IsInteger(PrimitiveType type) {
-  switch (type) {
-    case PrimitiveType::S8: case PrimitiveType::S16: case PrimitiveType::S32: case PrimitiveType::S64:
-    case PrimitiveType::U8: case PrimitiveType::U16: case PrimitiveType::U32: case PrimitiveType::U64:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // The scalar computation's root is `op`(parameter 0, parameter 1).
 bool IsReducer(const HloComputation* computation, HloOpcode op) {
   if (computation == nullptr || computation->root_instruction() == nullptr) return false;
@@ -140,7 +130,7 @@ class RangeAnalysis {
     switch (instruction.opcode()) {
       case HloOpcode::kConstant: {
         if (!shape.IsArray() || !instruction.has_literal() || instruction.literal().element_count() == 0 ||
-            !IsInteger(type)) {
+            !hlo::IsIntegralType(type)) {
           return TypeBounds(shape);
         }
         const hlo::Literal& literal = instruction.literal();
@@ -157,7 +147,7 @@ class RangeAnalysis {
       case HloOpcode::kConvert: {
         const PrimitiveType from = instruction.operand(0)->shape().element_type;
         if (from == PrimitiveType::PRED) return array({0, 1});
-        if (!IsInteger(from)) return array(TypeRange(type));
+        if (!hlo::IsIntegralType(from)) return array(TypeRange(type));
         return array(operand(0));
       }
       case HloOpcode::kBroadcast: case HloOpcode::kReshape: case HloOpcode::kTranspose: case HloOpcode::kSlice:
@@ -215,7 +205,7 @@ class RangeAnalysis {
         if (operand(0).lo >= 0) return array({0, operand(0).hi});
         return array(TypeRange(type));
       case HloOpcode::kDivide: case HloOpcode::kRemainder: {
-        if (!IsInteger(type)) return TypeBounds(shape);
+        if (!hlo::IsIntegralType(type)) return TypeBounds(shape);
         const Interval a = operand(0);
         const int64_t top = static_cast<int64_t>(std::min<Wide>(std::max(-Wide(a.lo), Wide(a.hi)), kMax64));
         return array({a.lo >= 0 ? 0 : -top, a.hi <= 0 ? 0 : top});

@@ -212,21 +212,21 @@ HloComputation* Body(hlo::HloModule* module, const Shape& state_shape, const Tab
   return module->AddEmbeddedComputation(std::move(computation));
 }
 
+// The dimensions of a rank-`rank` array with `dimension` first and the others in their order.
+std::vector<int64_t> DimensionFirst(int64_t rank, int64_t dimension) {
+  std::vector<int64_t> permutation = {dimension};
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != dimension) permutation.push_back(d);
+  }
+  return permutation;
+}
+
 // The operand laid out as its table: the sorted dimension first (through a transpose), padded to a
 // power of two, the other non-minor dimensions merged into it.
 HloInstruction* ToTable(HloBuilder& b, HloInstruction* x, int64_t dimension, const Table& t) {
-  const std::vector<int64_t>& dims = x->shape().dimensions;
-  const int64_t rank = static_cast<int64_t>(dims.size());
-  HloInstruction* front;
-  if (dimension == rank - 1) {
-    front = b.Transpose(b.Reshape(x, {t.cols, t.size}), {1, 0});
-  } else {
-    std::vector<int64_t> permutation = {dimension};
-    for (int64_t d = 0; d < rank; ++d) {
-      if (d != dimension) permutation.push_back(d);
-    }
-    front = b.Transpose(x, permutation);
-  }
+  const int64_t rank = x->shape().rank();
+  HloInstruction* front = dimension == rank - 1 ? b.Transpose(b.Reshape(x, {t.cols, t.size}), {1, 0})
+                                                : b.Transpose(x, DimensionFirst(rank, dimension));
   hlo::PaddingConfig padding;
   padding.dimensions.resize(front->shape().rank());
   padding.dimensions[0].edge_padding_high = t.padded - t.size;
@@ -239,15 +239,10 @@ HloInstruction* FromTable(HloBuilder& b, HloInstruction* table, const Shape& sha
   const int64_t rank = static_cast<int64_t>(dims.size());
   HloInstruction* rows = b.Slice(table, {0, 0}, {t.size * t.groups, t.cols}, {1, 1});
   if (dimension == rank - 1) return b.Reshape(b.Transpose(rows, {1, 0}), dims);
-  std::vector<int64_t> front = {dims[dimension]}, inverse(rank);
-  std::vector<int64_t> permutation = {dimension};
-  for (int64_t d = 0; d < rank; ++d) {
-    if (d == dimension) continue;
-    front.push_back(dims[d]);
-    permutation.push_back(d);
-  }
-  for (int64_t d = 0; d < rank; ++d) inverse[permutation[d]] = d;
-  return b.Transpose(b.Reshape(rows, front), inverse);
+  const std::vector<int64_t> permutation = DimensionFirst(rank, dimension);
+  std::vector<int64_t> front;
+  for (int64_t d : permutation) front.push_back(dims[d]);
+  return b.Transpose(b.Reshape(rows, front), InversePermutation(permutation));
 }
 
 HloInstruction* Expand(hlo::HloModule* module, HloComputation* computation, HloInstruction* sort) {
