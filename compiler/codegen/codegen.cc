@@ -547,6 +547,9 @@ StatusOr<uint64_t> CodeGenerator::CheckHbm(const std::vector<HloInstruction*>& o
     if (live.size() > 3) text += ", " + std::to_string(live.size() - 3) + " more";
     allocations.push_back({"temp region (largest values live at its peak: " + text + ")", program_.temp_lines});
   }
+  if (program_.receive_lines > 0) {
+    allocations.push_back({"receive region (the collectives' slots)", program_.receive_lines});
+  }
   const uint64_t limit = options_.hbm_lines == 0 ? std::numeric_limits<uint64_t>::max() : options_.hbm_lines;
   return CheckHbmFits(allocations, limit, LineBytes(L()));
 }
@@ -590,6 +593,10 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
   if (L() == 0 || options_.vmem_lines == 0) return InvalidArgument("CompileOptions: lanes and vmem_lines must be > 0");
   program_.module_name = module_.name();
   program_.lanes = L();
+  TPU_ASSIGN_OR_RETURN(grid_, hlo::ModuleDeviceGrid(module_));
+  if (options_.replica_count > 0 && grid_.devices() == 1) grid_.replicas = options_.replica_count;
+  program_.replicas = static_cast<uint32_t>(grid_.replicas);
+  program_.partitions = static_cast<uint32_t>(grid_.partitions);
 
   // Program order: the entry's instructions, each while loop's condition and body and each conditional's
   // branches in line (control_flow.cc).
@@ -943,6 +950,7 @@ StatusOr<Program> CodeGenerator::Run(CompileStats* stats) {
     }
   }
   program_.temp_lines = assignment.peak_lines;
+  TPU_RETURN_IF_ERROR(PlanCollectives(order));
   // A module far too large for the HBM fails here, before its code is generated (the check runs again
   // at the end with the constant rows the lowerings add).
   TPU_RETURN_IF_ERROR(CheckHbm(order, assignment).status());

@@ -53,6 +53,9 @@ struct CompileOptions {
   // HBM size of the target in lines. Non-zero: a program whose parameters, outputs, constants and temp
   // region together need more fails to compile with the runtime's out-of-memory message (buffer_assignment.h).
   uint64_t hbm_lines = 0;
+  // The replicas a module whose header names no grid (replica_count, num_partitions) runs on: one
+  // program for that many devices (Program::replicas). 0: the header's grid.
+  int64_t replica_count = 0;
   // Called with the module the code generator lowers (after PrepareForCodegen), for dumps.
   std::function<Status(const hlo::HloModule& prepared)> after_prepare;
   // Called after each pass of PrepareForCodegen (PrepareOptions::after_pass). The preparation runs again

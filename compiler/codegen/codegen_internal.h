@@ -16,6 +16,7 @@
 #include "compiler/codegen/buffer_assignment.h"
 #include "compiler/codegen/opcode_handler.h"
 #include "compiler/codegen/prepare.h"
+#include "compiler/hlo/collective_groups.h"
 #include "compiler/hlo/hlo_opcode.h"
 #include "compiler/passes/codegen_legalization.h"
 #include "compiler/passes/relu_fusion.h"
@@ -290,6 +291,7 @@ class CodeGenerator {
   static void AddDynamicSliceHandlers(OpcodeHandlerTable& table);        // dynamic_slice.cc
   static void AddGatherScatterHandlers(OpcodeHandlerTable& table);       // gather_scatter.cc
   static void AddFeedHandlers(OpcodeHandlerTable& table);                // feeds.cc
+  static void AddCollectiveHandlers(OpcodeHandlerTable& table);          // collectives.cc
 
   // How dots are scheduled (dot.cc): the balanced software pipeline (fastest, most code), a compact
   // one (fewer distinct steps) or one tile at a time (least code; no relayout pipelines either).
@@ -387,6 +389,24 @@ class CodeGenerator {
                             const std::map<const HloInstruction*, int64_t>& last_use) const;
   // The program's HBM need in lines (CheckHbmFits against options_.hbm_lines).
   StatusOr<uint64_t> CheckHbm(const std::vector<HloInstruction*>& order, const BufferAssignment& temps) const;
+
+  // --- collectives (collectives.cc) ---
+  static constexpr uint32_t kNoRing = UINT32_MAX;
+  // The ring (Program::rings) of `collective`'s groups over the grid, added when new; kNoRing when every
+  // group is one device. Unimplemented when the groups differ in size or a device would have more peers
+  // posting it than it has semaphores.
+  StatusOr<uint32_t> CollectiveRingOf(const HloInstruction& collective);
+  // Gives every collective of `order` its ring and its slots in the receive region (before the HBM check).
+  Status PlanCollectives(const std::vector<HloInstruction*>& order);
+  struct CollectivePlan {
+    uint32_t ring = kNoRing;
+    uint32_t slots = 0;  // first line of its slots in the receive region
+  };
+  std::map<const HloInstruction*, CollectivePlan> collectives_;
+  // Records that code[instr_index]'s immediate is `patch` (its instr_index is set here); returns the index.
+  uint32_t Patch(uint32_t instr_index, DevicePatch patch);
+  Status EmitDeviceId(const HloInstruction& instruction);
+  Status EmitAllReduce(const HloInstruction& instruction);
 
   // --- code ---
   StatusOr<ScopedReg> NewReg() { return AllocateScoped(&regs_); }
@@ -573,6 +593,7 @@ class CodeGenerator {
 
   const hlo::HloModule& module_;
   CompileOptions options_;
+  hlo::DeviceGrid grid_;  // the devices the program runs on (Program::replicas x partitions)
   Assembler asm_;
   ScalarRegisterAllocator regs_;
   Program program_;

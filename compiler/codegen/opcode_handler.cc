@@ -47,6 +47,7 @@ void AddOpcodeHandlers(OpcodeHandlerTable& table) {
   CodeGenerator::AddDynamicSliceHandlers(table);        // dynamic_slice.cc
   CodeGenerator::AddGatherScatterHandlers(table);       // gather_scatter.cc
   CodeGenerator::AddFeedHandlers(table);                // feeds.cc
+  CodeGenerator::AddCollectiveHandlers(table);          // collectives.cc
 }
 
 const OpcodeHandlerTable& OpcodeHandlers() {

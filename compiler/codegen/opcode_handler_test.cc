@@ -19,6 +19,7 @@ using hlo::HloOpcode;
 const std::set<HloOpcode> kLowered = {
     HloOpcode::kAbs,                  HloOpcode::kAdd,                  HloOpcode::kAfterAll,
     HloOpcode::kAnd,                  HloOpcode::kInfeed,               HloOpcode::kOutfeed,
+    HloOpcode::kAllReduce,            HloOpcode::kReplicaId,            HloOpcode::kPartitionId,
     HloOpcode::kBitcast,              HloOpcode::kBitcastConvert,       HloOpcode::kBroadcast,
     HloOpcode::kCeil,                 HloOpcode::kClamp,                HloOpcode::kCompare,
     HloOpcode::kConcatenate,          HloOpcode::kConditional,          HloOpcode::kConstant,

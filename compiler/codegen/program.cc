@@ -7,6 +7,8 @@
 #include <iterator>
 #include <type_traits>
 
+#include "compiler/hlo/collective_groups.h"
+#include "tpu_csr.h"
 #include "tpu_isa.h"
 
 namespace tpu::compiler {
@@ -188,9 +190,26 @@ const char* RegionKindName(RegionKind kind) {
     case RegionKind::kConstant: return "constant";
     case RegionKind::kInfeed: return "infeed";
     case RegionKind::kOutfeed: return "outfeed";
+    case RegionKind::kReceive: return "receive";
   }
   return "unknown";
 }
+
+const char* DeviceValueName(DeviceValue value) {
+  switch (value) {
+    case DeviceValue::kReplicaId: return "replica id";
+    case DeviceValue::kPartitionId: return "partition id";
+    case DeviceValue::kNextCore: return "next core";
+    case DeviceValue::kNextReceive: return "next receive line";
+    case DeviceValue::kWaitSemaphore: return "wait semaphore";
+    case DeviceValue::kPostSemaphore: return "post semaphore";
+    case DeviceValue::kChunkFirstLine: return "chunk first line";
+    case DeviceValue::kChunkLines: return "chunk lines";
+  }
+  return "unknown";
+}
+
+uint32_t PeerSemaphores() { return csr::SEMS - csr::HOST_SEMS; }
 
 namespace {
 
@@ -202,6 +221,7 @@ size_t RegionCount(const Program& program, RegionKind kind) {
     case RegionKind::kTemp: return 1;
     case RegionKind::kInfeed: return program.infeed.empty() ? 0 : 1;
     case RegionKind::kOutfeed: return program.outfeed.empty() ? 0 : 1;
+    case RegionKind::kReceive: return program.receive_lines == 0 ? 0 : 1;
   }
   return 0;
 }
@@ -214,11 +234,133 @@ uint64_t RegionLines(const Program& program, RegionKind kind, uint32_t index) {
     case RegionKind::kTemp: return program.temp_lines;
     case RegionKind::kInfeed: return FeedLines(program.infeed);
     case RegionKind::kOutfeed: return FeedLines(program.outfeed);
+    case RegionKind::kReceive: return program.receive_lines;
   }
   return 0;
 }
 
+bool UsesRing(DeviceValue value) { return value != DeviceValue::kReplicaId && value != DeviceValue::kPartitionId; }
+
+// Where `position` sits in `ring`: its group and its place there; false when no group holds it.
+bool FindInRing(const CollectiveRing& ring, uint32_t position, const std::vector<uint32_t>** group, uint32_t* place) {
+  for (const std::vector<uint32_t>& candidate : ring.groups) {
+    for (size_t i = 0; i < candidate.size(); ++i) {
+      if (candidate[i] != position) continue;
+      *group = &candidate;
+      *place = static_cast<uint32_t>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+// The device before and after `position` in `ring` (ValidateProgram has checked the ring covers it).
+uint32_t Before(const CollectiveRing& ring, uint32_t position) {
+  const std::vector<uint32_t>* group = nullptr;
+  uint32_t place = 0;
+  FindInRing(ring, position, &group, &place);
+  return (*group)[(place + group->size() - 1) % group->size()];
+}
+uint32_t After(const CollectiveRing& ring, uint32_t position) {
+  const std::vector<uint32_t>* group = nullptr;
+  uint32_t place = 0;
+  FindInRing(ring, position, &group, &place);
+  return (*group)[(place + 1) % group->size()];
+}
+
+// The distinct devices before `position` in the program's rings, in ring order: the k-th one posts
+// semaphore HOST_SEMS + k of this device.
+std::vector<uint32_t> PeersBefore(const Program& program, uint32_t position) {
+  std::vector<uint32_t> peers;
+  for (const CollectiveRing& ring : program.rings) {
+    const uint32_t before = Before(ring, position);
+    if (std::find(peers.begin(), peers.end(), before) == peers.end()) peers.push_back(before);
+  }
+  return peers;
+}
+
+uint32_t PeerSemaphore(const Program& program, uint32_t position, uint32_t peer) {
+  const std::vector<uint32_t> peers = PeersBefore(program, position);
+  return csr::HOST_SEMS + static_cast<uint32_t>(std::find(peers.begin(), peers.end(), peer) - peers.begin());
+}
+
 }  // namespace
+
+Status ValidateRings(const Program& program) {
+  const uint64_t devices = uint64_t{program.replicas} * program.partitions;
+  if (devices == 0 || devices > uint64_t(hlo::kMaxDevices)) {
+    return InvalidArgument("program has a grid of " + std::to_string(devices) + " devices (1 to " +
+                           std::to_string(hlo::kMaxDevices) + ")");
+  }
+  for (size_t r = 0; r < program.rings.size(); ++r) {
+    const CollectiveRing& ring = program.rings[r];
+    std::vector<bool> seen(devices, false);
+    uint64_t covered = 0;
+    for (const std::vector<uint32_t>& group : ring.groups) {
+      if (group.size() != ring.size() || group.size() < 2) {
+        return InvalidArgument("ring " + std::to_string(r) + " has groups of different sizes or of one device");
+      }
+      for (uint32_t position : group) {
+        if (position >= devices || seen[position]) {
+          return InvalidArgument("ring " + std::to_string(r) + " names device " + std::to_string(position) +
+                                 " twice or outside the grid of " + std::to_string(devices));
+        }
+        seen[position] = true;
+        ++covered;
+      }
+    }
+    if (covered != devices) return InvalidArgument("ring " + std::to_string(r) + " leaves devices of the grid out");
+  }
+  for (uint32_t position = 0; position < devices; ++position) {
+    if (PeersBefore(program, position).size() > PeerSemaphores()) {
+      return InvalidArgument("device " + std::to_string(position) + " is posted by more than " +
+                             std::to_string(PeerSemaphores()) + " peers (one semaphore each)");
+    }
+  }
+  return OkStatus();
+}
+
+Status PlaceOnDevice(const Program& program, const DevicePlacement& placement, std::vector<uint64_t>* code) {
+  if (program.device_patches.empty()) return OkStatus();  // the same code on any device
+  const uint64_t devices = uint64_t{program.replicas} * program.partitions;
+  if (placement.position >= devices || placement.cores.size() != devices ||
+      placement.receive_bases.size() != devices) {
+    return InvalidArgument("program " + program.module_name + " runs on " + std::to_string(devices) +
+                           " devices; the placement names position " + std::to_string(placement.position) + " of " +
+                           std::to_string(placement.cores.size()));
+  }
+  const uint32_t position = placement.position;
+  for (const DevicePatch& patch : program.device_patches) {
+    if (patch.instr_index >= code->size()) return InvalidArgument("device patch past the code end");
+    uint64_t value = 0;
+    const CollectiveRing* ring = UsesRing(patch.value) ? &program.rings.at(patch.ring) : nullptr;
+    switch (patch.value) {
+      case DeviceValue::kReplicaId: value = position / program.partitions; break;
+      case DeviceValue::kPartitionId: value = position % program.partitions; break;
+      case DeviceValue::kNextCore: value = placement.cores[After(*ring, position)]; break;
+      case DeviceValue::kNextReceive: value = placement.receive_bases[After(*ring, position)] + patch.offset; break;
+      case DeviceValue::kWaitSemaphore: value = PeerSemaphore(program, position, Before(*ring, position)); break;
+      case DeviceValue::kPostSemaphore: value = PeerSemaphore(program, After(*ring, position), position); break;
+      case DeviceValue::kChunkFirstLine:
+      case DeviceValue::kChunkLines: {
+        const std::vector<uint32_t>* group = nullptr;
+        uint32_t place = 0;
+        FindInRing(*ring, position, &group, &place);
+        const uint64_t size = group->size();
+        const uint64_t chunk = (place + size - patch.step % size) % size;
+        const uint64_t first = std::min<uint64_t>(chunk * patch.chunk, patch.lines);
+        const uint64_t end = std::min<uint64_t>((chunk + 1) * patch.chunk, patch.lines);
+        value = patch.value == DeviceValue::kChunkLines ? end - first : patch.offset + first;
+        break;
+      }
+    }
+    if (value > 0xffffffffull) return OutOfRange("device patch value does not fit in 32 bits");
+    isa::Instr instr = isa::Decode((*code)[patch.instr_index]);
+    instr.imm = static_cast<uint32_t>(value);
+    (*code)[patch.instr_index] = isa::Encode(instr);
+  }
+  return OkStatus();
+}
 
 std::vector<uint32_t> FeedOffsets(const std::vector<DeviceLayout>& elements) {
   std::vector<uint32_t> offsets;
@@ -298,6 +440,17 @@ Status ValidateProgram(const Program& program) {
                              program.parameters[parameter].shape.ToString() + ")");
     }
   }
+  TPU_RETURN_IF_ERROR(ValidateRings(program));
+  for (const DevicePatch& patch : program.device_patches) {
+    if (patch.instr_index >= program.code.size()) {
+      return InvalidArgument("device patch at instruction " + std::to_string(patch.instr_index) + " past the code end");
+    }
+    if (UsesRing(patch.value) && patch.ring >= program.rings.size()) {
+      return InvalidArgument("device patch at instruction " + std::to_string(patch.instr_index) + " (" +
+                             DeviceValueName(patch.value) + ") names ring " + std::to_string(patch.ring) +
+                             " that does not exist");
+    }
+  }
   for (const Relocation& reloc : program.relocations) {
     if (reloc.instr_index >= program.code.size()) {
       return InvalidArgument("relocation at instruction " + std::to_string(reloc.instr_index) + " past the code end");
@@ -332,13 +485,14 @@ uint64_t ProgramHbmLines(const Program& program) {
   for (const DeviceLayout& constant : program.constants) lines += region(constant.lines);
   if (!program.infeed.empty()) lines += region(FeedLines(program.infeed));
   if (!program.outfeed.empty()) lines += region(FeedLines(program.outfeed));
+  lines += program.receive_lines;
   return lines;
 }
 
 StatusOr<std::vector<uint64_t>> RelocateCode(const Program& program, const std::vector<uint64_t>& parameter_bases,
                                              const std::vector<uint64_t>& output_bases,
                                              const std::vector<uint64_t>& constant_bases, uint64_t temp_base,
-                                             uint64_t infeed_base, uint64_t outfeed_base) {
+                                             uint64_t infeed_base, uint64_t outfeed_base, uint64_t receive_base) {
   if (parameter_bases.size() != program.parameters.size() || output_bases.size() != program.outputs.size() ||
       constant_bases.size() != program.constants.size()) {
     return InvalidArgument("RelocateCode: region base count does not match the program's regions");
@@ -353,10 +507,12 @@ StatusOr<std::vector<uint64_t>> RelocateCode(const Program& program, const std::
       case RegionKind::kConstant: bases = &constant_bases; break;
       case RegionKind::kTemp:
       case RegionKind::kInfeed:
-      case RegionKind::kOutfeed: break;
+      case RegionKind::kOutfeed:
+      case RegionKind::kReceive: break;
     }
     uint64_t base = reloc.kind == RegionKind::kInfeed    ? infeed_base
                     : reloc.kind == RegionKind::kOutfeed ? outfeed_base
+                    : reloc.kind == RegionKind::kReceive ? receive_base
                                                          : temp_base;
     if (bases != nullptr) {
       if (reloc.region_index >= bases->size()) return InvalidArgument("relocation names a missing region");
@@ -521,6 +677,24 @@ std::vector<uint8_t> SerializeProgram(const Program& program) {
     w.U64(list->size());
     for (const DeviceLayout& layout : *list) w.Layout(layout);
   }
+  w.U32(program.replicas);
+  w.U32(program.partitions);
+  w.U64(program.rings.size());
+  for (const CollectiveRing& ring : program.rings) {
+    w.U64(ring.groups.size());
+    for (const std::vector<uint32_t>& group : ring.groups) {
+      w.U64(group.size());
+      for (uint32_t position : group) w.U32(position);
+    }
+  }
+  w.U32(program.receive_lines);
+  w.U64(program.device_patches.size());
+  for (const DevicePatch& patch : program.device_patches) {
+    for (uint32_t field : {patch.instr_index, static_cast<uint32_t>(patch.value), patch.ring, patch.step, patch.chunk,
+                           patch.lines, patch.offset}) {
+      w.U32(field);
+    }
+  }
   return std::move(w.out());
 }
 
@@ -545,7 +719,7 @@ StatusOr<Program> DeserializeProgram(const std::vector<uint8_t>& bytes) {
     Relocation reloc;
     reloc.instr_index = r.U32("relocation");
     uint32_t kind = r.U32("relocation");
-    if (r.ok() && kind > static_cast<uint32_t>(RegionKind::kOutfeed)) {
+    if (r.ok() && kind > static_cast<uint32_t>(RegionKind::kReceive)) {
       return InvalidArgument("program file corrupt: relocation " + std::to_string(i) + " has region kind " +
                              std::to_string(kind));
     }
@@ -578,6 +752,38 @@ StatusOr<Program> DeserializeProgram(const std::vector<uint8_t>& bytes) {
   for (auto* list : {&program.infeed, &program.outfeed}) {
     uint64_t n = r.Count(36, "feed layouts");
     for (uint64_t i = 0; i < n && r.ok(); ++i) list->push_back(r.Layout("feed layout"));
+  }
+  program.replicas = r.U32("grid");
+  program.partitions = r.U32("grid");
+  const uint64_t ring_count = r.Count(8, "rings");
+  for (uint64_t i = 0; i < ring_count && r.ok(); ++i) {
+    CollectiveRing ring;
+    const uint64_t group_count = r.Count(8, "ring groups");
+    for (uint64_t g = 0; g < group_count && r.ok(); ++g) {
+      const uint64_t size = r.Count(4, "ring group");
+      std::vector<uint32_t> group;
+      for (uint64_t k = 0; k < size && r.ok(); ++k) group.push_back(r.U32("ring group"));
+      ring.groups.push_back(std::move(group));
+    }
+    program.rings.push_back(std::move(ring));
+  }
+  program.receive_lines = r.U32("receive lines");
+  const uint64_t patch_count = r.Count(28, "device patches");
+  for (uint64_t i = 0; i < patch_count && r.ok(); ++i) {
+    DevicePatch patch;
+    patch.instr_index = r.U32("device patch");
+    const uint32_t value = r.U32("device patch");
+    if (r.ok() && value > static_cast<uint32_t>(DeviceValue::kChunkLines)) {
+      return InvalidArgument("program file corrupt: device patch " + std::to_string(i) + " has value kind " +
+                             std::to_string(value));
+    }
+    patch.value = static_cast<DeviceValue>(value);
+    patch.ring = r.U32("device patch");
+    patch.step = r.U32("device patch");
+    patch.chunk = r.U32("device patch");
+    patch.lines = r.U32("device patch");
+    patch.offset = r.U32("device patch");
+    program.device_patches.push_back(patch);
   }
   if (!r.ok()) return InvalidArgument(r.error());
   if (!r.AtEnd()) return InvalidArgument("program file has trailing bytes after the program");

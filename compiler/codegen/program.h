@@ -49,9 +49,12 @@ hlo::Literal FromDeviceBytes(const uint8_t* bytes, const DeviceLayout& layout);
 inline uint32_t LineBytes(uint32_t lanes) { return lanes * 4; }
 
 // kInfeed / kOutfeed: the slot the host fills with the next infeed value / reads the next outfeed value
-// from (docs/csr.md, "Host semaphores"), one region each.
-enum class RegionKind { kParameter, kOutput, kTemp, kConstant, kInfeed, kOutfeed };
-const char* RegionKindName(RegionKind kind);  // "parameter", "output", "temp", "constant", "infeed", "outfeed"
+// from (docs/csr.md, "Host semaphores"), one region each. kReceive: where the collectives' peers write
+// (Program::receive_lines), one region; no other value lives there, so a peer may write it while this
+// device still works on something else.
+enum class RegionKind { kParameter, kOutput, kTemp, kConstant, kInfeed, kOutfeed, kReceive };
+// "parameter", "output", "temp", "constant", "infeed", "outfeed", "receive"
+const char* RegionKindName(RegionKind kind);
 
 // The instruction code[instr_index] is an LI whose imm must become
 //   base line of (kind, region_index) + line_offset      (region_index unused for kTemp)
@@ -62,6 +65,53 @@ struct Relocation {
   uint32_t region_index;
   uint32_t line_offset;
 };
+
+// A program that runs on several devices at once (a grid of replicas x partitions, every device the same
+// code) meets its peers in collectives. Each collective runs around rings: the devices of each of its
+// groups in ring order. What differs from device to device -- its ids, its place in a ring, the core and
+// receive region of the next device, the semaphores -- enters the code as instruction immediates patched
+// when the program is placed on its device (PlaceOnDevice), as HBM addresses enter it by relocation.
+struct CollectiveRing {
+  // Grid positions (replica * partitions + partition) in ring order; every position of the grid in exactly
+  // one group, every group the same size.
+  std::vector<std::vector<uint32_t>> groups;
+  uint32_t size() const { return groups.empty() ? 0 : static_cast<uint32_t>(groups.front().size()); }
+};
+
+enum class DeviceValue : uint32_t {
+  kReplicaId,       // the device's replica: position / partitions
+  kPartitionId,     // its partition: position % partitions
+  kNextCore,        // the board core of the device after it in `ring`
+  kNextReceive,     // line `offset` of the receive region of that device
+  kWaitSemaphore,   // the semaphore this device takes for each post of the device before it in `ring`
+  kPostSemaphore,   // the semaphore of the next device that this device posts
+  kChunkFirstLine,  // offset + first line of chunk (place - step) mod size of a value of `lines` lines cut
+                    // into chunks of `chunk` lines (the last ones shorter or empty); place: the device's
+                    // position in its group of `ring`
+  kChunkLines,      // the lines of that chunk
+};
+const char* DeviceValueName(DeviceValue value);
+
+// code[instr_index]'s imm becomes `value` for the device the program is placed on.
+struct DevicePatch {
+  uint32_t instr_index = 0;
+  DeviceValue value = DeviceValue::kReplicaId;
+  uint32_t ring = 0;
+  uint32_t step = 0, chunk = 0, lines = 0, offset = 0;
+};
+
+// Where one device of a replicated execution sits: its grid position, and for every grid position the
+// board core running it and the first line of its receive region.
+struct DevicePlacement {
+  uint32_t position = 0;
+  std::vector<uint32_t> cores;
+  std::vector<uint64_t> receive_bases;
+};
+
+// The semaphores the core's peers post (RDMA POST): csr::SEMS - csr::HOST_SEMS of them, from
+// csr::HOST_SEMS on. A device takes one per distinct device before it in the program's rings, so that
+// the posts of two peers never mix.
+uint32_t PeerSemaphores();
 
 // The code words [begin, end) one step of the program compiled to: an HLO instruction
 // ("dot.3 = f32[32,120] dot") or a copy at the end ("copy p3.23 to output 6"). Profiles and listings
@@ -95,6 +145,12 @@ struct Program {
   // follow one another, each in its device layout (FeedOffsets).
   std::vector<DeviceLayout> infeed;
   std::vector<DeviceLayout> outfeed;
+  // The grid the program was compiled for (1 x 1: one device), its collectives' rings, the receive
+  // region (kReceive) and the immediates that differ from device to device.
+  uint32_t replicas = 1, partitions = 1;
+  std::vector<CollectiveRing> rings;
+  uint32_t receive_lines = 0;
+  std::vector<DevicePatch> device_patches;
 };
 
 // "(f32[3,20], s32[3])": the shapes of a feed's elements, for messages.
@@ -113,7 +169,17 @@ uint64_t ProgramHbmLines(const Program& program);
 StatusOr<std::vector<uint64_t>> RelocateCode(const Program& program, const std::vector<uint64_t>& parameter_bases,
                                              const std::vector<uint64_t>& output_bases,
                                              const std::vector<uint64_t>& constant_bases, uint64_t temp_base,
-                                             uint64_t infeed_base = 0, uint64_t outfeed_base = 0);
+                                             uint64_t infeed_base = 0, uint64_t outfeed_base = 0,
+                                             uint64_t receive_base = 0);
+
+// Patches the device-dependent immediates of `code` (the program's code, relocated) for the device
+// `placement` describes. InvalidArgument when the placement does not match the program's grid; a
+// program without device patches runs on any device as it is.
+Status PlaceOnDevice(const Program& program, const DevicePlacement& placement, std::vector<uint64_t>* code);
+
+// Checks the program's rings against its grid: every device in one group of each ring, groups of one
+// size, at most PeerSemaphores() distinct devices before any device.
+Status ValidateRings(const Program& program);
 
 // Checks the internal consistency of a program (relocations in range and on LI instructions, constant
 // bytes matching their layouts, layouts matching the lanes).
@@ -122,7 +188,8 @@ Status ValidateProgram(const Program& program);
 // Binary file format for `tpuc -o`: the magic "TPUPROG\0", a format version, then the fields in order
 // (little endian). Load checks the magic, the version, every length against the file size, and runs
 // ValidateProgram.
-inline constexpr uint32_t kProgramFormatVersion = 4;  // 2: output_aliases, 3: code_ranges, 4: infeed/outfeed
+// 2: output_aliases, 3: code_ranges, 4: infeed/outfeed, 5: grid, rings, receive region, device patches
+inline constexpr uint32_t kProgramFormatVersion = 5;
 std::vector<uint8_t> SerializeProgram(const Program& program);
 StatusOr<Program> DeserializeProgram(const std::vector<uint8_t>& bytes);
 Status SaveProgram(const Program& program, const std::string& path);

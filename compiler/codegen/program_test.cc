@@ -8,6 +8,7 @@
 #include <random>
 
 #include "compiler/codegen/assembler.h"
+#include "tpu_csr.h"
 
 namespace tpu::compiler {
 namespace {
@@ -148,6 +149,105 @@ TEST(ProgramTest, SerializationRoundTrips) {
   EXPECT_EQ(loaded->code_ranges[1].what, "copy a to output 0");
   EXPECT_EQ(loaded->code_ranges[1].begin, 2u);
   EXPECT_EQ(loaded->code_ranges[1].end, 4u);
+}
+
+// A program for four replicas in two rings: {0,1,2,3} and the pairs {1,0} {3,2}; LI immediates patched
+// per device.
+Program RingProgram() {
+  Assembler a;
+  const DeviceValue values[] = {DeviceValue::kReplicaId,     DeviceValue::kNextCore,      DeviceValue::kNextReceive,
+                                DeviceValue::kWaitSemaphore, DeviceValue::kPostSemaphore, DeviceValue::kChunkFirstLine,
+                                DeviceValue::kChunkLines,    DeviceValue::kWaitSemaphore};
+  Program program = SmallProgram();
+  program.code.pop_back();  // the HALT
+  for (size_t i = 0; i < 8; ++i) {
+    DevicePatch patch;
+    patch.instr_index = static_cast<uint32_t>(program.code.size());
+    patch.value = values[i];
+    patch.ring = i == 7 ? 1 : 0;
+    patch.step = 1;
+    patch.chunk = 3;
+    patch.lines = 10;  // chunks of 3, 3, 3, 1 lines
+    patch.offset = i == 2 ? 7 : 20;
+    program.device_patches.push_back(patch);
+    program.code.push_back(isa::Encode(isa::Instr{static_cast<uint8_t>(isa::Opcode::LI), 1, 0, 0, 0, 0, 0}));
+  }
+  program.code.push_back(isa::Encode(isa::Instr{static_cast<uint8_t>(isa::Opcode::HALT), 0, 0, 0, 0, 0, 0}));
+  program.replicas = 4;
+  program.rings = {CollectiveRing{{{0, 1, 2, 3}}}, CollectiveRing{{{1, 0}, {3, 2}}}};
+  program.receive_lines = 12;
+  return program;
+}
+
+TEST(ProgramTest, DevicePatchesGiveEachDeviceItsPeersAndChunks) {
+  const Program program = RingProgram();
+  ASSERT_TRUE(ValidateProgram(program).ok()) << ValidateProgram(program);
+  const DevicePlacement placement{0, {10, 11, 12, 13}, {1000, 2000, 3000, 4000}};
+  auto imm = [&](uint32_t position, size_t patch) {
+    DevicePlacement at = placement;
+    at.position = position;
+    std::vector<uint64_t> code = program.code;
+    EXPECT_TRUE(PlaceOnDevice(program, at, &code).ok());
+    return isa::Decode(code[program.device_patches[patch].instr_index]).imm;
+  };
+  EXPECT_EQ(imm(2, 0), 2u);                // replica id
+  EXPECT_EQ(imm(1, 1), 12u);               // the next device's core
+  EXPECT_EQ(imm(3, 1), 10u);               // the ring wraps
+  EXPECT_EQ(imm(1, 2), 3007u);             // the next device's receive region + offset
+  // Device 0 hears from 3 (ring 0) and from 1 (ring 1): a semaphore each, from HOST_SEMS on.
+  EXPECT_EQ(imm(0, 3), csr::HOST_SEMS);
+  EXPECT_EQ(imm(0, 7), csr::HOST_SEMS + 1);
+  // Device 3 posts device 0's ring-0 semaphore; device 1 posts 2's (2 hears from 1 first).
+  EXPECT_EQ(imm(3, 4), csr::HOST_SEMS);
+  EXPECT_EQ(imm(1, 4), csr::HOST_SEMS);
+  // Step 1 sends chunk (place - 1) mod 4: device 0 the last chunk (9..10), device 2 the second (3..6).
+  EXPECT_EQ(imm(0, 5), 20u + 9u);
+  EXPECT_EQ(imm(0, 6), 1u);
+  EXPECT_EQ(imm(2, 5), 20u + 3u);
+  EXPECT_EQ(imm(2, 6), 3u);
+
+  // The placement must match the grid.
+  std::vector<uint64_t> code = program.code;
+  EXPECT_FALSE(PlaceOnDevice(program, DevicePlacement{4, {10, 11, 12, 13}, {1, 2, 3, 4}}, &code).ok());
+  EXPECT_FALSE(PlaceOnDevice(program, DevicePlacement{0, {10, 11}, {1, 2}}, &code).ok());
+
+  StatusOr<Program> loaded = DeserializeProgram(SerializeProgram(program));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->replicas, 4u);
+  EXPECT_EQ(loaded->rings[1].groups, program.rings[1].groups);
+  EXPECT_EQ(loaded->receive_lines, 12u);
+  ASSERT_EQ(loaded->device_patches.size(), program.device_patches.size());
+  EXPECT_EQ(loaded->device_patches[2].value, DeviceValue::kNextReceive);
+  EXPECT_EQ(loaded->device_patches[2].offset, 7u);
+  EXPECT_EQ(ProgramHbmLines(*loaded), ProgramHbmLines(SmallProgram()) + 12u);
+}
+
+TEST(ProgramTest, RingsMustCoverTheGridInGroupsOfOneSize) {
+  Program program = RingProgram();
+  program.rings[1].groups = {{1, 0}, {3}};
+  EXPECT_NE(ValidateProgram(program).message().find("different sizes"), std::string::npos);
+  program.rings[1].groups = {{1, 0}, {3, 3}};
+  EXPECT_NE(ValidateProgram(program).message().find("names device 3 twice"), std::string::npos);
+  program.rings[1].groups = {{1, 0}};
+  EXPECT_NE(ValidateProgram(program).message().find("leaves devices of the grid out"), std::string::npos);
+  program = RingProgram();
+  program.device_patches[7].ring = 2;
+  EXPECT_NE(ValidateProgram(program).message().find("names ring 2"), std::string::npos);
+  // Five rings that give device 0 five different senders: more than its semaphores.
+  program = RingProgram();
+  program.replicas = 6;
+  program.rings.clear();
+  for (uint32_t before = 1; before <= 5; ++before) {
+    std::vector<uint32_t> ring = {0};
+    for (uint32_t d = 5; d >= 1; --d) {
+      if (d != before) ring.push_back(d);
+    }
+    ring.push_back(before);
+    program.rings.push_back(CollectiveRing{{ring}});
+  }
+  for (DevicePatch& patch : program.device_patches) patch.ring = 0;
+  EXPECT_NE(ValidateProgram(program).message().find("posted by more than"), std::string::npos)
+      << ValidateProgram(program);
 }
 
 TEST(ProgramTest, CodeRangesMustBeOrderedAndInsideTheCode) {

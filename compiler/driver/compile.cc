@@ -86,6 +86,33 @@ std::string ProgramListing(const Program& program,
     out += "# reloc " + std::to_string(reloc.instr_index) + ": " + RegionKindName(reloc.kind) + " " +
            std::to_string(reloc.region_index) + " + " + std::to_string(reloc.line_offset) + "\n";
   }
+  if (program.replicas * program.partitions > 1) {
+    out += "# grid: " + std::to_string(program.replicas) + " replicas x " + std::to_string(program.partitions) +
+           " partitions, receive region " + std::to_string(program.receive_lines) + " lines\n";
+  }
+  for (size_t r = 0; r < program.rings.size(); ++r) {
+    std::string groups;
+    for (const std::vector<uint32_t>& group : program.rings[r].groups) {
+      std::string members;
+      for (uint32_t position : group) members += (members.empty() ? "" : ",") + std::to_string(position);
+      groups += "{" + members + "}";
+    }
+    out += "# ring " + std::to_string(r) + ": " + groups + "\n";
+  }
+  for (const DevicePatch& patch : program.device_patches) {
+    out += "# device " + std::to_string(patch.instr_index) + ": " + DeviceValueName(patch.value);
+    if (patch.value != DeviceValue::kReplicaId && patch.value != DeviceValue::kPartitionId) {
+      out += ", ring " + std::to_string(patch.ring);
+    }
+    if (patch.value == DeviceValue::kChunkFirstLine || patch.value == DeviceValue::kChunkLines) {
+      out += ", step " + std::to_string(patch.step) + ", chunks of " + std::to_string(patch.chunk) + " of " +
+             std::to_string(patch.lines) + " lines";
+    }
+    if (patch.value == DeviceValue::kNextReceive || patch.value == DeviceValue::kChunkFirstLine) {
+      out += " + " + std::to_string(patch.offset);
+    }
+    out += "\n";
+  }
   std::istringstream words(disassemble ? disassemble(program.code) : HexListing(program.code));
   auto range = code_ranges.begin();
   std::string line;

@@ -48,6 +48,10 @@ bool DependsOnlyOnConstants(const HloInstruction& instruction) {
   // arguments fold (a reduce of a shape's constant dimensions: Keras's mean divides by one); calls,
   // fusions and control flow stay for codegen.
   const HloOpcode opcode = instruction.opcode();
+  // Which device runs the program, and what its peers hold, are known only when it runs.
+  if (opcode == HloOpcode::kReplicaId || opcode == HloOpcode::kPartitionId || hlo::HasSideEffect(opcode)) {
+    return false;
+  }
   const bool pure_computations = opcode == HloOpcode::kReduce || opcode == HloOpcode::kReduceWindow ||
                                  opcode == HloOpcode::kMap || opcode == HloOpcode::kSort;
   if (!instruction.called_computations().empty() && !pure_computations) return false;

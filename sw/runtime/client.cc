@@ -228,6 +228,14 @@ class DeviceRun {
   bool wants_service() const { return serve_; }
   uint64_t irq_line() const { return uint64_t{1} << state_->driver.core(); }
   void set_profile(std::shared_ptr<const ExecutionProfile> profile) { result_.profile = std::move(profile); }
+  uint32_t board_core() const { return state_->driver.core(); }
+  uint64_t receive_base() const { return receive_ ? receive_->first_line() : 0; }
+  // Patches what differs between the devices of an execution (compiler::PlaceOnDevice).
+  Status Place(const compiler::DevicePlacement& placement) {
+    Status placed = compiler::PlaceOnDevice(program_, placement, &code_);
+    if (!placed.ok()) return Status(placed.code(), name_ + placed.message());
+    return OkStatus();
+  }
 
   // The rest runs with the board lock held (TakeResult excepted).
 
@@ -386,9 +394,12 @@ class DeviceRun {
     }
     const uint64_t infeed_base = infeed_slot_ ? infeed_slot_->first_line() : 0;
     const uint64_t outfeed_base = outfeed_slot_ ? outfeed_slot_->first_line() : 0;
+    if (program.receive_lines > 0) {
+      TPU_ASSIGN_OR_RETURN(receive_, state_->Allocate(state_, program.receive_lines));
+    }
     feed_.emplace(*state_, program, infeed_base, outfeed_base);
     TPU_ASSIGN_OR_RETURN(code_, compiler::RelocateCode(program, parameter_bases, output_bases, constant_bases,
-                                                       temp_base, infeed_base, outfeed_base));
+                                                       temp_base, infeed_base, outfeed_base, receive_base()));
     return OkStatus();
   }
 
@@ -400,7 +411,7 @@ class DeviceRun {
   const std::string name_;
   const bool feeds_;  // the program has infeeds or outfeeds
   ExecuteResult result_;
-  std::unique_ptr<HbmRegion> temp_, infeed_slot_, outfeed_slot_;
+  std::unique_ptr<HbmRegion> temp_, infeed_slot_, outfeed_slot_, receive_;
   std::optional<FeedService> feed_;
   std::vector<uint64_t> code_;
   bool running_ = false;
@@ -527,7 +538,13 @@ const DeviceInfo& LoadedExecutable::device_info() const { return state_->info; }
 
 StatusOr<ExecuteResult> LoadedExecutable::Execute(const std::vector<const Buffer*>& arguments,
                                                   const ExecuteOptions& options) {
+  if (program_.replicas * program_.partitions != 1 && !program_.device_patches.empty()) {
+    return InvalidArgument("executable " + name() + " was compiled for " +
+                           std::to_string(program_.replicas * program_.partitions) +
+                           " devices; run it on all of them (Client::CompileReplicated)");
+  }
   TPU_ASSIGN_OR_RETURN(std::unique_ptr<DeviceRun> run, DeviceRun::Create(*this, arguments, ""));
+  TPU_RETURN_IF_ERROR(run->Place({0, {run->board_core()}, {run->receive_base()}}));
   TPU_RETURN_IF_ERROR(RunOnDevices({run.get()}, timeout_cycles_, options));
   return run->TakeResult();
 }
@@ -563,6 +580,16 @@ StatusOr<std::vector<ExecuteResult>> ReplicatedExecutable::Execute(
                          DeviceRun::Create(*executables_[i], arguments[i], DeviceName(i) + ": "));
     pointers.push_back(run.get());
     runs.push_back(std::move(run));
+  }
+  // Every device learns where its peers are: their cores and receive regions.
+  compiler::DevicePlacement placement;
+  for (const DeviceRun* run : pointers) {
+    placement.cores.push_back(run->board_core());
+    placement.receive_bases.push_back(run->receive_base());
+  }
+  for (size_t i = 0; i < pointers.size(); ++i) {
+    placement.position = static_cast<uint32_t>(i);
+    TPU_RETURN_IF_ERROR(pointers[i]->Place(placement));
   }
   TPU_RETURN_IF_ERROR(RunOnDevices(pointers, executables_.front()->timeout_cycles_, options));
   std::vector<ExecuteResult> results;
@@ -708,7 +735,8 @@ StatusOr<std::unique_ptr<LoadedExecutable>> Client::Compile(const hlo::HloModule
   return Load(std::move(program), device);
 }
 
-StatusOr<compiler::Program> Client::CompileProgram(std::unique_ptr<hlo::HloModule> module, int device) {
+StatusOr<compiler::Program> Client::CompileProgram(std::unique_ptr<hlo::HloModule> module, int device,
+                                                   int64_t replica_count) {
   TPU_RETURN_IF_ERROR(GetDevice(device).status());
   const DeviceInfo& info = states_[device]->info;
   compiler::CompileModuleOptions options;
@@ -717,6 +745,7 @@ StatusOr<compiler::Program> Client::CompileProgram(std::unique_ptr<hlo::HloModul
   options.codegen.imem_words = info.imem_words;
   options.codegen.hbm_lines = info.hbm_lines;
   options.codegen.dot_passes = options_.dot_passes;
+  options.codegen.replica_count = replica_count;
   options.dump_dir = options_.compile_dump_dir;
   compiler::CompileModuleReport report;
   StatusOr<compiler::Program> program = compiler::CompileModule(module.get(), options, &report);
@@ -773,21 +802,9 @@ StatusOr<std::unique_ptr<ReplicatedExecutable>> Client::CompileReplicatedOwned(s
       }
     }
   }
-  // One program serves every device, so nothing in it may depend on which device runs it (the compiler
-  // would fold replica-id and partition-id to device 0's values).
-  if (devices.size() > 1) {
-    for (const hlo::HloComputation* computation : module->computations()) {
-      for (const hlo::HloInstruction* instruction : computation->instructions()) {
-        const hlo::HloOpcode opcode = instruction->opcode();
-        if (opcode == hlo::HloOpcode::kReplicaId || opcode == hlo::HloOpcode::kPartitionId) {
-          return Unimplemented(instruction->opcode_name() + " %" + instruction->name() + " in " + module->name() +
-                               ": a program running on several devices cannot ask for its device's id yet");
-        }
-      }
-    }
-  }
   const std::string name = module->name();
-  TPU_ASSIGN_OR_RETURN(compiler::Program program, CompileProgram(std::move(module), devices.front()));
+  TPU_ASSIGN_OR_RETURN(compiler::Program program,
+                       CompileProgram(std::move(module), devices.front(), grid.replicas));
   std::vector<std::unique_ptr<LoadedExecutable>> executables;
   std::string loaded;
   for (int device : devices) {

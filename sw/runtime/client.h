@@ -263,8 +263,8 @@ class Client {
   // (replica_count x num_partitions of its header). Empty: the first devices of the client, as many as
   // the grid has; a module whose header names no grid runs as one replica per listed device.
   // InvalidArgument naming both counts when the grid needs more devices than the client has or than
-  // `devices` lists; InvalidArgument for a device listed twice. Unimplemented for a module that asks
-  // for its replica-id or partition-id (every device runs the same program code).
+  // `devices` lists; InvalidArgument for a device listed twice. Every device runs the same code; its ids
+  // and its peers in the collectives are patched in when it runs (compiler::PlaceOnDevice).
   StatusOr<std::unique_ptr<ReplicatedExecutable>> CompileReplicated(const std::string& hlo_text,
                                                                     const std::vector<int>& devices = {});
   StatusOr<std::unique_ptr<ReplicatedExecutable>> CompileReplicated(const hlo::HloModule& module,
@@ -291,7 +291,9 @@ class Client {
   StatusOr<const Device*> GetDevice(int device) const;
   // Compiles a verified module the client owns (compiler::CompileModule rewrites it) for the
   // configuration of `device`.
-  StatusOr<compiler::Program> CompileProgram(std::unique_ptr<hlo::HloModule> module, int device);
+  // `replica_count`: CompileOptions::replica_count.
+  StatusOr<compiler::Program> CompileProgram(std::unique_ptr<hlo::HloModule> module, int device,
+                                             int64_t replica_count = 0);
   StatusOr<std::unique_ptr<ReplicatedExecutable>> CompileReplicatedOwned(std::unique_ptr<hlo::HloModule> module,
                                                                          std::vector<int> devices);
 

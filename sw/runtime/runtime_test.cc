@@ -893,15 +893,24 @@ TEST(ReplicatedTest, APmapModuleRunsOnTheDevicesItsHeaderNames) {
   wrong = client->CompileReplicated(std::string(kPmapModule), {0, 9});
   EXPECT_NE(wrong.status().message().find("no device TPU:9"), std::string::npos) << wrong.status();
 
-  // partition-id would give every device partition 0's value (the program is compiled once): refused.
+  // Each device reads its own partition-id (patched in when it runs: the program is compiled once).
   std::string with_id = kPmapModule;
   with_id.replace(with_id.find("  %zero = f32[] constant(0)"), 27,
                   "  %id = u32[] partition-id()\n  %zero = f32[] convert(%id)");
-  wrong = client->CompileReplicated(with_id);
-  ASSERT_EQ(wrong.status().code(), StatusCode::kUnimplemented) << wrong.status();
-  EXPECT_NE(wrong.status().message().find("partition-id %id"), std::string::npos) << wrong.status();
-  // On one device it is device 0's program, as before.
-  EXPECT_TRUE(client->Compile(with_id).ok());
+  RunReplicatedAndCheck(*client, with_id, {}, 210);
+  // A program compiled for two devices does not run on one.
+  std::unique_ptr<LoadedExecutable> single = client->Compile(with_id).value();
+  std::vector<std::unique_ptr<Buffer>> buffers;
+  std::vector<const Buffer*> handles;
+  for (const compiler::DeviceLayout& parameter : single->program().parameters) {
+    buffers.push_back(client->CreateUninitializedBuffer(parameter.shape).value());
+    handles.push_back(buffers.back().get());
+  }
+  StatusOr<ExecuteResult> alone = single->Execute(handles);
+  ASSERT_EQ(alone.status().code(), StatusCode::kInvalidArgument) << alone.status();
+  EXPECT_NE(alone.status().message().find("was compiled for 2 devices"), std::string::npos) << alone.status();
+  buffers.clear();
+  single.reset();
   EXPECT_EQ(client->hbm_used_bytes(0), 0u);
   EXPECT_EQ(client->hbm_used_bytes(1), 0u);
 }
