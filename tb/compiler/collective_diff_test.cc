@@ -158,6 +158,12 @@ CollectiveCase AllReduceCase(Rng& rng, int devices, const std::string& kind) {
             " parameter(0)\n  %y = " + shape + " parameter(1)\n  %r = " + shape + " all-reduce(%x)" + attributes +
             "\n  %s = " + shape + " all-reduce(%y), replica_groups=" + GroupsText(other) +
             ", to_apply=%combine\n  ROOT %t = (" + shape + ", " + shape + ") tuple(%r, %s)\n}\n";
+  } else if (kind == "tuple") {
+    // One all-reduce of two arrays (lax.psum of a pytree, XLA's combined all-reduce).
+    const std::string other = ShapeText(type, RandomDims(rng));
+    text += "ENTRY %main (x: " + shape + ", y: " + other + ") -> (" + shape + ", " + other + ") {\n  %x = " + shape +
+            " parameter(0)\n  %y = " + other + " parameter(1)\n  ROOT %r = (" + shape + ", " + other +
+            ") all-reduce(%x, %y)" + attributes + "\n}\n";
   } else if (kind == "replica_id" && type != "pred") {
     // Each device adds its own id first.
     const std::string convert = type == "u32" ? "%id" : "%cid";
@@ -268,7 +274,7 @@ TEST_P(CollectiveDiffTest, InterpreterModelAndRtlAgree) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllReduce, CollectiveDiffTest,
-                         ::testing::Values("single", "twice", "loop", "replica_id"),
+                         ::testing::Values("single", "tuple", "twice", "loop", "replica_id"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
