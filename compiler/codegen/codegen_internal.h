@@ -396,7 +396,7 @@ class CodeGenerator {
   // group is one device. Unimplemented when the groups differ in size or a device would have more peers
   // posting it than it has semaphores.
   StatusOr<uint32_t> CollectiveRingOf(const HloInstruction& collective);
-  // Gives every collective of `order` its ring and its slots in the receive region (before the HBM check).
+  // Gives every all-reduce, all-gather and reduce-scatter of `order` its ring and its slots in the receive region (before the HBM check).
   Status PlanCollectives(const std::vector<HloInstruction*>& order);
   struct CollectivePlan {
     uint32_t ring = kNoRing;
@@ -406,7 +406,8 @@ class CodeGenerator {
   // Records that code[instr_index]'s immediate is `patch` (its instr_index is set here); returns the index.
   uint32_t Patch(uint32_t instr_index, DevicePatch patch);
   Status EmitDeviceId(const HloInstruction& instruction);
-  Status EmitAllReduce(const HloInstruction& instruction);
+  // all-reduce, all-gather, reduce-scatter: the ring of collectives.cc.
+  Status EmitRingCollective(const HloInstruction& instruction);
 
   // --- code ---
   StatusOr<ScopedReg> NewReg() { return AllocateScoped(&regs_); }

@@ -1,5 +1,6 @@
-// replica-id, partition-id and all-reduce: a program that runs on every device of a grid (Program::replicas
-// x partitions, the same code everywhere) asks which device it is and combines values with its peers.
+// replica-id, partition-id, all-reduce, all-gather and reduce-scatter: a program that runs on every
+// device of a grid (Program::replicas x partitions, the same code everywhere) asks which device it is and
+// combines values with its peers.
 //
 // The ids are immediates patched when the program is placed on its device (program.h, DevicePatch).
 //
@@ -15,6 +16,10 @@
 // receiver takes one post per piece before it reads the piece. A device's posts to one peer arrive in
 // order (the DMA unit runs an RDMA alone), so counting semaphores keep pieces, steps and successive
 // collectives apart; each device has a semaphore per distinct sender (program.h, PeerSemaphores).
+//
+// all-gather is the second half of that ring (a block per device, stored where it belongs in the result
+// and sent on), reduce-scatter the first half with the steps shifted by one, so that each device ends
+// with its own shard (the k-th device of the group the k-th block).
 //
 // Reduction order: chunk j is combined around the ring starting at the device of place j, the same on
 // every run and on both backends. It is the interpreter's left-to-right group order for groups of two
@@ -33,6 +38,15 @@ constexpr uint32_t kMaxPieces = 32;
 // Lines of a piece when the chunk is long enough: each RDMA waits for the DMA unit, so longer pieces
 // amortize that, shorter ones let the ring start sooner.
 constexpr uint32_t kPieceLines = 512;
+
+// One step of a ring collective: the chunk is (place - chunk_step) mod p of the ring's chunks.
+struct RingStep {
+  uint32_t chunk_step = 0;
+  bool own = false;      // reads the operand's lines of the chunk
+  bool receive = false;  // takes what the device before it sent in the previous step (slot step-1)
+  bool store = false;    // stores the piece (combined when own and receive) as the result's
+  bool send = false;     // sends it to the next device (its slot `step`)
+};
 
 // The elementwise operation `all_reduce` combines with (its to_apply is `op(p0, p1)`), or kUnknown.
 HloOpcode AllReduceOpcode(const HloInstruction& all_reduce) {
@@ -85,19 +99,40 @@ std::optional<std::pair<isa::Opcode, uint8_t>> CombineInstruction(HloOpcode op, 
   }
 }
 
-Status CheckAllReduce(const HloInstruction& all_reduce) {
-  if (all_reduce.operand_count() != 1 || !all_reduce.shape().IsArray()) {
-    return Unimplemented("all-reduce " + all_reduce.name() + " of " + std::to_string(all_reduce.operand_count()) +
-                         " operands: one array per all-reduce (the compiler splits tuples)");
+// all-reduce and reduce-scatter: one array, and a reduction the VPU has for its type.
+Status CheckReduction(const HloInstruction& collective) {
+  if (collective.operand_count() != 1 || !collective.shape().IsArray()) {
+    return Unimplemented(collective.opcode_name() + " " + collective.name() + " of " +
+                         std::to_string(collective.operand_count()) +
+                         " operands: one array each (the compiler splits an all-reduce of several)");
   }
-  const HloOpcode op = AllReduceOpcode(all_reduce);
-  const hlo::PrimitiveType type = all_reduce.shape().element_type;
+  const HloOpcode op = AllReduceOpcode(collective);
+  const hlo::PrimitiveType type = collective.shape().element_type;
   if (!CombineInstruction(op, type)) {
-    return Unimplemented("all-reduce " + all_reduce.name() + " of " + all_reduce.shape().ToString() + " with " +
+    return Unimplemented(collective.opcode_name() + " " + collective.name() + " of " + collective.shape().ToString() +
+                         " with " +
                          (op == HloOpcode::kUnknown ? std::string("a reducer that is not one binary operation")
                                                     : hlo::HloOpcodeString(op)) +
                          ": the device combines f32 and s32 with add, multiply, maximum and minimum, u32 with add "
                          "and multiply, s32, u32 and pred with and, or and xor (pred add as or)");
+  }
+  return OkStatus();
+}
+
+// all-gather and reduce-scatter: each device's block along the dimension is a run of whole lines of the
+// gathered array `whole` -- the dimensions before it are 1 and it is not the minor one.
+Status CheckBlocksAreLines(const HloInstruction& collective, const hlo::Shape& whole) {
+  if (collective.operand_count() != 1 || !collective.shape().IsArray() || collective.dimensions().size() != 1) {
+    return Unimplemented(collective.opcode_name() + " " + collective.name() + ": one array along one dimension");
+  }
+  const int64_t d = collective.dimensions(0);
+  bool leading = d + 1 < whole.rank();
+  for (int64_t k = 0; k < d; ++k) leading = leading && whole.dimensions[k] == 1;
+  if (!leading) {
+    return Unimplemented(collective.opcode_name() + " " + collective.name() + " along dimension " + std::to_string(d) +
+                         " of " + whole.ToString() +
+                         ": the device moves whole lines, so the dimension must lead (the dimensions before it 1) and "
+                         "not be the minor one");
   }
   return OkStatus();
 }
@@ -112,11 +147,29 @@ void CodeGenerator::AddCollectiveHandlers(OpcodeHandlerTable& table) {
     table.Add(std::move(id));
   }
 
+  auto emit_ring = [](CodeGenerator& gen, const HloInstruction& instruction) { return gen.EmitRingCollective(instruction); };
   OpcodeHandler all_reduce(HloOpcode::kAllReduce);
-  all_reduce.check = CheckAllReduce;
-  all_reduce.types = ElementTypes::kDeviceWord;  // CheckAllReduce says which reductions of which types
-  all_reduce.emit = [](CodeGenerator& gen, const HloInstruction& instruction) { return gen.EmitAllReduce(instruction); };
+  all_reduce.check = CheckReduction;
+  all_reduce.types = ElementTypes::kDeviceWord;  // CheckReduction says which reductions of which types
+  all_reduce.emit = emit_ring;
   table.Add(std::move(all_reduce));
+
+  OpcodeHandler reduce_scatter(HloOpcode::kReduceScatter);
+  reduce_scatter.check = [](const HloInstruction& instruction) {
+    TPU_RETURN_IF_ERROR(CheckReduction(instruction));
+    return CheckBlocksAreLines(instruction, instruction.operand(0)->shape());
+  };
+  reduce_scatter.types = ElementTypes::kDeviceWord;
+  reduce_scatter.emit = emit_ring;
+  table.Add(std::move(reduce_scatter));
+
+  OpcodeHandler all_gather(HloOpcode::kAllGather);
+  all_gather.check = [](const HloInstruction& instruction) {
+    return CheckBlocksAreLines(instruction, instruction.shape());
+  };
+  all_gather.types = ElementTypes::kDeviceWord;
+  all_gather.emit = emit_ring;
+  table.Add(std::move(all_gather));
 }
 
 uint32_t CodeGenerator::Patch(uint32_t instr_index, DevicePatch patch) {
@@ -176,18 +229,99 @@ StatusOr<uint32_t> CodeGenerator::CollectiveRingOf(const HloInstruction& collect
   return static_cast<uint32_t>(program_.rings.size() - 1);
 }
 
+namespace {
+
+// What a ring collective reads, combines, stores and sends (RingStep per step); every line count is
+// the same on every device of a ring, so each piece one device sends is a piece the next one takes.
+struct RingCollective {
+  uint32_t chunk = 0;         // lines of a chunk (DevicePatch::chunk)
+  uint32_t lines = 0;         // lines the chunks cut (DevicePatch::lines): p chunks, the last shorter or empty
+  bool own_at_chunk = true;   // the operand holds every chunk (else one, from its line 0)
+  bool store_at_chunk = true; // the result holds every chunk (else one, from its line 0)
+  uint32_t slots = 0;         // receive slots, one chunk each
+  std::vector<RingStep> steps;
+};
+
+// The ring schedules (collectives.cc's header): all-reduce, all-gather and reduce-scatter of `lines`
+// lines (the operand's for all-reduce and all-gather, the result's for reduce-scatter) over p devices.
+RingCollective AllReduceRing(uint32_t lines, uint32_t p) {
+  RingCollective ring;
+  ring.chunk = (lines + p - 1) / p;
+  ring.lines = lines;
+  ring.slots = 2 * (p - 1);
+  for (uint32_t s = 0; s <= 2 * (p - 1); ++s) {
+    RingStep step;
+    step.chunk_step = s;
+    step.own = s < p;
+    step.receive = s > 0;
+    step.store = s + 1 >= p;
+    step.send = s < 2 * (p - 1);
+    ring.steps.push_back(step);
+  }
+  return ring;
+}
+
+RingCollective AllGatherRing(uint32_t lines, uint32_t p) {
+  RingCollective ring;
+  ring.chunk = lines;
+  ring.lines = lines * p;
+  ring.own_at_chunk = false;
+  ring.slots = p - 1;
+  for (uint32_t s = 0; s < p; ++s) {
+    RingStep step;
+    step.chunk_step = s;  // its own block at step 0, then the one the device before it had
+    step.own = s == 0;
+    step.receive = s > 0;
+    step.store = true;
+    step.send = s + 1 < p;
+    ring.steps.push_back(step);
+  }
+  return ring;
+}
+
+RingCollective ReduceScatterRing(uint32_t lines, uint32_t p) {
+  RingCollective ring;
+  ring.chunk = lines;
+  ring.lines = lines * p;
+  ring.store_at_chunk = false;
+  ring.slots = p - 1;
+  for (uint32_t s = 0; s < p; ++s) {
+    RingStep step;
+    step.chunk_step = s + 1;  // ends with chunk `place`, its own shard
+    step.own = true;
+    step.receive = s > 0;
+    step.store = s + 1 == p;
+    step.send = s + 1 < p;
+    ring.steps.push_back(step);
+  }
+  return ring;
+}
+
+// The ring schedule of `instruction` over groups of p devices.
+RingCollective RingOf(const HloInstruction& instruction, uint32_t p, uint32_t lanes) {
+  switch (instruction.opcode()) {
+    case HloOpcode::kAllGather: return AllGatherRing(MakeDeviceLayout(instruction.operand(0)->shape(), lanes).lines, p);
+    case HloOpcode::kReduceScatter: return ReduceScatterRing(MakeDeviceLayout(instruction.shape(), lanes).lines, p);
+    default: return AllReduceRing(MakeDeviceLayout(instruction.shape(), lanes).lines, p);
+  }
+}
+
+bool IsRingCollective(HloOpcode opcode) {
+  return opcode == HloOpcode::kAllReduce || opcode == HloOpcode::kAllGather || opcode == HloOpcode::kReduceScatter;
+}
+
+}  // namespace
+
 Status CodeGenerator::PlanCollectives(const std::vector<HloInstruction*>& order) {
   uint64_t receive_lines = 0;
   for (const HloInstruction* instruction : order) {
-    if (instruction->opcode() != HloOpcode::kAllReduce) continue;
+    if (!IsRingCollective(instruction->opcode())) continue;
     CollectivePlan plan;
     TPU_ASSIGN_OR_RETURN(plan.ring, CollectiveRingOf(*instruction));
     if (plan.ring != kNoRing) {
-      // A slot of a chunk per step.
-      const uint64_t p = program_.rings[plan.ring].size();
-      const uint64_t lines = MakeDeviceLayout(instruction->shape(), L()).lines;
+      const RingCollective ring = RingOf(*instruction, program_.rings[plan.ring].size(), L());
       plan.slots = static_cast<uint32_t>(std::min<uint64_t>(receive_lines, UINT32_MAX));
-      receive_lines += 2 * (p - 1) * ((lines + p - 1) / p);
+      receive_lines += uint64_t{ring.slots} * ring.chunk;
     }
     collectives_[instruction] = plan;
   }
@@ -196,18 +330,21 @@ Status CodeGenerator::PlanCollectives(const std::vector<HloInstruction*>& order)
   return OkStatus();
 }
 
-Status CodeGenerator::EmitAllReduce(const HloInstruction& instruction) {
+Status CodeGenerator::EmitRingCollective(const HloInstruction& instruction) {
   const HloInstruction* operand = instruction.operand(0);
   const CollectivePlan& plan = collectives_.at(&instruction);
-  const uint32_t ring = plan.ring, slots = plan.slots;
-  const uint32_t lines = MakeDeviceLayout(instruction.shape(), L()).lines;
-  if (ring == kNoRing || lines == 0) return EmitCopy(operand, locations_.at(BufferOf(&instruction)));
-  const uint32_t p = program_.rings[ring].size();
-  const uint32_t chunk = (lines + p - 1) / p;
+  if (plan.ring == kNoRing || MakeDeviceLayout(instruction.shape(), L()).lines == 0) {
+    return EmitCopy(operand, locations_.at(BufferOf(&instruction)));  // every group is one device
+  }
+  const uint32_t ring = plan.ring;
+  const RingCollective schedule = RingOf(instruction, program_.rings[ring].size(), L());
+  const uint32_t chunk = schedule.chunk;
   const uint32_t piece = std::min(chunk, std::max(kPieceLines, (chunk + kMaxPieces - 1) / kMaxPieces));
   if (2 * piece > options_.vmem_lines) return VmemOverflow(instruction, 2 * uint64_t{piece});
-  const auto [combine, combine_flags] = *CombineInstruction(AllReduceOpcode(instruction), instruction.shape().element_type);
-  const uint32_t steps = 2 * (p - 1);
+  std::optional<std::pair<isa::Opcode, uint8_t>> combine;
+  if (instruction.opcode() != HloOpcode::kAllGather) {
+    combine = CombineInstruction(AllReduceOpcode(instruction), instruction.shape().element_type);
+  }
 
   TPU_ASSIGN_OR_RETURN(ScopedReg own, NewReg());       // VMEM: this device's lines, then what it sends
   TPU_ASSIGN_OR_RETURN(ScopedReg received, NewReg());  // VMEM: what the device before it sent
@@ -218,39 +355,33 @@ Status CodeGenerator::EmitAllReduce(const HloInstruction& instruction) {
   TPU_ASSIGN_OR_RETURN(ScopedReg next_slot, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg left, NewReg());      // lines of the chunk still to do
   TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());     // lines of this piece
-  TPU_ASSIGN_OR_RETURN(ScopedReg scratch, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg first, NewReg());     // the chunk's first line
   asm_.Li(own, 0);
   asm_.Li(received, piece);
   Patch(asm_.Li(next_core, 0), {0, DeviceValue::kNextCore, ring});
-  auto chunk_patch = [&](DeviceValue value, uint32_t step) {
+  auto chunk_patch = [&](DeviceValue value, uint32_t step, uint32_t offset) {
     DevicePatch patch{0, value, ring};
     patch.step = step;
     patch.chunk = chunk;
-    patch.lines = lines;
+    patch.lines = schedule.lines;
+    patch.offset = offset;
     return patch;
   };
-  // Step `step` (0..steps; `steps` only stores the last chunk received) over the lines of its chunk.
-  for (uint32_t step = 0; step <= steps; ++step) {
-    const bool reads_own = step < p;               // combines this device's lines of the chunk
-    const bool receives = step > 0;                // reads slot step-1
-    const bool stores = step + 1 >= p;             // the chunk is finished: store it
-    const bool sends = step < steps;
-    Patch(asm_.Li(scratch, 0), chunk_patch(DeviceValue::kChunkFirstLine, step));
-    Patch(asm_.Li(left, 0), chunk_patch(DeviceValue::kChunkLines, step));
-    if (reads_own) {
+  for (uint32_t s = 0; s < schedule.steps.size(); ++s) {
+    const RingStep& step = schedule.steps[s];
+    Patch(asm_.Li(first, 0), chunk_patch(DeviceValue::kChunkFirstLine, step.chunk_step, 0));
+    Patch(asm_.Li(left, 0), chunk_patch(DeviceValue::kChunkLines, step.chunk_step, 0));
+    if (step.own) {
       LoadAddress(x, operand, 0);
-      asm_.Add(x, x, scratch);
+      if (schedule.own_at_chunk) asm_.Add(x, x, first);
     }
-    if (stores) {
+    if (step.store) {
       LoadAddress(out, &instruction, 0);
-      asm_.Add(out, out, scratch);
+      if (schedule.store_at_chunk) asm_.Add(out, out, first);
     }
-    if (receives) asm_.LoadAddress(slot, RegionKind::kReceive, 0, slots + (step - 1) * chunk);
-    if (sends) {
-      DevicePatch next = chunk_patch(DeviceValue::kNextReceive, 0);
-      next.offset = slots + step * chunk;
-      Patch(asm_.Li(next_slot, 0), next);
-    }
+    // Step s reads slot s-1 and fills slot s of the next device.
+    if (step.receive) asm_.LoadAddress(slot, RegionKind::kReceive, 0, plan.slots + (s - 1) * chunk);
+    if (step.send) Patch(asm_.Li(next_slot, 0), chunk_patch(DeviceValue::kNextReceive, 0, plan.slots + s * chunk));
     Assembler::Label top = asm_.NewLabel(), full = asm_.NewLabel(), done = asm_.NewLabel();
     asm_.Bind(top);
     asm_.Beq(left, kZeroReg, done);
@@ -260,28 +391,28 @@ Status CodeGenerator::EmitAllReduce(const HloInstruction& instruction) {
     asm_.Bind(full);
     // The previous piece's RDMA and store have read the buffers.
     asm_.Sync(kSyncDma);
-    const Reg value = reads_own ? own.get() : received.get();  // where the piece to send ends up
-    if (reads_own) asm_.DmaLoad(x, own, count, 1);
-    if (receives) {
+    if (step.own) asm_.DmaLoad(x, own, count, 1);
+    if (step.receive) {
       Patch(asm_.SemWait(0), {0, DeviceValue::kWaitSemaphore, ring});
       asm_.DmaLoad(slot, received, count, 1);
     }
     asm_.Sync(kSyncDma);
-    if (reads_own && receives) {
-      asm_.Emit(combine, {own, own, received, count, combine_flags, 0});
+    if (step.own && step.receive) {
+      asm_.Emit(combine->first, {own, own, received, count, combine->second, 0});
       asm_.Sync(kSyncVpu);
     }
-    if (sends) {
+    const Reg value = step.own ? own.get() : received.get();  // the piece as it is sent and stored
+    if (step.send) {
       Patch(asm_.Emit(isa::Opcode::RDMA, {next_core, next_slot, value, count, isa::flag::RDMA_POST, 0}),
             {0, DeviceValue::kPostSemaphore, ring});
       asm_.Add(next_slot, next_slot, count);
     }
-    if (stores) {
+    if (step.store) {
       asm_.DmaStore(out, value, count, 1);
       asm_.Add(out, out, count);
     }
-    if (reads_own) asm_.Add(x, x, count);
-    if (receives) asm_.Add(slot, slot, count);
+    if (step.own) asm_.Add(x, x, count);
+    if (step.receive) asm_.Add(slot, slot, count);
     asm_.Sub(left, left, count);
     asm_.Jmp(top);
     asm_.Bind(done);

@@ -180,6 +180,36 @@ CollectiveCase AllReduceCase(Rng& rng, int devices, const std::string& kind) {
   return c;
 }
 
+// An all-gather or a reduce-scatter along a leading dimension of a random shape, reduction and grouping.
+CollectiveCase GatherScatterCase(Rng& rng, int devices, bool gather) {
+  static const Reduction kReductions[] = {{"f32", "add"}, {"f32", "maximum"}, {"s32", "add"}, {"s32", "minimum"},
+                                          {"u32", "multiply"}, {"pred", "or"}};
+  const Reduction reduction = kReductions[rng() % (sizeof(kReductions) / sizeof(kReductions[0]))];
+  const std::string type = reduction.type, op = reduction.op;
+  const std::vector<std::vector<int>> groups = RandomGroups(rng, devices);
+  const int64_t p = static_cast<int64_t>(groups.front().size());
+  std::vector<int64_t> part = RandomDims(rng);
+  if (part.size() == 1) part.insert(part.begin(), 1 + static_cast<int64_t>(rng() % 3));
+  // Along dimension 0, or along dimension 1 after a leading 1.
+  const int64_t d = part.size() == 3 && rng() % 2 == 0 ? 1 : 0;
+  if (d == 1) part[0] = 1;
+  std::vector<int64_t> whole = part;
+  whole[d] *= p;
+  const std::string small = ShapeText(type, part), large = ShapeText(type, whole);
+  CollectiveCase c;
+  c.exact = !(type == "f32" && op == "add" && p > 2);
+  std::string text = std::string("HloModule ") + (gather ? "all_gather" : "reduce_scatter") +
+                     ", replica_count=" + std::to_string(devices) + "\n\n";
+  text += "%combine (a: " + type + "[], b: " + type + "[]) -> " + type + "[] {\n  %a = " + type +
+          "[] parameter(0)\n  %b = " + type + "[] parameter(1)\n  ROOT %c = " + type + "[] " + op + "(%a, %b)\n}\n\n";
+  const std::string in = gather ? small : large, out = gather ? large : small;
+  text += "ENTRY %main (x: " + in + ") -> " + out + " {\n  %x = " + in + " parameter(0)\n  ROOT %r = " + out +
+          (gather ? " all-gather(%x)" : " reduce-scatter(%x)") + ", dimensions={" + std::to_string(d) +
+          "}, replica_groups=" + GroupsText(groups) + (gather ? "" : ", to_apply=%combine") + "\n}\n";
+  c.hlo = text;
+  return c;
+}
+
 // Every device's outputs of one replicated execution on `client`, or the error.
 StatusOr<std::vector<std::vector<Literal>>> RunReplicated(runtime::Client& client, const hlo::HloModule& module,
                                                           const std::vector<std::vector<Literal>>& arguments) {
@@ -262,7 +292,9 @@ TEST_P(CollectiveDiffTest, InterpreterModelAndRtlAgree) {
     const uint32_t seed = base_seed * 1000003u + static_cast<uint32_t>(index) * 7919u +
                           static_cast<uint32_t>(std::hash<std::string>()(kind) & 0xffff);
     Rng rng(seed);
-    const CollectiveCase c = AllReduceCase(rng, Devices(), kind);
+    const CollectiveCase c = kind == "all_gather" || kind == "reduce_scatter"
+                                 ? GatherScatterCase(rng, Devices(), kind == "all_gather")
+                                 : AllReduceCase(rng, Devices(), kind);
     const std::string reproduce = "\nreproduce: TPU_DIFF_SEED=" + std::to_string(base_seed) + " TPU_DIFF_CASE=" +
                                   std::to_string(index) + " collective_diff_test --gtest_filter='*/" + kind +
                                   "'\nmodule:\n" + c.hlo;
@@ -273,8 +305,9 @@ TEST_P(CollectiveDiffTest, InterpreterModelAndRtlAgree) {
   std::printf("%s: %d cases on %d devices (model%s)\n", kind.c_str(), ran, Devices(), RtlClient() ? " and rtl" : "");
 }
 
-INSTANTIATE_TEST_SUITE_P(AllReduce, CollectiveDiffTest,
-                         ::testing::Values("single", "tuple", "twice", "loop", "replica_id"),
+INSTANTIATE_TEST_SUITE_P(Collectives, CollectiveDiffTest,
+                         ::testing::Values("single", "tuple", "twice", "loop", "replica_id", "all_gather",
+                                           "reduce_scatter"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
