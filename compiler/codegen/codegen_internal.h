@@ -396,7 +396,11 @@ class CodeGenerator {
   // group is one device. Unimplemented when the groups differ in size or a device would have more peers
   // posting it than it has semaphores.
   StatusOr<uint32_t> CollectiveRingOf(const HloInstruction& collective);
-  // Gives every all-reduce, all-gather and reduce-scatter of `order` its ring and its slots in the receive region (before the HBM check).
+  // The ring of a collective-permute: its chains and cycles (CollectiveRing::open).
+  StatusOr<uint32_t> PermuteRingOf(const HloInstruction& permute);
+  // `ring`'s index in Program::rings, added when new (Unimplemented as CollectiveRingOf).
+  StatusOr<uint32_t> AddRing(const HloInstruction& collective, CollectiveRing ring);
+  // Gives every collective of `order` its ring and its slots in the receive region (before the HBM check).
   Status PlanCollectives(const std::vector<HloInstruction*>& order);
   struct CollectivePlan {
     uint32_t ring = kNoRing;
@@ -408,6 +412,10 @@ class CodeGenerator {
   Status EmitDeviceId(const HloInstruction& instruction);
   // all-reduce, all-gather, reduce-scatter: the ring of collectives.cc.
   Status EmitRingCollective(const HloInstruction& instruction);
+  Status EmitCollectivePermute(const HloInstruction& instruction);
+  // Runs `body` over the lines `left` counts down, in pieces of at most `piece` lines (`count`: this
+  // piece's), after a SYNC DMA each.
+  void ForPieces(Reg left, Reg count, uint32_t piece, const std::function<void()>& body);
 
   // --- code ---
   StatusOr<ScopedReg> NewReg() { return AllocateScoped(&regs_); }

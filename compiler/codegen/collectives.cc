@@ -1,4 +1,4 @@
-// replica-id, partition-id, all-reduce, all-gather and reduce-scatter: a program that runs on every
+// replica-id, partition-id, all-reduce, all-gather, reduce-scatter and collective-permute: a program that runs on every
 // device of a grid (Program::replicas x partitions, the same code everywhere) asks which device it is and
 // combines values with its peers.
 //
@@ -20,6 +20,10 @@
 // all-gather is the second half of that ring (a block per device, stored where it belongs in the result
 // and sent on), reduce-scatter the first half with the steps shifted by one, so that each device ends
 // with its own shard (the k-th device of the group the k-th block).
+//
+// collective-permute: every device sends its operand to its target and takes what its source sent; the
+// permutation's chains and cycles are the ring's groups (program.h, CollectiveRing::open), a device
+// without a source stores zeros.
 //
 // Reduction order: chunk j is combined around the ring starting at the device of place j, the same on
 // every run and on both backends. It is the interpreter's left-to-right group order for groups of two
@@ -163,6 +167,19 @@ void CodeGenerator::AddCollectiveHandlers(OpcodeHandlerTable& table) {
   reduce_scatter.emit = emit_ring;
   table.Add(std::move(reduce_scatter));
 
+  OpcodeHandler permute(HloOpcode::kCollectivePermute);
+  permute.check = [](const HloInstruction& instruction) -> Status {
+    if (instruction.operand_count() != 1 || !instruction.shape().IsArray()) {
+      return Unimplemented("collective-permute " + instruction.name() + ": one array");
+    }
+    return OkStatus();
+  };
+  permute.types = ElementTypes::kDeviceWord;
+  permute.emit = [](CodeGenerator& gen, const HloInstruction& instruction) {
+    return gen.EmitCollectivePermute(instruction);
+  };
+  table.Add(std::move(permute));
+
   OpcodeHandler all_gather(HloOpcode::kAllGather);
   all_gather.check = [](const HloInstruction& instruction) {
     return CheckBlocksAreLines(instruction, instruction.shape());
@@ -217,8 +234,14 @@ StatusOr<uint32_t> CodeGenerator::CollectiveRingOf(const HloInstruction& collect
     ring.groups.push_back(std::move(positions));
   }
   if (ring.size() < 2) return kNoRing;
+  return AddRing(collective, std::move(ring));
+}
+
+StatusOr<uint32_t> CodeGenerator::AddRing(const HloInstruction& collective, CollectiveRing ring) {
   for (size_t r = 0; r < program_.rings.size(); ++r) {
-    if (program_.rings[r].groups == ring.groups) return static_cast<uint32_t>(r);
+    if (program_.rings[r].groups == ring.groups && program_.rings[r].open == ring.open) {
+      return static_cast<uint32_t>(r);
+    }
   }
   program_.rings.push_back(std::move(ring));
   const Status fits = ValidateRings(program_);
@@ -315,6 +338,14 @@ bool IsRingCollective(HloOpcode opcode) {
 Status CodeGenerator::PlanCollectives(const std::vector<HloInstruction*>& order) {
   uint64_t receive_lines = 0;
   for (const HloInstruction* instruction : order) {
+    if (instruction->opcode() == HloOpcode::kCollectivePermute) {
+      CollectivePlan plan;
+      TPU_ASSIGN_OR_RETURN(plan.ring, PermuteRingOf(*instruction));
+      plan.slots = static_cast<uint32_t>(std::min<uint64_t>(receive_lines, UINT32_MAX));
+      receive_lines += MakeDeviceLayout(instruction->shape(), L()).lines;
+      collectives_[instruction] = plan;
+      continue;
+    }
     if (!IsRingCollective(instruction->opcode())) continue;
     CollectivePlan plan;
     TPU_ASSIGN_OR_RETURN(plan.ring, CollectiveRingOf(*instruction));
@@ -382,15 +413,7 @@ Status CodeGenerator::EmitRingCollective(const HloInstruction& instruction) {
     // Step s reads slot s-1 and fills slot s of the next device.
     if (step.receive) asm_.LoadAddress(slot, RegionKind::kReceive, 0, plan.slots + (s - 1) * chunk);
     if (step.send) Patch(asm_.Li(next_slot, 0), chunk_patch(DeviceValue::kNextReceive, 0, plan.slots + s * chunk));
-    Assembler::Label top = asm_.NewLabel(), full = asm_.NewLabel(), done = asm_.NewLabel();
-    asm_.Bind(top);
-    asm_.Beq(left, kZeroReg, done);
-    asm_.Li(count, piece);
-    asm_.Blt(count, left, full);
-    asm_.Add(count, left, kZeroReg);
-    asm_.Bind(full);
-    // The previous piece's RDMA and store have read the buffers.
-    asm_.Sync(kSyncDma);
+    ForPieces(left, count, piece, [&] {
     if (step.own) asm_.DmaLoad(x, own, count, 1);
     if (step.receive) {
       Patch(asm_.SemWait(0), {0, DeviceValue::kWaitSemaphore, ring});
@@ -413,10 +436,116 @@ Status CodeGenerator::EmitRingCollective(const HloInstruction& instruction) {
     }
     if (step.own) asm_.Add(x, x, count);
     if (step.receive) asm_.Add(slot, slot, count);
-    asm_.Sub(left, left, count);
-    asm_.Jmp(top);
-    asm_.Bind(done);
+    });
   }
+  return OkStatus();
+}
+
+void CodeGenerator::ForPieces(Reg left, Reg count, uint32_t piece, const std::function<void()>& body) {
+  Assembler::Label top = asm_.NewLabel(), full = asm_.NewLabel(), done = asm_.NewLabel();
+  asm_.Bind(top);
+  asm_.Beq(left, kZeroReg, done);
+  asm_.Li(count, piece);
+  asm_.Blt(count, left, full);
+  asm_.Add(count, left, kZeroReg);
+  asm_.Bind(full);
+  // The previous piece's DMAs (an RDMA, a store) have read the VMEM buffers.
+  asm_.Sync(kSyncDma);
+  body();
+  asm_.Sub(left, left, count);
+  asm_.Jmp(top);
+  asm_.Bind(done);
+}
+
+StatusOr<uint32_t> CodeGenerator::PermuteRingOf(const HloInstruction& permute) {
+  // Every device's source and target; the chains (from a device nothing is sent to) and then the cycles
+  // of the permutation become the ring's groups, a chain's last device an open link.
+  const size_t devices = static_cast<size_t>(grid_.devices());
+  std::vector<int64_t> source(devices), target(devices);
+  for (size_t d = 0; d < devices; ++d) {
+    TPU_ASSIGN_OR_RETURN(hlo::PermutePeers peers, hlo::CollectivePermutePeers(permute, grid_, static_cast<int64_t>(d)));
+    source[d] = peers.source;
+    target[d] = peers.target;
+  }
+  CollectiveRing ring;
+  std::vector<bool> placed(devices, false);
+  auto follow = [&](size_t start) {
+    std::vector<uint32_t> group;
+    for (int64_t d = static_cast<int64_t>(start); d >= 0 && !placed[d]; d = target[d]) {
+      placed[d] = true;
+      group.push_back(static_cast<uint32_t>(d));
+      if (target[d] < 0) ring.open.push_back(static_cast<uint32_t>(d));
+    }
+    ring.groups.push_back(std::move(group));
+  };
+  for (size_t d = 0; d < devices; ++d) {
+    if (source[d] < 0) follow(d);
+  }
+  for (size_t d = 0; d < devices; ++d) {
+    if (!placed[d]) follow(d);
+  }
+  std::sort(ring.open.begin(), ring.open.end());
+  return AddRing(permute, std::move(ring));
+}
+
+Status CodeGenerator::EmitCollectivePermute(const HloInstruction& instruction) {
+  const HloInstruction* operand = instruction.operand(0);
+  const CollectivePlan& plan = collectives_.at(&instruction);
+  const uint32_t ring = plan.ring;
+  const uint32_t lines = MakeDeviceLayout(instruction.shape(), L()).lines;
+  const uint32_t piece = std::min(lines, std::max(kPieceLines, (lines + kMaxPieces - 1) / kMaxPieces));
+  if (lines == 0) return OkStatus();
+  if (2 * piece > options_.vmem_lines) return VmemOverflow(instruction, 2 * uint64_t{piece});
+  TPU_ASSIGN_OR_RETURN(ScopedReg own, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg received, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg hbm, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg remote, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg next_core, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg left, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
+  asm_.Li(own, 0);
+  asm_.Li(received, piece);
+  DevicePatch patch{0, DeviceValue::kZeroLines, ring};
+  patch.lines = lines;
+  // A device nothing is sent to gets zeros.
+  Patch(asm_.Li(left, 0), patch);
+  LoadAddress(hbm, &instruction, 0);
+  asm_.Li(count, piece);
+  asm_.Vsplat(received, count, 0);
+  asm_.Sync(kSyncVpu);
+  ForPieces(left, count, piece, [&] {
+    asm_.DmaStore(hbm, received, count, 1);
+    asm_.Add(hbm, hbm, count);
+  });
+  // Its operand to the next device of its chain or cycle.
+  patch.value = DeviceValue::kSendLines;
+  Patch(asm_.Li(left, 0), patch);
+  Patch(asm_.Li(next_core, 0), {0, DeviceValue::kNextCore, ring});
+  DevicePatch next{0, DeviceValue::kNextReceive, ring};
+  next.offset = plan.slots;
+  Patch(asm_.Li(remote, 0), next);
+  LoadAddress(hbm, operand, 0);
+  ForPieces(left, count, piece, [&] {
+    asm_.DmaLoad(hbm, own, count, 1);
+    asm_.Sync(kSyncDma);
+    Patch(asm_.Emit(isa::Opcode::RDMA, {next_core, remote, own, count, isa::flag::RDMA_POST, 0}),
+          {0, DeviceValue::kPostSemaphore, ring});
+    asm_.Add(hbm, hbm, count);
+    asm_.Add(remote, remote, count);
+  });
+  // What the device before it sent.
+  patch.value = DeviceValue::kReceiveLines;
+  Patch(asm_.Li(left, 0), patch);
+  asm_.LoadAddress(remote, RegionKind::kReceive, 0, plan.slots);
+  LoadAddress(hbm, &instruction, 0);
+  ForPieces(left, count, piece, [&] {
+    Patch(asm_.SemWait(0), {0, DeviceValue::kWaitSemaphore, ring});
+    asm_.DmaLoad(remote, received, count, 1);
+    asm_.Sync(kSyncDma);
+    asm_.DmaStore(hbm, received, count, 1);
+    asm_.Add(hbm, hbm, count);
+    asm_.Add(remote, remote, count);
+  });
   return OkStatus();
 }
 

@@ -20,7 +20,7 @@ const std::set<HloOpcode> kLowered = {
     HloOpcode::kAbs,                  HloOpcode::kAdd,                  HloOpcode::kAfterAll,
     HloOpcode::kAnd,                  HloOpcode::kInfeed,               HloOpcode::kOutfeed,
     HloOpcode::kAllReduce,            HloOpcode::kReplicaId,            HloOpcode::kPartitionId,
-    HloOpcode::kAllGather,            HloOpcode::kReduceScatter,
+    HloOpcode::kAllGather,            HloOpcode::kReduceScatter,        HloOpcode::kCollectivePermute,
     HloOpcode::kBitcast,              HloOpcode::kBitcastConvert,       HloOpcode::kBroadcast,
     HloOpcode::kCeil,                 HloOpcode::kClamp,                HloOpcode::kCompare,
     HloOpcode::kConcatenate,          HloOpcode::kConditional,          HloOpcode::kConstant,

@@ -205,6 +205,9 @@ const char* DeviceValueName(DeviceValue value) {
     case DeviceValue::kPostSemaphore: return "post semaphore";
     case DeviceValue::kChunkFirstLine: return "chunk first line";
     case DeviceValue::kChunkLines: return "chunk lines";
+    case DeviceValue::kSendLines: return "send lines";
+    case DeviceValue::kReceiveLines: return "receive lines";
+    case DeviceValue::kZeroLines: return "zero lines";
   }
   return "unknown";
 }
@@ -268,12 +271,17 @@ uint32_t After(const CollectiveRing& ring, uint32_t position) {
   return (*group)[(place + 1) % group->size()];
 }
 
-// The distinct devices before `position` in the program's rings, in ring order: the k-th one posts
+bool SendsToNext(const CollectiveRing& ring, uint32_t position) {
+  return !std::binary_search(ring.open.begin(), ring.open.end(), position);
+}
+
+// The distinct devices that send to `position` in the program's rings, in ring order: the k-th one posts
 // semaphore HOST_SEMS + k of this device.
 std::vector<uint32_t> PeersBefore(const Program& program, uint32_t position) {
   std::vector<uint32_t> peers;
   for (const CollectiveRing& ring : program.rings) {
     const uint32_t before = Before(ring, position);
+    if (!SendsToNext(ring, before)) continue;
     if (std::find(peers.begin(), peers.end(), before) == peers.end()) peers.push_back(before);
   }
   return peers;
@@ -297,9 +305,7 @@ Status ValidateRings(const Program& program) {
     std::vector<bool> seen(devices, false);
     uint64_t covered = 0;
     for (const std::vector<uint32_t>& group : ring.groups) {
-      if (group.size() != ring.size() || group.size() < 2) {
-        return InvalidArgument("ring " + std::to_string(r) + " has groups of different sizes or of one device");
-      }
+      if (group.empty()) return InvalidArgument("ring " + std::to_string(r) + " has an empty group");
       for (uint32_t position : group) {
         if (position >= devices || seen[position]) {
           return InvalidArgument("ring " + std::to_string(r) + " names device " + std::to_string(position) +
@@ -310,6 +316,10 @@ Status ValidateRings(const Program& program) {
       }
     }
     if (covered != devices) return InvalidArgument("ring " + std::to_string(r) + " leaves devices of the grid out");
+    if (!std::is_sorted(ring.open.begin(), ring.open.end()) ||
+        (!ring.open.empty() && ring.open.back() >= devices)) {
+      return InvalidArgument("ring " + std::to_string(r) + " has open links out of order or outside the grid");
+    }
   }
   for (uint32_t position = 0; position < devices; ++position) {
     if (PeersBefore(program, position).size() > PeerSemaphores()) {
@@ -353,6 +363,9 @@ Status PlaceOnDevice(const Program& program, const DevicePlacement& placement, s
         value = patch.value == DeviceValue::kChunkLines ? end - first : patch.offset + first;
         break;
       }
+      case DeviceValue::kSendLines: value = SendsToNext(*ring, position) ? patch.lines : 0; break;
+      case DeviceValue::kReceiveLines: value = SendsToNext(*ring, Before(*ring, position)) ? patch.lines : 0; break;
+      case DeviceValue::kZeroLines: value = SendsToNext(*ring, Before(*ring, position)) ? 0 : patch.lines; break;
     }
     if (value > 0xffffffffull) return OutOfRange("device patch value does not fit in 32 bits");
     isa::Instr instr = isa::Decode((*code)[patch.instr_index]);
@@ -686,6 +699,8 @@ std::vector<uint8_t> SerializeProgram(const Program& program) {
       w.U64(group.size());
       for (uint32_t position : group) w.U32(position);
     }
+    w.U64(ring.open.size());
+    for (uint32_t position : ring.open) w.U32(position);
   }
   w.U32(program.receive_lines);
   w.U64(program.device_patches.size());
@@ -765,6 +780,8 @@ StatusOr<Program> DeserializeProgram(const std::vector<uint8_t>& bytes) {
       for (uint64_t k = 0; k < size && r.ok(); ++k) group.push_back(r.U32("ring group"));
       ring.groups.push_back(std::move(group));
     }
+    const uint64_t open = r.Count(4, "ring open links");
+    for (uint64_t k = 0; k < open && r.ok(); ++k) ring.open.push_back(r.U32("ring open links"));
     program.rings.push_back(std::move(ring));
   }
   program.receive_lines = r.U32("receive lines");
@@ -773,7 +790,7 @@ StatusOr<Program> DeserializeProgram(const std::vector<uint8_t>& bytes) {
     DevicePatch patch;
     patch.instr_index = r.U32("device patch");
     const uint32_t value = r.U32("device patch");
-    if (r.ok() && value > static_cast<uint32_t>(DeviceValue::kChunkLines)) {
+    if (r.ok() && value > static_cast<uint32_t>(DeviceValue::kZeroLines)) {
       return InvalidArgument("program file corrupt: device patch " + std::to_string(i) + " has value kind " +
                              std::to_string(value));
     }

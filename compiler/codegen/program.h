@@ -73,8 +73,11 @@ struct Relocation {
 // when the program is placed on its device (PlaceOnDevice), as HBM addresses enter it by relocation.
 struct CollectiveRing {
   // Grid positions (replica * partitions + partition) in ring order; every position of the grid in exactly
-  // one group, every group the same size.
+  // one group. The groups of an all-reduce, all-gather or reduce-scatter have one size (size()).
   std::vector<std::vector<uint32_t>> groups;
+  // Positions that send nothing to the device after them (a collective-permute's chains end there), in
+  // increasing order.
+  std::vector<uint32_t> open;
   uint32_t size() const { return groups.empty() ? 0 : static_cast<uint32_t>(groups.front().size()); }
 };
 
@@ -89,6 +92,9 @@ enum class DeviceValue : uint32_t {
                     // into chunks of `chunk` lines (the last ones shorter or empty); place: the device's
                     // position in its group of `ring`
   kChunkLines,      // the lines of that chunk
+  kSendLines,       // `lines`, or 0 when the device sends nothing to the next one (CollectiveRing::open)
+  kReceiveLines,    // `lines`, or 0 when the device before it sends nothing
+  kZeroLines,       // the other way round: `lines` when the device before it sends nothing, else 0
 };
 const char* DeviceValueName(DeviceValue value);
 

@@ -222,10 +222,45 @@ TEST(ProgramTest, DevicePatchesGiveEachDeviceItsPeersAndChunks) {
   EXPECT_EQ(ProgramHbmLines(*loaded), ProgramHbmLines(SmallProgram()) + 12u);
 }
 
-TEST(ProgramTest, RingsMustCoverTheGridInGroupsOfOneSize) {
+// A collective-permute's chain 0 -> 1 -> 2 and device 3 alone: the ends send or receive nothing.
+TEST(ProgramTest, OpenLinksSendAndReceiveNothing) {
   Program program = RingProgram();
-  program.rings[1].groups = {{1, 0}, {3}};
-  EXPECT_NE(ValidateProgram(program).message().find("different sizes"), std::string::npos);
+  program.rings = {CollectiveRing{{{0, 1, 2}, {3}}, {2, 3}}};
+  const DeviceValue values[] = {DeviceValue::kSendLines, DeviceValue::kReceiveLines, DeviceValue::kZeroLines,
+                                DeviceValue::kWaitSemaphore};
+  for (size_t i = 0; i < 4; ++i) {
+    program.device_patches[i].value = values[i];
+    program.device_patches[i].ring = 0;
+    program.device_patches[i].lines = 5;
+  }
+  program.device_patches.resize(4);
+  ASSERT_TRUE(ValidateProgram(program).ok()) << ValidateProgram(program);
+  auto imm = [&](uint32_t position, size_t patch) {
+    std::vector<uint64_t> code = program.code;
+    EXPECT_TRUE(PlaceOnDevice(program, {position, {0, 1, 2, 3}, {0, 0, 0, 0}}, &code).ok());
+    return isa::Decode(code[program.device_patches[patch].instr_index]).imm;
+  };
+  EXPECT_EQ(imm(0, 0), 5u);  // 0 sends, receives nothing and zeroes its result
+  EXPECT_EQ(imm(0, 1), 0u);
+  EXPECT_EQ(imm(0, 2), 5u);
+  EXPECT_EQ(imm(2, 0), 0u);  // 2 receives and sends nothing
+  EXPECT_EQ(imm(2, 1), 5u);
+  EXPECT_EQ(imm(2, 2), 0u);
+  EXPECT_EQ(imm(3, 0), 0u);  // 3 is alone
+  EXPECT_EQ(imm(3, 1), 0u);
+  EXPECT_EQ(imm(1, 3), csr::HOST_SEMS);  // 1 hears from 0 only
+  StatusOr<Program> loaded = DeserializeProgram(SerializeProgram(program));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->rings[0].open, program.rings[0].open);
+}
+
+TEST(ProgramTest, RingsMustCoverTheGrid) {
+  Program program = RingProgram();
+  program.rings[1].groups = {{1, 0}, {3, 2}, {}};
+  EXPECT_NE(ValidateProgram(program).message().find("an empty group"), std::string::npos);
+  program.rings[1].groups = {{1, 0}, {3, 2}};
+  program.rings[1].open = {3, 1};
+  EXPECT_NE(ValidateProgram(program).message().find("open links out of order"), std::string::npos);
   program.rings[1].groups = {{1, 0}, {3, 3}};
   EXPECT_NE(ValidateProgram(program).message().find("names device 3 twice"), std::string::npos);
   program.rings[1].groups = {{1, 0}};

@@ -1,7 +1,8 @@
-// Randomized differential tests of the collectives: seeded random modules that run on every device of
-// the board (replica_count = the devices, random replica groups, shapes such as 1, 7, 9, 13 and 130 that
-// are not multiples of the lanes, every reduction each element type takes), run by
-// hlo::InterpretReplicated and by the runtime's replicated execution on the reference model and, when it
+// Randomized differential tests of the collectives (all-reduce alone, of a tuple, twice, in a loop, after
+// a replica-id; all-gather; reduce-scatter; collective-permute): seeded random modules that run on every
+// device of the board (replica_count = the devices, random replica groups and permutations, shapes such
+// as 1, 7, 9, 13 and 130 that are not multiples of the lanes, every reduction each element type takes),
+// run by hlo::InterpretReplicated and by the runtime's replicated execution on the reference model and, when it
 // is built, on the verilated chip:
 //  - every device's outputs match the interpreter's bit for bit, except an f32 sum or product over more
 //    than two devices, which the ring associates differently (docs/numerics.md): within tolerance;
@@ -210,6 +211,27 @@ CollectiveCase GatherScatterCase(Rng& rng, int devices, bool gather) {
   return c;
 }
 
+// A collective-permute of a random shape: a random permutation of the devices, each pair kept with
+// probability 3/4 (chains, cycles, devices that receive nothing and get zeros).
+CollectiveCase PermuteCase(Rng& rng, int devices) {
+  static const char* kTypes[] = {"f32", "s32", "pred"};
+  const std::string type = kTypes[rng() % 3];
+  const std::string shape = ShapeText(type, RandomDims(rng));
+  std::vector<int> targets(devices);
+  for (int d = 0; d < devices; ++d) targets[d] = d;
+  std::shuffle(targets.begin(), targets.end(), rng);
+  std::string pairs;
+  for (int d = 0; d < devices; ++d) {
+    if (rng() % 4 == 0) continue;
+    pairs += (pairs.empty() ? "{" : ",{") + std::to_string(d) + "," + std::to_string(targets[d]) + "}";
+  }
+  CollectiveCase c;
+  c.hlo = "HloModule collective_permute, replica_count=" + std::to_string(devices) + "\n\nENTRY %main (x: " + shape +
+          ") -> " + shape + " {\n  %x = " + shape + " parameter(0)\n  ROOT %r = " + shape +
+          " collective-permute(%x), source_target_pairs={" + pairs + "}\n}\n";
+  return c;
+}
+
 // Every device's outputs of one replicated execution on `client`, or the error.
 StatusOr<std::vector<std::vector<Literal>>> RunReplicated(runtime::Client& client, const hlo::HloModule& module,
                                                           const std::vector<std::vector<Literal>>& arguments) {
@@ -292,7 +314,8 @@ TEST_P(CollectiveDiffTest, InterpreterModelAndRtlAgree) {
     const uint32_t seed = base_seed * 1000003u + static_cast<uint32_t>(index) * 7919u +
                           static_cast<uint32_t>(std::hash<std::string>()(kind) & 0xffff);
     Rng rng(seed);
-    const CollectiveCase c = kind == "all_gather" || kind == "reduce_scatter"
+    const CollectiveCase c = kind == "collective_permute" ? PermuteCase(rng, Devices())
+                             : kind == "all_gather" || kind == "reduce_scatter"
                                  ? GatherScatterCase(rng, Devices(), kind == "all_gather")
                                  : AllReduceCase(rng, Devices(), kind);
     const std::string reproduce = "\nreproduce: TPU_DIFF_SEED=" + std::to_string(base_seed) + " TPU_DIFF_CASE=" +
@@ -307,7 +330,7 @@ TEST_P(CollectiveDiffTest, InterpreterModelAndRtlAgree) {
 
 INSTANTIATE_TEST_SUITE_P(Collectives, CollectiveDiffTest,
                          ::testing::Values("single", "tuple", "twice", "loop", "replica_id", "all_gather",
-                                           "reduce_scatter"),
+                                           "reduce_scatter", "collective_permute"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
