@@ -144,14 +144,17 @@ def test_a_data_parallel_gradient_step_matches_xla_and_keeps_replicas_equal(devi
     tpu_params, cpu_params = params, [np.array(p) for p in params]
     for step in range(3):
         batch = (x * (step + 1) / 3, y)
+        previous = tpu_params
         tpu_params, tpu_loss = on_tpu(tpu_params, *batch)
         cpu_params, cpu_loss = on_cpu(cpu_params, *batch)
         assert_close(tpu_loss, cpu_loss)
         for g, e in zip(tpu_params, cpu_params):
             assert_close(g, e)
             assert_replicas_equal(g, devices)
-    # The new parameters stayed on the devices between the steps: each step's inputs were the outputs of the
-    # one before (donated), not copies made on the host.
+        if step > 0:
+            # The parameters stayed on the devices: the step took the last step's arrays as they were and
+            # was given their HBM (donated), not copies made on the host.
+            assert all(p.is_deleted() for p in previous)
     assert all(p.is_sharded and not p.is_deleted() for p in tpu_params)
     # The gradients are all-reduced on the device: one all-reduce per parameter, and the loss's.
     assert on_tpu.last_hlo_text.count("all-reduce(") == 5
