@@ -8,6 +8,8 @@
 //   outputs, counters, profile = exe.execute([x], profile=True)   # where the cycles went (sw/profiler)
 //   outputs[0].to_numpy()
 //   _tpusim.interpret(hlo_text, [np.ones((4, 8), np.float32)])   # the HLO interpreter (the golden)
+//   exe = client.compile_sharded(shard_map_hlo_text)              # a global view over several devices
+//   g = client.buffer_from_global(x, exe.parameter_layouts[0]); outputs, counters = exe.execute([g])
 //
 // Arrays cross as NumPy arrays of float32, bfloat16 (ml_dtypes), int32, uint32 or bool; other dtypes get
 // the runtime's error. Every runtime error becomes a Python exception named after its code
