@@ -112,6 +112,7 @@ StatusOr<hlo::Literal> JoinParts(const std::vector<const hlo::Literal*>& parts, 
     return InvalidArgument("the layout " + layout.ToString() + " has " + std::to_string(layout.device_blocks.size()) +
                            " devices, " + std::to_string(parts.size()) + " parts were given");
   }
+  if (parts.empty()) return InvalidArgument("the layout " + layout.ToString() + " names no device");
   const std::vector<bool> providers = BlockProviders(layout);
   const hlo::Literal* first = nullptr;
   for (size_t d = 0; d < parts.size(); ++d) {

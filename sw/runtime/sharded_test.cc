@@ -80,6 +80,7 @@ TEST(ShardedTest, ALayoutThatDoesNotFitIsRefused) {
   const hlo::Literal part = Iota({2});
   status = JoinParts({&part}, ShardLayout{{{"x"}}, {2}, {{0}, {1}}}).status();
   EXPECT_EQ(status.message(), "the layout [{\"x\"}] has 2 devices, 1 parts were given");
+  EXPECT_EQ(JoinParts({}, ShardLayout{{{"x"}}, {2}, {}}).status().message(), "the layout [{\"x\"}] names no device");
 }
 
 }  // namespace
