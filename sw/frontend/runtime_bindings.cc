@@ -8,6 +8,8 @@
 //   outputs, counters, profile = exe.execute([x], profile=True)   # where the cycles went (sw/profiler)
 //   outputs[0].to_numpy()
 //   _tpusim.interpret(hlo_text, [np.ones((4, 8), np.float32)])   # the HLO interpreter (the golden)
+//   exe = client.compile_sharded(shard_map_hlo_text)              # a global view over several devices
+//   g = client.buffer_from_global(x, exe.parameter_layouts[0]); outputs, counters = exe.execute([g])
 //
 // Arrays cross as NumPy arrays of float32, bfloat16 (ml_dtypes), int32, uint32 or bool; other dtypes get
 // the runtime's error. Every runtime error becomes a Python exception named after its code
@@ -42,6 +44,7 @@
 #include "sw/profiler/op_profile.h"
 #include "sw/profiler/trace_writer.h"
 #include "sw/runtime/client.h"
+#include "sw/runtime/sharded.h"
 
 namespace py = pybind11;
 
@@ -145,6 +148,41 @@ py::dict CountersToDict(const ExecuteResult& result) {
   out["vpu_busy_cycles"] = counters.vpu_busy_cycles;
   out["stall_cycles"] = counters.stall_cycles;
   return out;
+}
+
+// A ShardLayout as Python sees it: a dict of 'axes' (per dimension, the mesh axes splitting it), 'pieces'
+// (per dimension) and 'device_blocks' ([device][dimension]: which block the device holds).
+py::dict LayoutToDict(const compiler::ShardLayout& layout) {
+  py::dict entry;
+  entry["axes"] = layout.axes;
+  entry["pieces"] = layout.pieces;
+  entry["device_blocks"] = layout.device_blocks;
+  return entry;
+}
+
+py::list LayoutsToList(const std::vector<compiler::ShardLayout>& layouts) {
+  py::list list;
+  for (const compiler::ShardLayout& layout : layouts) list.append(LayoutToDict(layout));
+  return list;
+}
+
+compiler::ShardLayout LayoutFromDict(const py::dict& entry) {
+  compiler::ShardLayout layout;
+  try {
+    layout.axes = entry["axes"].cast<std::vector<std::vector<std::string>>>();
+    layout.pieces = entry["pieces"].cast<std::vector<int64_t>>();
+    layout.device_blocks = entry["device_blocks"].cast<std::vector<std::vector<int64_t>>>();
+  } catch (const py::error_already_set&) {
+    Raise(InvalidArgument("a layout is a dict of 'axes', 'pieces' and 'device_blocks'"));
+  } catch (const py::cast_error&) {
+    Raise(InvalidArgument("a layout is a dict of 'axes' (lists of names), 'pieces' (integers) and "
+                          "'device_blocks' (lists of integers)"));
+  }
+  return layout;
+}
+
+py::tuple ShapeTuple(const hlo::Shape& shape) {
+  return py::tuple(py::cast(std::vector<int64_t>(shape.dimensions.begin(), shape.dimensions.end())));
 }
 
 }  // namespace
@@ -271,19 +309,8 @@ PYBIND11_MODULE(_tpusim, m) {
           if (changed) TPU_RETURN_IF_ERROR(hlo::VerifyHloModule(*module));
           return hlo::PrintHloModule(*module);
         }();
-        auto layouts = [](const std::vector<compiler::ShardLayout>& layouts) {
-          py::list list;
-          for (const compiler::ShardLayout& layout : layouts) {
-            py::dict entry;
-            entry["axes"] = layout.axes;
-            entry["pieces"] = layout.pieces;
-            entry["device_blocks"] = layout.device_blocks;
-            list.append(entry);
-          }
-          return list;
-        };
         std::string program = ValueOrThrow(std::move(text));
-        return py::make_tuple(program, layouts(pass.parameter_layouts()), layouts(pass.result_layouts()));
+        return py::make_tuple(program, LayoutsToList(pass.parameter_layouts()), LayoutsToList(pass.result_layouts()));
       },
       py::arg("hlo_text"),
       "Turns the global-view module JAX lowers pmap / shard_map to (`.lower(...).as_text('hlo')`) into the "
@@ -409,6 +436,99 @@ PYBIND11_MODULE(_tpusim, m) {
           "device). Returns one (outputs, counters) per device. A failure names its device (\"replica 1 "
           "(TPU:1): ...\") and resets every device of the execution.");
 
+  py::class_<ShardedBuffer>(m, "ShardedBuffer",
+                            "A global array in HBM as one part per device, cut by its layout (sw/runtime/sharded.h).")
+      .def_property_readonly("shape", [](const ShardedBuffer& b) { return ShapeTuple(b.shape()); },
+                             "The global shape.")
+      .def_property_readonly("dtype", [](const ShardedBuffer& b) { return DtypeOf(b.shape().element_type); })
+      .def_property_readonly("element_type",
+                             [](const ShardedBuffer& b) { return std::string(hlo::PrimitiveTypeName(b.shape().element_type)); })
+      .def_property_readonly("layout", [](const ShardedBuffer& b) { return LayoutToDict(b.layout()); })
+      .def_property_readonly(
+          "parts",
+          [](py::object self) {
+            const ShardedBuffer& b = self.cast<const ShardedBuffer&>();
+            py::list parts;
+            for (size_t d = 0; d < b.num_parts(); ++d) {
+              parts.append(py::cast(&b.part(d), py::return_value_policy::reference_internal, self));
+            }
+            return parts;
+          },
+          "Each device's part (a Buffer), in device order.")
+      .def_property_readonly("is_donated", &ShardedBuffer::is_donated)
+      .def_property_readonly("is_replicated", &ShardedBuffer::is_replicated,
+                             "True when every device holds the whole array.")
+      .def(
+          "to_numpy",
+          [](const ShardedBuffer& b) {
+            StatusOr<hlo::Literal> literal = [&] {
+              py::gil_scoped_release release;
+              return b.ToLiteral();
+            }();
+            return NumpyFromLiteral(ValueOrThrow(std::move(literal)));
+          },
+          "The global array, each block read from the first device that holds it.")
+      .def(
+          "part_values",
+          [](const ShardedBuffer& b) {
+            StatusOr<std::vector<hlo::Literal>> literals = [&] {
+              py::gil_scoped_release release;
+              return b.PartLiterals();
+            }();
+            py::list values;
+            for (const hlo::Literal& literal : ValueOrThrow(std::move(literals))) values.append(NumpyFromLiteral(literal));
+            return values;
+          },
+          "Every device's part as a NumPy array, in device order (replicas of a block included).")
+      .def("__repr__", [](const ShardedBuffer& b) {
+        return "<_tpusim.ShardedBuffer " + b.shape().ToString() + " cut " + b.layout().ToString() + " over " +
+               std::to_string(b.num_parts()) + " devices" + (b.is_donated() ? " (donated)>" : ">");
+      });
+
+  py::class_<ShardedExecutable>(m, "ShardedExecutable",
+                                "The per-device program of a global-view module (shard_map, pmap) on the devices of "
+                                "its mesh, taking and returning global arrays (ShardedBuffer).")
+      .def_property_readonly("name", &ShardedExecutable::name)
+      .def_property_readonly("num_devices", &ShardedExecutable::num_devices)
+      .def_property_readonly("devices", &ShardedExecutable::device_ids,
+                             "The client's device indices, position d running device d of the mesh.")
+      .def_property_readonly("parameter_layouts",
+                             [](const ShardedExecutable& e) { return LayoutsToList(e.parameter_layouts()); })
+      .def_property_readonly("result_layouts",
+                             [](const ShardedExecutable& e) { return LayoutsToList(e.result_layouts()); })
+      .def_property_readonly("parameter_shapes",
+                             [](const ShardedExecutable& e) {
+                               py::list shapes;
+                               for (const hlo::Shape& shape : e.parameter_shapes()) shapes.append(ShapeTuple(shape));
+                               return shapes;
+                             })
+      .def_property_readonly(
+          "instruction_words",
+          [](const ShardedExecutable& e) { return e.replicated().executable(0).program().code.size(); })
+      .def(
+          "execute",
+          [](ShardedExecutable& e, const std::vector<const ShardedBuffer*>& arguments) {
+            StatusOr<ShardedExecuteResult> result = [&] {
+              InterruptWhileRunning acknowledge;
+              py::gil_scoped_release release;
+              return e.Execute(arguments);
+            }();
+            ShardedExecuteResult value = ValueOrThrow(std::move(result));
+            py::list outputs;
+            for (auto& output : value.outputs) outputs.append(py::cast(std::move(output)));
+            py::list devices;
+            for (const ExecuteResult& run : value.devices) devices.append(CountersToDict(run));
+            py::dict counters;
+            counters["cycles"] = value.cycles;
+            counters["elapsed_cycles"] = value.elapsed_cycles;
+            counters["devices"] = devices;
+            return py::make_tuple(outputs, counters);
+          },
+          py::arg("arguments"),
+          "Runs the program on every device of the mesh at once; arguments and outputs are ShardedBuffers. "
+          "Returns (outputs, counters): counters['cycles'] and ['elapsed_cycles'] of the slowest device, "
+          "counters['devices'] each device's counters.");
+
   py::class_<ProfiledRun>(m, "Profile",
                           "A profiled run: cycles, stalls and unit work per HLO operation (sw/profiler).")
       .def_property_readonly("cycles", [](const ProfiledRun& p) { return p.ops.cycles; })
@@ -529,6 +649,32 @@ PYBIND11_MODULE(_tpusim, m) {
           py::arg("hlo_text"), py::arg("devices") = std::vector<int>{},
           "Compiles once and loads the program on each listed device (default: as many as the module's "
           "replica_count x num_partitions, from device 0).")
+      .def(
+          "compile_sharded",
+          [](Client& c, const std::string& hlo_text, const std::vector<int>& devices) {
+            StatusOr<std::unique_ptr<ShardedExecutable>> executable = [&] {
+              py::gil_scoped_release release;
+              return c.CompileSharded(hlo_text, devices);
+            }();
+            return ValueOrThrow(std::move(executable));
+          },
+          py::arg("hlo_text"), py::arg("devices") = std::vector<int>{},
+          "Compiles the global view JAX lowers shard_map / pmap to (`.lower(...).as_text('hlo')`) into the "
+          "program every device runs and loads it on the devices of its mesh (default: from device 0).")
+      .def(
+          "buffer_from_global",
+          [](Client& c, const py::array& array, const py::dict& layout, const std::vector<int>& devices) {
+            hlo::Literal literal = LiteralFromNumpy(array);
+            compiler::ShardLayout shard_layout = LayoutFromDict(layout);
+            StatusOr<std::unique_ptr<ShardedBuffer>> buffer = [&] {
+              py::gil_scoped_release release;
+              return c.BufferFromGlobalLiteral(literal, shard_layout, devices);
+            }();
+            return ValueOrThrow(std::move(buffer));
+          },
+          py::arg("array"), py::arg("layout"), py::arg("devices") = std::vector<int>{},
+          "Cuts a global array by a layout (a dict as ShardedExecutable.parameter_layouts gives) and copies "
+          "device d's part to devices[d] (default: device d).")
       .def("reset_device", [](Client& c) { ThrowIfError(c.ResetDevice()); })
       .def(
           "transfer_to_infeed",

@@ -29,6 +29,7 @@
 #include "compiler/hlo/hlo_ir.h"
 #include "compiler/hlo/literal.h"
 #include "compiler/hlo/shape.h"
+#include "compiler/passes/per_device_program.h"
 #include "sw/base/status.h"
 #include "sw/driver/driver.h"
 #include "sw/driver/transport.h"
@@ -72,6 +73,8 @@ struct Device {
 };
 
 class DeviceState;  // the chip behind a client, shared by its buffers and executables
+class ShardedBuffer;      // sw/runtime/sharded.h
+class ShardedExecutable;  // sw/runtime/sharded.h
 class DeviceRun;    // one device's part of an execution (client.cc)
 
 // A contiguous HBM region, freed when the last owner drops it.
@@ -269,6 +272,18 @@ class Client {
                                                                     const std::vector<int>& devices = {});
   StatusOr<std::unique_ptr<ReplicatedExecutable>> CompileReplicated(const hlo::HloModule& module,
                                                                     const std::vector<int>& devices = {});
+
+  // Global arrays over the devices of a mesh (sw/runtime/sharded.h). CompileSharded takes the global view
+  // JAX lowers jax.shard_map (every mesh axis manual) and jax.pmap to, makes the program every device runs
+  // with the per-device-program pass, compiles it once and loads it on the mesh's devices (`devices` as
+  // CompileReplicated). InvalidArgument for a module with no manual computation; the pass's own errors for
+  // what it does not handle. BufferFromGlobalLiteral cuts `global` by `layout` and copies device d's part
+  // to devices[d] (empty: devices 0, 1, ...).
+  StatusOr<std::unique_ptr<ShardedExecutable>> CompileSharded(const std::string& hlo_text,
+                                                              const std::vector<int>& devices = {});
+  StatusOr<std::unique_ptr<ShardedBuffer>> BufferFromGlobalLiteral(const hlo::Literal& global,
+                                                                   const compiler::ShardLayout& layout,
+                                                                   const std::vector<int>& devices = {});
 
   // Stops whatever the devices are doing and resets every one (the seeds' "stop/start the TPU"). Buffers
   // keep their contents.

@@ -10,6 +10,16 @@ device HBM) or ``tpusim.Array`` values returned by an earlier call (already in H
 Results come back as ``tpusim.Array`` values that stay in HBM until read (``np.asarray``). Donated
 arguments (``donate_argnums``) become the module's ``input_output_alias``, so parameters and optimizer
 state are updated in place and only the batch crosses the host link.
+
+Several devices: a function that calls ``jax.shard_map`` over a mesh (``tpusim.make_mesh``, every axis
+manual) runs on as many devices as the mesh has, as on a TPU slice. The module JAX lowers is the global
+view; the runtime makes it the program every device runs and cuts each global argument into the devices'
+parts by its ``in_specs`` (``_tpusim.ShardedExecutable``). Results come back as global ``tpusim.Array``
+values whose parts stay on their devices (``device_values()`` reads every device's part). ``tpusim.pmap``
+maps a function over the leading axis of its arguments the same way.
+
+    mesh = tpusim.make_mesh((2,), ("batch",))
+    step = tpusim.jit(jax.shard_map(body, mesh=mesh, in_specs=(P(), P("batch")), out_specs=P()))
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from typing import Any, Callable, Sequence
 
 import jax
 import numpy as np
+from jax.sharding import AbstractMesh, PartitionSpec
 
 import _tpusim
 
@@ -47,7 +58,9 @@ class Array:
     """A value in device HBM, as returned by a ``tpusim.jit`` function.
 
     ``np.asarray(a)`` copies it to the host. Once donated to a later call it holds no data
-    (``is_deleted()``), as a donated JAX array.
+    (``is_deleted()``), as a donated JAX array. The result of a function over several devices is a global
+    array held as one part per device (``buffer`` is then a ``_tpusim.ShardedBuffer``); ``np.asarray``
+    puts the parts together, reading each block from the first device that holds it.
     """
 
     __slots__ = ("buffer", "client")
@@ -74,6 +87,16 @@ class Array:
 
     def is_deleted(self) -> bool:
         return self.buffer.is_donated
+
+    @property
+    def is_sharded(self) -> bool:
+        """True for a global array held as parts on several devices."""
+        return isinstance(self.buffer, _tpusim.ShardedBuffer)
+
+    def device_values(self) -> list[np.ndarray]:
+        """Every device's part, in device order (one value for an array on one device); the devices that
+        hold the same block of a global array (all of them for a replicated one) each give theirs."""
+        return self.buffer.part_values() if self.is_sharded else [self.buffer.to_numpy()]
 
     def __array__(self, dtype=None, copy=None):
         value = self.buffer.to_numpy()
@@ -111,9 +134,28 @@ def _signature(leaf: Any) -> tuple[tuple[int, ...], np.dtype]:
 
 @dataclasses.dataclass
 class _Compiled:
-    executable: _tpusim.Executable
+    executable: _tpusim.Executable | _tpusim.ShardedExecutable
     hlo_text: str
     out_tree: Any
+
+    @property
+    def sharded(self) -> bool:
+        return isinstance(self.executable, _tpusim.ShardedExecutable)
+
+
+def is_global_view(hlo_text: str) -> bool:
+    """True for a module JAX lowered from a shard_map or pmap (Shardy's custom calls cut its arguments):
+    it runs on the devices of its mesh."""
+    return "xla.sdy.GlobalToLocalShape" in hlo_text
+
+
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str]) -> AbstractMesh:
+    """A mesh of tpusim devices for ``jax.shard_map``, as ``jax.make_mesh`` makes one of JAX's devices:
+    the function runs on devices 0 .. prod(axis_shapes)-1 of the client, device numbers in row-major
+    order of the mesh coordinates (the first axis major)."""
+    if len(axis_shapes) != len(axis_names):
+        raise ValueError(f"{len(axis_shapes)} axis sizes for {len(axis_names)} axis names")
+    return AbstractMesh(tuple(int(n) for n in axis_shapes), tuple(axis_names))
 
 
 class Function:
@@ -157,26 +199,56 @@ class Function:
         compiled = self._compiled.get(key)
         if compiled is None:
             hlo_text, out_tree = self._lower(leaves, in_tree)
-            compiled = _Compiled(self.client.compile(hlo_text), hlo_text, out_tree)
+            compile = self.client.compile_sharded if is_global_view(hlo_text) else self.client.compile
+            compiled = _Compiled(compile(hlo_text), hlo_text, out_tree)
             self._compiled[key] = compiled
         return compiled
 
     def _to_buffer(self, leaf: Any) -> _tpusim.Buffer:
         if isinstance(leaf, Array) and leaf.client is self.client:
-            return leaf.buffer
+            if not leaf.is_sharded:
+                return leaf.buffer
+            first = leaf.buffer.parts[0]
+            if leaf.buffer.is_replicated and first.device.id == 0:
+                return first  # device 0's copy of a replicated array: nothing moves
         return self.client.buffer_from_numpy(_host_value(leaf))
+
+    def _to_sharded(self, leaf: Any, layout: dict, executable: _tpusim.ShardedExecutable) -> _tpusim.ShardedBuffer:
+        """A global argument as the executable's devices need it: an array already cut that way stays where
+        it is; anything else is cut on the host and copied to the devices."""
+        if isinstance(leaf, Array) and leaf.client is self.client and leaf.is_sharded:
+            buffer = leaf.buffer
+            if buffer.layout == layout and [part.device.id for part in buffer.parts] == executable.devices:
+                return buffer
+        value = np.asarray(leaf) if isinstance(leaf, Array) else _host_value(leaf)
+        return self.client.buffer_from_global(value, layout, executable.devices)
 
     def __call__(self, *args):
         leaves, in_tree = jax.tree_util.tree_flatten(args)
         compiled = self._compiled_for(leaves, in_tree)
-        buffers = [self._to_buffer(leaf) for leaf in leaves]
         self.last_hlo_text = compiled.hlo_text
+        if compiled.sharded:
+            return self._call_sharded(compiled, leaves)
+        buffers = [self._to_buffer(leaf) for leaf in leaves]
         if self.profile_next_call:
             self.profile_next_call = False
             outputs, counters, self.last_profile = compiled.executable.execute(buffers, profile=True)
         else:
             outputs, counters = compiled.executable.execute(buffers)
         self.last_counters = counters
+        return jax.tree_util.tree_unflatten(compiled.out_tree, [Array(b, self.client) for b in outputs])
+
+    def _call_sharded(self, compiled: _Compiled, leaves):
+        """One call over the devices of the function's mesh: last_counters["cycles"] is the slowest
+        device's, last_counters["devices"] every device's counters."""
+        if self.profile_next_call:
+            self.profile_next_call = False
+            raise NotImplementedError(f"{self.name} runs on {compiled.executable.num_devices} devices: the issue "
+                                      "trace profiles a function on one device")
+        executable = compiled.executable
+        buffers = [self._to_sharded(leaf, layout, executable)
+                   for leaf, layout in zip(leaves, executable.parameter_layouts)]
+        outputs, self.last_counters = executable.execute(buffers)
         return jax.tree_util.tree_unflatten(compiled.out_tree, [Array(b, self.client) for b in outputs])
 
 
@@ -211,3 +283,43 @@ def device_put(tree: Any, client: _tpusim.Client | None = None, *, backend: str 
 def device_get(tree: Any) -> Any:
     """Every ``tpusim.Array`` leaf of ``tree`` as a NumPy array."""
     return jax.tree_util.tree_map(lambda leaf: np.asarray(leaf), tree)
+
+
+def pmap(fun: Callable | None = None, axis_name: str | None = None, *, in_axes: int | None | Sequence = 0,
+         donate_argnums: Sequence[int] = (), backend: str = "model", config: str = "tiny", dot_passes: int = 0,
+         name: str | None = None, client: _tpusim.Client | None = None, precision: str | None = None) -> Function:
+    """``jax.pmap`` on the simulated TPU's devices: ``fun`` runs once per device on its slice of the
+    leading axis of every mapped argument (``in_axes``: 0, or None for an argument every device gets
+    whole; one per argument or one for all), collectives over ``axis_name`` among them, and the results
+    are stacked along a new leading axis. It runs on as many devices as the mapped axis is long (devices
+    0 .. n-1 of the client). Lowered as a ``jax.shard_map`` over a one-axis mesh; other arguments as
+    ``tpusim.jit``."""
+    if fun is None:
+        return lambda f: pmap(f, axis_name, in_axes=in_axes, donate_argnums=donate_argnums, backend=backend,
+                              config=config, dot_passes=dot_passes, name=name, client=client, precision=precision)
+    axis = axis_name or "i"
+
+    def global_view(*args):
+        axes = tuple(in_axes) if isinstance(in_axes, (list, tuple)) else (in_axes,) * len(args)
+        if len(axes) != len(args):
+            raise ValueError(f"pmap: in_axes has {len(axes)} entries for {len(args)} arguments")
+        if any(a not in (0, None) for a in axes):
+            raise ValueError(f"pmap: in_axes {in_axes}: only 0 and None are supported")
+        mapped = [leaf for arg, a in zip(args, axes) if a == 0 for leaf in jax.tree_util.tree_leaves(arg)]
+        if not mapped:
+            raise ValueError("pmap: no argument is mapped (in_axes are all None)")
+        devices = mapped[0].shape[0]
+        if any(leaf.ndim == 0 or leaf.shape[0] != devices for leaf in mapped):
+            raise ValueError("pmap: the mapped arguments' leading axes differ: "
+                             + ", ".join(str(leaf.shape) for leaf in mapped))
+
+        def body(*parts):
+            local = [jax.tree_util.tree_map(lambda v: v[0], part) if a == 0 else part for part, a in zip(parts, axes)]
+            return jax.tree_util.tree_map(lambda v: jax.numpy.expand_dims(v, 0), fun(*local))
+
+        specs = tuple(PartitionSpec(axis) if a == 0 else PartitionSpec() for a in axes)
+        mesh = make_mesh((devices,), (axis,))
+        return jax.shard_map(body, mesh=mesh, in_specs=specs, out_specs=PartitionSpec(axis), check_vma=False)(*args)
+
+    return Function(global_view, donate_argnums, client or get_client(backend, config, dot_passes),
+                    name or getattr(fun, "__name__", "pmap"), precision)

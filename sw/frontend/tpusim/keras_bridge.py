@@ -42,7 +42,10 @@ class KerasRecipe:
         non_trainable = [np.asarray(v.value) for v in self.keras_model.non_trainable_variables]
         return (trainable, non_trainable), [np.asarray(v.value) for v in self.optimizer.variables]
 
-    def train_step(self):
+    def train_step(self, replicas: int = 1):
+        """The training step; with replicas above 1, one replica's (as training.make_train_step): the
+        gradients and the loss summed over the replicas, the new floating-point non-trainable values (moving
+        statistics) averaged over them."""
         model, optimizer = self.keras_model, self.optimizer
 
         def train_step(params, opt_state, x, labels):
@@ -51,11 +54,15 @@ class KerasRecipe:
             def loss_fn(trainable):
                 logits, new_non_trainable = model.stateless_call(trainable, non_trainable, x, training=True)
                 losses, onehot = training.sparse_categorical_crossentropy(logits, labels)
-                return jnp.mean(losses), (logits, onehot, new_non_trainable)
+                return training.average_loss(losses, replicas), (logits, onehot, new_non_trainable)
 
             (loss, (logits, onehot, non_trainable)), grads = jax.value_and_grad(loss_fn, has_aux=True)(trainable)
-            trainable, opt_state = optimizer.stateless_apply(opt_state, grads, trainable)
             correct = jnp.sum(training.correct_predictions(logits, onehot))
+            grads, loss, correct = training.all_reduce_sum((grads, loss, correct), replicas)
+            if replicas > 1:
+                non_trainable = [jax.lax.pmean(value, training.DATA_AXIS) if jnp.issubdtype(value.dtype, jnp.floating)
+                                 else value for value in non_trainable]
+            trainable, opt_state = optimizer.stateless_apply(opt_state, grads, trainable)
             return (list(trainable), list(non_trainable)), list(opt_state), loss, correct
 
         return train_step

@@ -7,7 +7,7 @@ lines (validated on the test set), evaluates on it and ends with one summary lin
 
 host_s is wall time, host_cpu_s the process's CPU time (what a loaded machine does not inflate);
 device_ms_per_step is the last training step's device cycles at the chip's clock (with
---steps-per-execution, the last loop's per step).
+--steps-per-execution, the last loop's per step; with --devices, the slowest device's).
 """
 
 from __future__ import annotations
@@ -48,6 +48,9 @@ def parse_args(argv):
     parser.add_argument("--steps-per-execution", type=int, default=1,
                         help="training steps per host call: above 1, a device loop fed through the infeed; "
                              "log lines, checkpoints and Ctrl-C happen between calls")
+    parser.add_argument("--devices", type=int, default=1,
+                        help="data-parallel training on this many devices (TPUStrategy): each gets batch-size / "
+                             "devices examples of every batch, the gradients are all-reduced in the step")
     parser.add_argument("--checkpoint", default=None, help="resume from this file if it exists; save to it")
     parser.add_argument("--stop-after-steps", type=int, default=None,
                         help="stop (and checkpoint) after this many steps in all")
@@ -81,7 +84,7 @@ def keras_model(args, total_steps: int, options) -> Model:
 def build_model(args, total_steps: int) -> Model:
     """The model, optimizer and learning-rate schedule the arguments name, for total_steps steps."""
     options = dict(backend=args.backend, config=args.config, dot_passes=args.dot_passes, seed=args.seed,
-                   precision=args.precision, steps_per_execution=args.steps_per_execution)
+                   precision=args.precision, steps_per_execution=args.steps_per_execution, devices=args.devices)
     if args.framework == "keras":
         return keras_model(args, total_steps, options)
     learning_rate = (optax.linear_schedule(args.learning_rate, 0.0, total_steps) if args.schedule == "linear"

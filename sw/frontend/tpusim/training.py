@@ -9,6 +9,12 @@ parameters and optimizer state are donated to it, so they stay in device HBM fro
 the batch and two scalars cross the host link. Every epoch prints the line Keras prints
 (``300/300 [====...] - 6s 21ms/step - loss: ... - sparse_categorical_accuracy: ...``), with the simulated
 device time per step (device cycles at the chip's clock) next to the host's.
+
+Data-parallel training (``Model(..., devices=N)``, TPUStrategy's way): the step is a ``jax.shard_map`` over
+N devices; each device gets global_batch / N examples of every batch, its loss is the sum of its examples'
+losses over the global batch size (``compute_average_loss``), and the gradients are summed over the
+devices (all-reduce) inside the step before the optimizer update, so that every device holds the same
+parameters after every step.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
+from jax.sharding import PartitionSpec
 
 from . import bridge, checkpoint, data, feeds
 
@@ -40,22 +48,53 @@ def correct_predictions(logits, onehot):
     return (label_logit >= jnp.max(logits, axis=-1)).astype(jnp.float32)
 
 
-def make_train_step(module, optimizer):
-    """(params, opt_state, x, labels) -> (params, opt_state, mean loss, correct count)."""
+DATA_AXIS = "replica"  # the mesh axis of data-parallel training
+
+
+def average_loss(losses, replicas: int):
+    """The loss a replica contributes: its examples' losses summed over the global batch size
+    (tf.nn.compute_average_loss), so that the sum over the replicas is the global batch's mean."""
+    if replicas == 1:
+        return jnp.mean(losses)
+    return jnp.sum(losses) / (losses.shape[0] * replicas)
+
+
+def all_reduce_sum(tree, replicas: int):
+    """Every leaf summed over the replicas (one all-reduce per leaf); the tree itself with one replica."""
+    if replicas == 1:
+        return tree
+    return jax.tree_util.tree_map(lambda leaf: lax.psum(leaf, DATA_AXIS), tree)
+
+
+def make_train_step(module, optimizer, replicas: int = 1):
+    """(params, opt_state, x, labels) -> (params, opt_state, mean loss, correct count). With replicas
+    above 1 this is one replica's step inside ``data_parallel``: x and labels are its part of the batch,
+    the loss, gradients and count are summed over the replicas."""
     import optax
 
     def train_step(params, opt_state, x, labels):
         def loss_fn(p):
             logits = module.apply(p, x)
             losses, onehot = sparse_categorical_crossentropy(logits, labels)
-            return jnp.mean(losses), (logits, onehot)
+            return average_loss(losses, replicas), (logits, onehot)
 
         (loss, (logits, onehot)), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        grads, loss, correct = all_reduce_sum((grads, loss, jnp.sum(correct_predictions(logits, onehot))), replicas)
         updates, opt_state = optimizer.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
-        return params, opt_state, loss, jnp.sum(correct_predictions(logits, onehot))
+        return params, opt_state, loss, correct
 
     return train_step
+
+
+def data_parallel(train_step, replicas: int):
+    """The global step of ``replicas`` devices: ``train_step`` (made for that many replicas) runs on every
+    device of a one-axis mesh, parameters and optimizer state replicated, the batch cut along its first
+    dimension; the results are replicated (every device computed the same)."""
+    mesh = bridge.make_mesh((replicas,), (DATA_AXIS,))
+    batch, whole = PartitionSpec(DATA_AXIS), PartitionSpec()
+    return jax.shard_map(train_step, mesh=mesh, in_specs=(whole, whole, batch, batch), out_specs=whole,
+                         check_vma=False)
 
 
 def make_train_loop(train_step, steps: int, batch_shapes):
@@ -99,8 +138,9 @@ class FlaxRecipe:
         params = self.module.init(jax.random.PRNGKey(seed), jnp.asarray(sample_x))
         return jax.device_get((params, self.optimizer.init(params)))
 
-    def train_step(self):
-        return make_train_step(self.module, self.optimizer)
+    def train_step(self, replicas: int = 1):
+        """The training step; with replicas above 1, one replica's (see make_train_step)."""
+        return make_train_step(self.module, self.optimizer, replicas)
 
     def eval_step(self):
         return make_eval_step(self.module.apply)
@@ -174,20 +214,31 @@ class Model:
     steps_per_execution: as Keras's ``compile`` argument: training steps per host call. Above 1 a call
     runs a device loop of that many steps (make_train_loop) fed through the infeed, its metrics coming
     back through the outfeed; log lines, checkpoints and Ctrl-C happen only between calls.
+    devices: data-parallel training on that many devices of the client (see the module's text); the
+    batch size must be a multiple of it. ``replica_states()`` reads every device's parameters.
     """
 
     def __init__(self, module=None, optimizer=None, *, recipe=None, backend: str = "model", config: str = "tiny",
                  dot_passes: int = 0, seed: int = 0, out=None, precision: str | None = None,
-                 steps_per_execution: int = 1):
+                 steps_per_execution: int = 1, devices: int = 1):
         if steps_per_execution < 1:
             raise ValueError(f"steps_per_execution must be at least 1, got {steps_per_execution}")
+        if devices < 1:
+            raise ValueError(f"devices must be at least 1, got {devices}")
+        if devices > 1 and steps_per_execution > 1:
+            raise ValueError(f"devices={devices} trains one step per call: steps_per_execution must be 1, "
+                             f"got {steps_per_execution}")
         self.recipe = recipe or FlaxRecipe(module, optimizer)
         self.seed = seed
         self.steps_per_execution = steps_per_execution
         self.precision = precision
         self._train_loops: dict[tuple, bridge.Function] = {}  # (steps, batch shapes) -> the loop
         self.client = bridge.get_client(backend, config, dot_passes)
-        self.train_step = bridge.Function(self.recipe.train_step(), (0, 1), self.client, "train_step", precision)
+        if devices > len(self.client.devices):
+            raise ValueError(f"devices={devices}: the {config} client has {len(self.client.devices)} devices")
+        self.devices = devices
+        step = self.recipe.train_step() if devices == 1 else data_parallel(self.recipe.train_step(devices), devices)
+        self.train_step = bridge.Function(step, (0, 1), self.client, "train_step", precision)
         self.eval_step = bridge.Function(self.recipe.eval_step(), (), self.client, "eval_step", precision)
         self.params = None
         self.opt_state = None
@@ -215,8 +266,16 @@ class Model:
         self.params, self.opt_state = bridge.device_put(state, self.client)
 
     def state(self):
-        """(params, opt_state) as NumPy arrays."""
+        """(params, opt_state) as NumPy arrays (with several devices: device 0's)."""
         return bridge.device_get((self.params, self.opt_state))
+
+    def replica_states(self) -> list:
+        """Every device's (params, opt_state) as NumPy arrays, in device order (one with one device)."""
+        leaves, tree = jax.tree_util.tree_flatten((self.params, self.opt_state))
+        values = [leaf.device_values() if isinstance(leaf, bridge.Array) else [np.asarray(leaf)] for leaf in leaves]
+        count = max((len(v) for v in values), default=1)
+        return [jax.tree_util.tree_unflatten(tree, [v[d] if len(v) > 1 else v[0] for v in values])
+                for d in range(count)]
 
     def save(self, path: str) -> None:
         checkpoint.save(path, self.state(), {"seed": self.seed, "position": dataclasses.asdict(self.position)})
@@ -244,6 +303,9 @@ class Model:
         x = np.asarray(x, np.float32)
         y = np.asarray(y, np.int32)
         steps = data.batch_count(len(x), batch_size)
+        if batch_size % self.devices:
+            raise ValueError(f"batch_size {batch_size} does not split over {self.devices} devices: each replica "
+                             f"gets batch_size / devices examples")
         if steps == 0:
             raise ValueError(f"{len(x)} examples make no batch of {batch_size}")
         if self.params is None:
@@ -258,6 +320,8 @@ class Model:
             os.makedirs(profile_dir, exist_ok=True)  # before training, not after a long run
         if profile_step is not None and self.steps_per_execution > 1:
             raise ValueError("profile_step profiles one step: use steps_per_execution=1")
+        if profile_step is not None and self.devices > 1:
+            raise ValueError(f"profile_step profiles a step on one device, this model trains on {self.devices}")
         with StepInterrupt(self.out, self.steps_per_execution).installed() as interrupt:
             self._epochs(x, y, steps, epochs, batch_size, validation_data, checkpoint_path, stop_after_steps,
                          verbose, history, interrupt)
