@@ -8,7 +8,7 @@ APT_PACKAGES := verilator libsystemc-dev gtkwave yosys libboost-dev googletest l
   python3-dev python3-venv dataset-fashion-mnist chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps venv build test test-sanitize sim wave lint synth bench-mxu bench-hbm bench-gemm bench-workloads train bench-parity bench-steps-per-execution fuzz clean
+.PHONY: all deps venv build test test-sanitize sim wave lint synth bench-mxu bench-hbm bench-gemm bench-workloads train bench-parity bench-steps-per-execution bench-determinism bench-allreduce fuzz clean
 
 all: build
 
@@ -111,6 +111,11 @@ bench-parity: build venv
 # loop fed through the infeed (docs/performance.md, "steps_per_execution").
 bench-steps-per-execution: build venv
 	$(FRONTEND) -m tpusim.spe_bench --steps=200 --steps-per-execution=50
+
+# The seeds' correctness recipe: the MLP trained 1000 steps (global batch 128) on the CPU, on one core and
+# data-parallel on every core of the v2-8 board (reference model), twice each (docs/performance.md).
+bench-determinism: build venv
+	$(FRONTEND) -m tpusim.determinism --steps=1000 --config=v2
 
 clean:
 	rm -rf build
