@@ -108,7 +108,7 @@ Status CheckReduction(const HloInstruction& collective) {
   if (collective.operand_count() != 1 || !collective.shape().IsArray()) {
     return Unimplemented(collective.opcode_name() + " " + collective.name() + " of " +
                          std::to_string(collective.operand_count()) +
-                         " operands: one array each (the compiler splits an all-reduce of several)");
+                         " operands: one array each (tuple-all-reduces takes an all-reduce of several apart)");
   }
   const HloOpcode op = AllReduceOpcode(collective);
   const hlo::PrimitiveType type = collective.shape().element_type;

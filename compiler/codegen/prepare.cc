@@ -30,7 +30,7 @@
 #include "compiler/passes/split_dots.h"
 #include "compiler/passes/s64_range_check.h"
 #include "compiler/passes/sort_expansion.h"
-#include "compiler/passes/split_tuple_all_reduces.h"
+#include "compiler/passes/tuple_all_reduces.h"
 #include "compiler/passes/split_variadic_reduces.h"
 #include "compiler/passes/topk_rewrite.h"
 #include "compiler/passes/unshare_computations.h"
@@ -76,7 +76,7 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   pipeline->AddPass<RowGathers>();
   pipeline->AddPass<ArgReductions>();
   pipeline->AddPass<SplitVariadicReduces>();
-  pipeline->AddPass<SplitTupleAllReduces>();
+  pipeline->AddPass<TupleAllReduces>(options.lanes);
   pipeline->AddPass<PoolMinorThroughTranspose>();
   // Before legalization and reshape-through-transpose, which lower the transposes and reshapes this adds.
   pipeline->AddPass<DynamicSliceMinorToRows>();
