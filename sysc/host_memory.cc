@@ -10,7 +10,7 @@ HostMemory::HostMemory(sc_core::sc_module_name name, uint64_t size_bytes, sc_cor
   socket.register_transport_dbg(this, &HostMemory::TransportDbg);
 }
 
-void HostMemory::BTransport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {
+void HostMemory::BTransport(int /*initiator*/, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {
   const uint64_t address = payload.get_address();
   const unsigned int length = payload.get_data_length();
   const tlm::tlm_command command = payload.get_command();

@@ -16,7 +16,7 @@
 
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/simple_target_socket.h>
+#include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include <cstdint>
 
@@ -26,7 +26,8 @@ namespace tpu::sysc {
 
 class HostMemory : public sc_core::sc_module {
  public:
-  tlm_utils::simple_target_socket<HostMemory> socket;
+  // Every chip's host bridge binds here (one memory for the board).
+  tlm_utils::multi_passthrough_target_socket<HostMemory> socket;
 
   // name:        module name
   // size_bytes:  capacity in bytes (tpu::cfg::kHostMemBytes for the platform)
@@ -44,8 +45,8 @@ class HostMemory : public sc_core::sc_module {
   uint64_t error_responses() const { return error_responses_; }
 
  private:
-  void BTransport(tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
-  unsigned int TransportDbg(tlm::tlm_generic_payload& payload) { return DebugTransport(payload); }
+  void BTransport(int initiator, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);
+  unsigned int TransportDbg(int, tlm::tlm_generic_payload& payload) { return DebugTransport(payload); }
 
   SparseStore store_;
   const sc_core::sc_time latency_;

@@ -4,9 +4,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
+#include <tuple>
 
 #include "Vtpu_chip.h"
 #include "tpu_config.h"
+#include "tpu_csr.h"
 #include "verilated.h"
 #include "verilated_fst_sc.h"
 
@@ -41,18 +44,11 @@ void StartKernel(const sc_core::sc_time& duration) {
 #endif
 }
 
-// The module name of core `core`'s instance of a per-core part: `base` for core 0 (so that a one-core
-// platform keeps its scopes, e.g. platform.hbm.rtl), `base` and the core's number for the others.
-std::string CoreModuleName(const std::string& base, unsigned core) {
-  return core == 0 ? base : base + std::to_string(core);
-}
-
-// One HBM per core.
-std::vector<std::unique_ptr<HbmMemory>> MakeHbm() {
-  std::vector<std::unique_ptr<HbmMemory>> hbm;
-  for (unsigned core = 0; core < kCores; ++core)
-    hbm.push_back(std::make_unique<HbmMemory>(CoreModuleName("hbm", core).c_str(), core));
-  return hbm;
+// The module name of a per-core part of chip `chip`: `base` for core 0 of chip 0 (so that a one-chip
+// platform keeps its scopes, e.g. platform.hbm.rtl), then the core's number for other cores and
+// "_chip<m>" for other chips.
+std::string PartName(const std::string& base, unsigned core, unsigned chip = 0) {
+  return (core == 0 ? base : base + std::to_string(core)) + (chip == 0 ? "" : "_chip" + std::to_string(chip));
 }
 
 std::vector<HbmMemory*> Pointers(const std::vector<std::unique_ptr<HbmMemory>>& hbm) {
@@ -61,109 +57,72 @@ std::vector<HbmMemory*> Pointers(const std::vector<std::unique_ptr<HbmMemory>>& 
   return pointers;
 }
 
+// A receive buffer that lets a link run at its full bandwidth: credits come back a round trip
+// (2 x latency, plus the few cycles through the chips) after their packet left.
+unsigned DefaultSlots(const ici::LinkConfig& link) {
+  const uint64_t per_cycle_x1000 = std::min<uint64_t>(1000, uint64_t{link.bytes_per_cycle} * 1000 / IciLink::kPacketBytes);
+  return static_cast<unsigned>(std::min<uint64_t>(65535, (2 * uint64_t{link.latency_cycles} + 16) * per_cycle_x1000 / 1000 + 4));
+}
+
 }  // namespace
 
 Platform* Platform::Create(const PlatformOptions& options) {
+  for (const Status& status : {ici::CheckBoardChips(options.chips), ici::CheckLink(options.link)}) {
+    if (!status.ok()) throw std::invalid_argument(status.message());
+  }
   // Tracing must be allowed before the model exists; it costs nothing until a trace file is opened.
   Verilated::traceEverOn(true);
-  auto chip = std::make_unique<Vtpu_chip>("tpu");
-  return new Platform("platform", std::move(chip), options);
+  std::vector<std::unique_ptr<Vtpu_chip>> chips;
+  for (unsigned chip = 0; chip < options.chips; ++chip)
+    chips.push_back(std::make_unique<Vtpu_chip>(chip == 0 ? "tpu" : ("tpu" + std::to_string(chip)).c_str()));
+  return new Platform("platform", std::move(chips), options);
 }
 
-Platform::Platform(sc_core::sc_module_name name, std::unique_ptr<Vtpu_chip> chip, const PlatformOptions& options)
+Platform::ChipSlot::ChipSlot(unsigned index, std::unique_ptr<Vtpu_chip> chip)
+    : rtl(std::move(chip)),
+      rst_n(PartName("rst_n", 0, index).c_str(), false),
+      core_hbm_ready(PartName("core_hbm_ready", 0, index).c_str(), kCores),
+      core_hbm_rsp_valid(PartName("core_hbm_rsp_valid", 0, index).c_str(), kCores),
+      core_hbm_rsp_rdata(PartName("core_hbm_rsp_rdata", 0, index).c_str(), kCores),
+      tx_valid(PartName("ici_tx_valid", 0, index).c_str(), kIciPorts),
+      rx_ready(PartName("ici_rx_ready", 0, index).c_str(), kIciPorts),
+      tx_packet(PartName("ici_tx_packet", 0, index).c_str(), kIciPorts),
+      tx_ack(PartName("ici_tx_ack", 0, index).c_str(), kIciPorts),
+      tx_credit(PartName("ici_tx_credit", 0, index).c_str(), kIciPorts),
+      rx_valid(PartName("ici_rx_valid", 0, index).c_str(), kIciPorts),
+      rx_packet(PartName("ici_rx_packet", 0, index).c_str(), kIciPorts),
+      rx_ack(PartName("ici_rx_ack", 0, index).c_str(), kIciPorts) {
+  chip_id.write(index);
+  num_chips.write(1);
+}
+
+Platform::Platform(sc_core::sc_module_name name, std::vector<std::unique_ptr<Vtpu_chip>> chips,
+                   const PlatformOptions& options)
     : sc_core::sc_module(name),
       options_(options),
       clk_("clk", ClockPeriod()),
-      rst_n_("rst_n", false),
-      core_hbm_ready_("core_hbm_ready", kCores),
-      core_hbm_rsp_valid_("core_hbm_rsp_valid", kCores),
-      core_hbm_rsp_rdata_("core_hbm_rsp_rdata", kCores),
-      hbm_(MakeHbm()),
-      host_memory_("host_memory", tpu::cfg::kHostMemBytes, options.host_memory_latency),
-      bridge_("bridge", Pointers(hbm_), ClockPeriod(), options.mmio_timeout_cycles, options.min_host_latency_cycles),
-      mmio_initiator_("mmio_initiator") {
-  chip_ = std::move(chip);
-
-  chip_->clk_i(clk_);
-  chip_->rst_ni(rst_n_);
-  chip_->chip_id_i(chip_id_);
-  chip_->mmio_valid_i(mmio_valid_);
-  chip_->mmio_write_i(mmio_write_);
-  chip_->mmio_addr_i(mmio_addr_);
-  chip_->mmio_wdata_i(mmio_wdata_);
-  chip_->mmio_rvalid_o(mmio_rvalid_);
-  chip_->mmio_rdata_o(mmio_rdata_);
-  chip_->irq_o(irq_);
-  chip_->hbm_req_valid_o(hbm_req_valid_);
-  chip_->hbm_req_ready_i(hbm_req_ready_);
-  chip_->hbm_req_write_o(hbm_req_write_);
-  chip_->hbm_req_addr_o(hbm_req_addr_);
-  chip_->hbm_req_wdata_o(hbm_req_wdata_);
-  chip_->hbm_rsp_valid_i(hbm_rsp_valid_);
-  chip_->hbm_rsp_rdata_i(hbm_rsp_rdata_);
-  chip_->host_req_valid_o(host_req_valid_);
-  chip_->host_req_ready_i(host_req_ready_);
-  chip_->host_req_write_o(host_req_write_);
-  chip_->host_req_addr_o(host_req_addr_);
-  chip_->host_req_wdata_o(host_req_wdata_);
-  chip_->host_rsp_valid_i(host_rsp_valid_);
-  chip_->host_rsp_rdata_i(host_rsp_rdata_);
-  chip_->host_rsp_error_i(host_rsp_error_);
-  chip_->trace_run_o(trace_run_);
-  chip_->trace_issue_o(trace_issue_);
-  chip_->trace_pc_o(trace_pc_);
-  chip_->trace_wait_o(trace_wait_);
-  chip_->trace_unit_o(trace_unit_);
-  chip_->trace_work_o(trace_work_);
-  for (unsigned core = 0; core < kCores; ++core) {
-    trace_monitors_.push_back(std::make_unique<IssueTraceMonitor>(CoreModuleName("trace_monitor", core).c_str(),
-                                                                  core, tpu::cfg::kImemWords, ClockPeriod()));
-    IssueTraceMonitor& monitor = *trace_monitors_.back();
-    monitor.clk_i(clk_);
-    monitor.run_i(trace_run_);
-    monitor.issue_i(trace_issue_);
-    monitor.pc_i(trace_pc_);
-    monitor.wait_i(trace_wait_);
-    monitor.unit_i(trace_unit_);
-    monitor.work_i(trace_work_);
-
-    HbmMemory& hbm = *hbm_[core];
-    hbm.clk_i(clk_);
-    hbm.rst_ni(rst_n_);
-    hbm.req_valid_i(hbm_req_valid_);
-    hbm.req_write_i(hbm_req_write_);
-    hbm.req_addr_i(hbm_req_addr_);
-    hbm.req_wdata_i(hbm_req_wdata_);
-    hbm.req_ready_o(core_hbm_ready_[core]);
-    hbm.rsp_valid_o(core_hbm_rsp_valid_[core]);
-    hbm.rsp_rdata_o(core_hbm_rsp_rdata_[core]);
+      host_memory_("host_memory", tpu::cfg::kHostMemBytes, options.host_memory_latency) {
+  for (unsigned index = 0; index < chips.size(); ++index) {
+    chips_.push_back(std::make_unique<ChipSlot>(index, std::move(chips[index])));
+    BindChip(index);
   }
-
-  bridge_.clk_i(clk_);
-  bridge_.rst_ni(rst_n_);
-  bridge_.mmio_valid_o(mmio_valid_);
-  bridge_.mmio_write_o(mmio_write_);
-  bridge_.mmio_addr_o(mmio_addr_);
-  bridge_.mmio_wdata_o(mmio_wdata_);
-  bridge_.mmio_rvalid_i(mmio_rvalid_);
-  bridge_.mmio_rdata_i(mmio_rdata_);
-  bridge_.host_req_valid_i(host_req_valid_);
-  bridge_.host_req_ready_o(host_req_ready_);
-  bridge_.host_req_write_i(host_req_write_);
-  bridge_.host_req_addr_i(host_req_addr_);
-  bridge_.host_req_wdata_i(host_req_wdata_);
-  bridge_.host_rsp_valid_o(host_rsp_valid_);
-  bridge_.host_rsp_rdata_o(host_rsp_rdata_);
-  bridge_.host_rsp_error_o(host_rsp_error_);
-  bridge_.host_socket.bind(host_memory_.socket);
-  mmio_initiator_.bind(bridge_.mmio_socket);
+  MakeLinks();
 
   SC_THREAD(HostThread);
   SC_METHOD(MergeHbmAnswers);
-  for (unsigned core = 0; core < kCores; ++core)
-    sensitive << core_hbm_ready_[core] << core_hbm_rsp_valid_[core] << core_hbm_rsp_rdata_[core];
+  for (auto& slot : chips_) {
+    for (unsigned core = 0; core < kCores; ++core)
+      sensitive << slot->core_hbm_ready[core] << slot->core_hbm_rsp_valid[core] << slot->core_hbm_rsp_rdata[core];
+  }
+  SC_METHOD(SplitIci);
+  for (auto& slot : chips_) sensitive << slot->ici_tx_valid << slot->ici_tx_packet << slot->ici_tx_ack << slot->ici_rx_ready;
+  SC_METHOD(MergeIci);
+  for (auto& slot : chips_) {
+    for (unsigned port = 0; port < kIciPorts; ++port)
+      sensitive << slot->tx_credit[port] << slot->rx_valid[port] << slot->rx_packet[port] << slot->rx_ack[port];
+  }
   SC_METHOD(WatchIrq);
-  sensitive << irq_;
+  for (auto& slot : chips_) sensitive << slot->irq;
   dont_initialize();
   SC_METHOD(OpenTraceFile);
   sensitive << trace_open_event_;
@@ -171,6 +130,157 @@ Platform::Platform(sc_core::sc_module_name name, std::unique_ptr<Vtpu_chip> chip
   SC_METHOD(CloseTraceFile);
   sensitive << trace_close_event_;
   dont_initialize();
+}
+
+void Platform::BindChip(unsigned index) {
+  ChipSlot& slot = *chips_[index];
+  Vtpu_chip& chip = *slot.rtl;
+  slot.ici_credits.write(options_.link_slots != 0 ? options_.link_slots : DefaultSlots(options_.link));
+  chip.clk_i(clk_);
+  chip.rst_ni(slot.rst_n);
+  chip.chip_id_i(slot.chip_id);
+  chip.num_chips_i(slot.num_chips);
+  chip.mmio_valid_i(slot.mmio_valid);
+  chip.mmio_write_i(slot.mmio_write);
+  chip.mmio_addr_i(slot.mmio_addr);
+  chip.mmio_wdata_i(slot.mmio_wdata);
+  chip.mmio_rvalid_o(slot.mmio_rvalid);
+  chip.mmio_rdata_o(slot.mmio_rdata);
+  chip.irq_o(slot.irq);
+  chip.hbm_req_valid_o(slot.hbm_req_valid);
+  chip.hbm_req_ready_i(slot.hbm_req_ready);
+  chip.hbm_req_write_o(slot.hbm_req_write);
+  chip.hbm_req_addr_o(slot.hbm_req_addr);
+  chip.hbm_req_wdata_o(slot.hbm_req_wdata);
+  chip.hbm_rsp_valid_i(slot.hbm_rsp_valid);
+  chip.hbm_rsp_rdata_i(slot.hbm_rsp_rdata);
+  chip.host_req_valid_o(slot.host_req_valid);
+  chip.host_req_ready_i(slot.host_req_ready);
+  chip.host_req_write_o(slot.host_req_write);
+  chip.host_req_addr_o(slot.host_req_addr);
+  chip.host_req_wdata_o(slot.host_req_wdata);
+  chip.host_rsp_valid_i(slot.host_rsp_valid);
+  chip.host_rsp_rdata_i(slot.host_rsp_rdata);
+  chip.host_rsp_error_i(slot.host_rsp_error);
+  chip.trace_run_o(slot.trace_run);
+  chip.trace_issue_o(slot.trace_issue);
+  chip.trace_pc_o(slot.trace_pc);
+  chip.trace_wait_o(slot.trace_wait);
+  chip.trace_unit_o(slot.trace_unit);
+  chip.trace_work_o(slot.trace_work);
+  chip.ici_credits_i(slot.ici_credits);
+  chip.ici_tx_valid_o(slot.ici_tx_valid);
+  chip.ici_tx_packet_o(slot.ici_tx_packet);
+  chip.ici_tx_credit_i(slot.ici_tx_credit);
+  chip.ici_tx_ack_o(slot.ici_tx_ack);
+  chip.ici_rx_valid_i(slot.ici_rx_valid);
+  chip.ici_rx_ready_o(slot.ici_rx_ready);
+  chip.ici_rx_packet_i(slot.ici_rx_packet);
+  chip.ici_rx_ack_i(slot.ici_rx_ack);
+  for (unsigned core = 0; core < kCores; ++core) {
+    slot.trace_monitors.push_back(std::make_unique<IssueTraceMonitor>(
+        PartName("trace_monitor", core, index).c_str(), core, tpu::cfg::kImemWords, ClockPeriod()));
+    IssueTraceMonitor& monitor = *slot.trace_monitors.back();
+    monitor.clk_i(clk_);
+    monitor.run_i(slot.trace_run);
+    monitor.issue_i(slot.trace_issue);
+    monitor.pc_i(slot.trace_pc);
+    monitor.wait_i(slot.trace_wait);
+    monitor.unit_i(slot.trace_unit);
+    monitor.work_i(slot.trace_work);
+
+    slot.hbm.push_back(std::make_unique<HbmMemory>(PartName("hbm", core, index).c_str(), core));
+    HbmMemory& hbm = *slot.hbm.back();
+    hbm.clk_i(clk_);
+    hbm.rst_ni(slot.rst_n);
+    hbm.req_valid_i(slot.hbm_req_valid);
+    hbm.req_write_i(slot.hbm_req_write);
+    hbm.req_addr_i(slot.hbm_req_addr);
+    hbm.req_wdata_i(slot.hbm_req_wdata);
+    hbm.req_ready_o(slot.core_hbm_ready[core]);
+    hbm.rsp_valid_o(slot.core_hbm_rsp_valid[core]);
+    hbm.rsp_rdata_o(slot.core_hbm_rsp_rdata[core]);
+  }
+
+  slot.bridge = std::make_unique<HostBridge>(PartName("bridge", 0, index).c_str(), Pointers(slot.hbm), ClockPeriod(),
+                                             options_.mmio_timeout_cycles, options_.min_host_latency_cycles);
+  HostBridge& bridge = *slot.bridge;
+  bridge.clk_i(clk_);
+  bridge.rst_ni(slot.rst_n);
+  bridge.mmio_valid_o(slot.mmio_valid);
+  bridge.mmio_write_o(slot.mmio_write);
+  bridge.mmio_addr_o(slot.mmio_addr);
+  bridge.mmio_wdata_o(slot.mmio_wdata);
+  bridge.mmio_rvalid_i(slot.mmio_rvalid);
+  bridge.mmio_rdata_i(slot.mmio_rdata);
+  bridge.host_req_valid_i(slot.host_req_valid);
+  bridge.host_req_ready_o(slot.host_req_ready);
+  bridge.host_req_write_i(slot.host_req_write);
+  bridge.host_req_addr_i(slot.host_req_addr);
+  bridge.host_req_wdata_i(slot.host_req_wdata);
+  bridge.host_rsp_valid_o(slot.host_rsp_valid);
+  bridge.host_rsp_rdata_o(slot.host_rsp_rdata);
+  bridge.host_rsp_error_o(slot.host_rsp_error);
+  bridge.host_socket.bind(host_memory_.socket);
+  slot.mmio_initiator = std::make_unique<tlm_utils::simple_initiator_socket<Platform>>(
+      PartName("mmio_initiator", 0, index).c_str());
+  slot.mmio_initiator->bind(bridge.mmio_socket);
+}
+
+void Platform::MakeLinks() {
+  const unsigned chips = this->chips();
+  const unsigned slots = options_.link_slots != 0 ? options_.link_slots : DefaultSlots(options_.link);
+  // Every (sender, port, receiver) a board of 2 or 4 chips on these chips uses, once.
+  std::vector<std::tuple<unsigned, unsigned, unsigned>> ends;
+  for (unsigned board : {2u, 4u}) {
+    if (board > chips) continue;
+    for (unsigned from = 0; from < board; ++from) {
+      for (unsigned port = 0; port < kIciPorts; ++port) {
+        const unsigned to = ici::Neighbour(from, static_cast<ici::Port>(port), board);
+        const auto end = std::make_tuple(from, port, to);
+        const auto found = std::find(ends.begin(), ends.end(), end);
+        if (found != ends.end()) {
+          link_boards_[found - ends.begin()] |= 1u << board;
+          continue;
+        }
+        ends.push_back(end);
+        link_boards_.push_back(1u << board);
+        ChipSlot& sender = *chips_[from];
+        ChipSlot& receiver = *chips_[to];
+        const unsigned rx_port = 1 - port;  // port next of one chip faces port prev of the next
+        links_.push_back(std::make_unique<IciLink>(
+            ("ici_" + std::to_string(from) + (port == ici::kNext ? "_next_to_" : "_prev_to_") + std::to_string(to)).c_str(),
+            options_.link.latency_cycles, options_.link.bytes_per_cycle, slots));
+        IciLink& link = *links_.back();
+        link.clk_i(clk_);
+        link.tx_valid_i(sender.tx_valid[port]);
+        link.tx_packet_i(sender.tx_packet[port]);
+        link.tx_ack_i(sender.tx_ack[port]);
+        link.tx_credit_o(sender.tx_credit[port]);
+        link.rx_valid_o(receiver.rx_valid[rx_port]);
+        link.rx_ready_i(receiver.rx_ready[rx_port]);
+        link.rx_packet_o(receiver.rx_packet[rx_port]);
+        link.rx_ack_o(receiver.rx_ack[rx_port]);
+      }
+    }
+  }
+}
+
+Status Platform::SetBoardChips(unsigned chips) {
+  TPU_RETURN_IF_ERROR(ici::CheckBoardChips(chips));
+  if (chips > this->chips()) {
+    return FailedPrecondition("a board of " + std::to_string(chips) + " chips does not fit the platform's " +
+                              std::to_string(this->chips()));
+  }
+  board_chips_ = chips;
+  return OkStatus();
+}
+
+uint64_t Platform::IrqLines() const {
+  uint64_t lines = 0;
+  for (unsigned chip = 0; chip < board_chips_; ++chip)
+    lines |= uint64_t{Field(chips_[chip]->irq.read(), 0, kCores)} << (chip * kCores);
+  return lines;
 }
 
 Platform::~Platform() {
@@ -195,9 +305,13 @@ void Platform::HostThread() {
     Command& command = command_;
     if (command.kind == CommandKind::kReset) {
       sc_core::wait(clk_.posedge_event());
-      rst_n_.write(false);
+      for (auto& slot : chips_) {
+        slot->rst_n.write(false);
+        slot->num_chips.write(board_chips_);
+      }
+      for (size_t link = 0; link < links_.size(); ++link) links_[link]->SetActive((link_boards_[link] >> board_chips_) & 1);
       for (unsigned i = 0; i < options_.reset_cycles; ++i) sc_core::wait(clk_.posedge_event());
-      rst_n_.write(true);
+      for (unsigned chip = 0; chip < board_chips_; ++chip) chips_[chip]->rst_n.write(true);
       command.status = tlm::TLM_OK_RESPONSE;
     } else {
       uint8_t data[4];
@@ -212,7 +326,13 @@ void Platform::HostThread() {
       payload.set_dmi_allowed(false);
       payload.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
       sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-      mmio_initiator_->b_transport(payload, delay);
+      const unsigned chip = command.offset >> csr::CHIP_SHIFT;
+      payload.set_address(command.offset & ((1u << csr::CHIP_SHIFT) - 1));
+      if (chip < board_chips_) {
+        (*chips_[chip]->mmio_initiator)->b_transport(payload, delay);
+      } else {
+        payload.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);  // a chip the board does not have
+      }
       command.status = payload.get_response_status();
       std::memcpy(&command.value, data, 4);
     }
@@ -226,16 +346,51 @@ void Platform::WatchIrq() {
 }
 
 void Platform::MergeHbmAnswers() {
-  CoreBits ready{}, rsp_valid{};
-  CoreLines rsp_rdata;  // every core's line is set below
-  for (unsigned core = 0; core < kCores; ++core) {
-    SetField(&ready, core, 1, core_hbm_ready_[core].read());
-    SetField(&rsp_valid, core, 1, core_hbm_rsp_valid_[core].read());
-    SetLineAt(&rsp_rdata, core, core_hbm_rsp_rdata_[core].read());
+  for (auto& slot : chips_) {
+    CoreBits ready{}, rsp_valid{};
+    CoreLines rsp_rdata;  // every core's line is set below
+    for (unsigned core = 0; core < kCores; ++core) {
+      SetField(&ready, core, 1, slot->core_hbm_ready[core].read());
+      SetField(&rsp_valid, core, 1, slot->core_hbm_rsp_valid[core].read());
+      SetLineAt(&rsp_rdata, core, slot->core_hbm_rsp_rdata[core].read());
+    }
+    slot->hbm_req_ready.write(ready);
+    slot->hbm_rsp_valid.write(rsp_valid);
+    slot->hbm_rsp_rdata.write(rsp_rdata);
   }
-  hbm_req_ready_.write(ready);
-  hbm_rsp_valid_.write(rsp_valid);
-  hbm_rsp_rdata_.write(rsp_rdata);
+}
+
+void Platform::SplitIci() {
+  for (auto& slot : chips_) {
+    const auto packets = slot->ici_tx_packet.read();
+    const auto acks = slot->ici_tx_ack.read();
+    for (unsigned port = 0; port < kIciPorts; ++port) {
+      slot->tx_valid[port].write(Field(slot->ici_tx_valid.read(), port, 1) != 0);
+      slot->rx_ready[port].write(Field(slot->ici_rx_ready.read(), port, 1) != 0);
+      IciPacket packet;
+      packet = packets.range(int((port + 1) * kIciPacketBits - 1), int(port * kIciPacketBits));
+      slot->tx_packet[port].write(packet);
+      slot->tx_ack[port].write(static_cast<IciAck>(Field(acks, port * kIciAckBits, kIciAckBits)));
+    }
+  }
+}
+
+void Platform::MergeIci() {
+  for (auto& slot : chips_) {
+    Pin<kIciPorts> credit{}, valid{};
+    Pin<kIciPorts * kIciPacketBits> packets;
+    Pin<kIciPorts * kIciAckBits> acks{};
+    for (unsigned port = 0; port < kIciPorts; ++port) {
+      SetField(&credit, port, 1, slot->tx_credit[port].read());
+      SetField(&valid, port, 1, slot->rx_valid[port].read());
+      packets.range(int((port + 1) * kIciPacketBits - 1), int(port * kIciPacketBits)) = slot->rx_packet[port].read();
+      SetField(&acks, port * kIciAckBits, kIciAckBits, static_cast<uint32_t>(slot->rx_ack[port].read()));
+    }
+    slot->ici_tx_credit.write(credit);
+    slot->ici_rx_valid.write(valid);
+    slot->ici_rx_packet.write(packets);
+    slot->ici_rx_ack.write(acks);
+  }
 }
 
 template <typename Stop>
@@ -309,7 +464,7 @@ Status Platform::MmioWrite(uint32_t offset, uint32_t value) {
   return OkStatus();
 }
 
-bool Platform::RunUntilIrq(uint64_t max_cycles, uint32_t lines) {
+bool Platform::RunUntilIrq(uint64_t max_cycles, uint64_t lines) {
   EnsureStarted();
   auto raised = [this, lines] { return (IrqLines() & lines) != 0; };
   if (raised()) return true;
@@ -345,8 +500,8 @@ Status Platform::StartTrace(const TraceOptions& options) {
   EnsureStarted();
   if (!trace_) {
     trace_ = std::make_unique<VerilatedFstSc>();
-    chip_->trace(trace_.get(), 99);  // register every signal once; dumpvars picks what each file holds
-    for (auto& hbm : hbm_) hbm->Trace(trace_.get());
+    chips_[0]->rtl->trace(trace_.get(), 99);  // register every signal once; dumpvars picks what each file holds
+    for (auto& hbm : chips_[0]->hbm) hbm->Trace(trace_.get());
   }
   // Verilator names signals "tpu tpu_chip <scopes...> name"; dumpvars counts levels below the scope it
   // is given, so a signal directly in tpu_chip is at level 2 below "tpu".
@@ -358,7 +513,7 @@ Status Platform::StartTrace(const TraceOptions& options) {
     // last, so enabling them keeps the table whole. They are constants: they cost nothing per cycle.
     trace_->dumpvars(1, "tpu.tpu_pkg");
     trace_->dumpvars(1, "tpu.tpu_fp_pkg");
-    for (const auto& hbm : hbm_)  // the HBM subsystems, as deep as the chip
+    for (const auto& hbm : chips_[0]->hbm)  // the HBM subsystems, as deep as the chip
       trace_->dumpvars(options.depth + 3, (std::string(hbm->name()) + ".rtl").c_str());
   }
   trace_file_ = options.file;
@@ -408,15 +563,16 @@ Status Platform::HbmDebug(bool write, unsigned core, uint64_t byte_address, void
   const uint64_t hbm_bytes = HostBridge::HbmBytes();
   const std::string what = std::string("HBM backdoor ") + (write ? "write" : "read") + " of " +
                            std::to_string(bytes) + " bytes at byte address " + std::to_string(byte_address);
-  if (core >= kCores) return OutOfRange(what + ": the chip has no core " + std::to_string(core));
+  if (core >= board_chips_ * kCores) return OutOfRange(what + ": the board has no core " + std::to_string(core));
   if (byte_address > hbm_bytes || bytes > hbm_bytes - byte_address)
     return OutOfRange(what + " leaves HBM (" + std::to_string(hbm_bytes) + " bytes)");
   tlm::tlm_generic_payload payload;
   payload.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
-  payload.set_address(core * hbm_bytes + byte_address);
+  payload.set_address((core % kCores) * hbm_bytes + byte_address);
   payload.set_data_ptr(static_cast<uint8_t*>(data));
   payload.set_data_length(static_cast<unsigned int>(bytes));
-  if (bytes > std::numeric_limits<unsigned int>::max() || mmio_initiator_->transport_dbg(payload) != bytes)
+  if (bytes > std::numeric_limits<unsigned int>::max() ||
+      (*chips_[core / kCores]->mmio_initiator)->transport_dbg(payload) != bytes)
     return OutOfRange(what + " leaves HBM (" + std::to_string(hbm_bytes) + " bytes)");
   return OkStatus();
 }

@@ -1,9 +1,15 @@
-// Platform: the verilated tpu_chip with its clock, reset, memories and host bridge, plus the host-side
-// initiator that the RtlTransport drives.
+// Platform: a board of 1, 2 or 4 verilated tpu_chips with their clock, reset, memories and host bridges,
+// the ICI links between them, plus the host-side initiator that the RtlTransport drives.
 //
-//   host thread --TLM b_transport--> HostBridge.mmio_socket --mmio pins--> tpu_chip
-//   tpu_chip --host_req pins--> HostBridge --TLM b_transport--> HostMemory
-//   tpu_chip --hbm_req pins--> HbmMemory (HBM controllers, verilated, and one HBM2 device model per channel)
+//   host thread --TLM b_transport--> chip m's HostBridge.mmio_socket --mmio pins--> chip m
+//   chip m --host_req pins--> its HostBridge --TLM b_transport--> HostMemory (one for the board)
+//   chip m --hbm_req pins--> HbmMemory (HBM controllers, verilated, and one HBM2 device model per channel)
+//   chip m --ici_tx pins--> IciLink --ici_rx pins--> its neighbour on the ring (sim/model/ici.h)
+//
+// The platform is built with `chips` chips; SetBoardChips chooses the board that runs on its first chips
+// (the others are held in reset) and wires their links as that board's ring. Chip 0 keeps the names of a
+// one-chip platform ("tpu", platform.hbm, platform.bridge); chip m > 0 is "tpu<m>" and its parts end in
+// "_chip<m>". Waveforms show chip 0.
 //
 // Clock: 1 ns period (1 GHz), rising edge at every whole nanosecond, so cycle = time / 1 ns. Reset:
 // rst_ni is low from time 0 until the first Reset() has run, and low for `reset_cycles` cycles on every
@@ -25,10 +31,12 @@
 #include <string>
 #include <vector>
 
+#include "sim/model/ici.h"
 #include "sw/base/status.h"
 #include "sysc/hbm_memory.h"
 #include "sysc/host_bridge.h"
 #include "sysc/host_memory.h"
+#include "sysc/ici_link.h"
 #include "sysc/issue_trace_monitor.h"
 #include "sysc/line.h"
 
@@ -54,6 +62,10 @@ struct PlatformOptions {
   unsigned mmio_timeout_cycles = 1000;                       // cycles before an MMIO access fails
   unsigned min_host_latency_cycles = 2;                      // host bridge pipeline, in cycles
   sc_core::sc_time host_memory_latency = sc_core::SC_ZERO_TIME;  // added per host-memory access
+  unsigned chips = 1;                                        // verilated chips: 1, 2 or 4
+  ici::LinkConfig link;                                      // every ICI link's latency and bandwidth
+  unsigned link_slots = 0;  // packets each link's receive buffer holds; 0: enough for the link's full
+                            // bandwidth over a credit's round trip (IciLink)
 };
 
 class Platform : public sc_core::sc_module {
@@ -62,6 +74,7 @@ class Platform : public sc_core::sc_module {
   // The only way to make a Platform: builds the chip as a top-level SystemC module named "tpu", so its
   // signals appear in waveforms as tpu.tpu_chip.<block>.<signal> (a dotted parent name would also
   // defeat Verilator's dumpvars matching, which the trace depth relies on), then the platform around it.
+  // Fails (std::invalid_argument) for a chip count other than 1, 2 or 4 or a link of no bandwidth.
   static Platform* Create(const PlatformOptions& options = {});
   ~Platform() override;
 
@@ -69,19 +82,27 @@ class Platform : public sc_core::sc_module {
   // Longest single run: waits for more cycles than this are cut to it (sc_time holds 2^64 ps).
   static constexpr uint64_t kMaxRunCycles = uint64_t{1} << 50;
 
-  // Holds rst_ni low for reset_cycles cycles and releases it (synchronous to the clock).
+  // Chips built, and the board that runs on the first of them (1, 2 or 4, at most chips(); 1 at first).
+  // A new board size takes effect at the next Reset.
+  unsigned chips() const { return static_cast<unsigned>(chips_.size()); }
+  unsigned board_chips() const { return board_chips_; }
+  Status SetBoardChips(unsigned chips);
+
+  // Holds rst_ni low for reset_cycles cycles and releases it (synchronous to the clock) on the board's
+  // chips; chips past the board stay in reset. The ICI links of the board start empty.
   Status Reset();
-  // One 32-bit MMIO access through the TLM bridge; runs the kernel until it completes. An access the
-  // bridge rejects or the chip does not answer gives an error naming the TLM response.
+  // One 32-bit MMIO access through the TLM bridge of chip offset >> CHIP_SHIFT; runs the kernel until it
+  // completes. An access the bridge rejects, of a chip past the board, or the chip does not answer gives
+  // an error naming the TLM response.
   StatusOr<uint32_t> MmioRead(uint32_t offset);
   Status MmioWrite(uint32_t offset, uint32_t value);
-  // Runs until one of the chip's interrupt lines in `lines` (bit c: core c) is high (returns true at
-  // once if one already is) or max_cycles have passed.
-  bool RunUntilIrq(uint64_t max_cycles, uint32_t lines = ~0u);
+  // Runs until one of the interrupt lines in `lines` (bit b: board core b) is high (returns true at once
+  // if one already is) or max_cycles have passed.
+  bool RunUntilIrq(uint64_t max_cycles, uint64_t lines = ~uint64_t{0});
   // Runs exactly `cycles` cycles.
   void Run(uint64_t cycles);
-  // The interrupt lines, core c at bit c.
-  uint32_t IrqLines() const { return Field(irq_.read(), 0, kCores); }
+  // The interrupt lines of the board's chips, board core b at bit b.
+  uint64_t IrqLines() const;
   // Rising clock edges since time 0.
   uint64_t Cycles() const;
 
@@ -94,22 +115,72 @@ class Platform : public sc_core::sc_module {
   void StopTrace();
   bool tracing() const;
 
-  // Backdoor access of core `core`'s HBM through the bridge's transport_dbg (byte addresses; no device
-  // time).
+  // Backdoor access of board core `core`'s HBM through its chip's bridge's transport_dbg (byte
+  // addresses; no device time).
   Status HbmDebugWrite(unsigned core, uint64_t byte_address, const void* data, size_t bytes);
   Status HbmDebugRead(unsigned core, uint64_t byte_address, void* data, size_t bytes);
 
-  // Core `core`'s issue trace into `profile` from its next run on (nullptr: off); IssueTraceMonitor.
-  void SetProfile(ExecutionProfile* profile, unsigned core = 0) { trace_monitors_.at(core)->SetProfile(profile); }
+  // Board core `core`'s issue trace into `profile` from its next run on (nullptr: off); IssueTraceMonitor.
+  void SetProfile(ExecutionProfile* profile, unsigned core = 0) {
+    chips_.at(core / kCores)->trace_monitors.at(core % kCores)->SetProfile(profile);
+  }
 
-  // Core `core`'s HBM.
-  HbmMemory& hbm(unsigned core = 0) { return *hbm_.at(core); }
+  // Core `core`'s HBM on chip `chip`.
+  HbmMemory& hbm(unsigned core = 0, unsigned chip = 0) { return *chips_.at(chip)->hbm.at(core); }
   HostMemory& host_memory() { return host_memory_; }
-  HostBridge& bridge() { return bridge_; }
-  Vtpu_chip& chip() { return *chip_; }
+  HostBridge& bridge(unsigned chip = 0) { return *chips_.at(chip)->bridge; }
+  Vtpu_chip& chip(unsigned chip = 0) { return *chips_.at(chip)->rtl; }
+  // The ICI links (both directions of every link any board on these chips uses).
+  const std::vector<std::unique_ptr<IciLink>>& links() const { return links_; }
 
  private:
-  Platform(sc_core::sc_module_name name, std::unique_ptr<Vtpu_chip> chip, const PlatformOptions& options);
+  // One chip and everything on its pins.
+  struct ChipSlot {
+    ChipSlot(unsigned index, std::unique_ptr<Vtpu_chip> chip);
+    std::unique_ptr<Vtpu_chip> rtl;
+    sc_core::sc_signal<bool> rst_n;
+    sc_core::sc_signal<CoreBits> irq;
+    sc_core::sc_signal<uint32_t> chip_id, num_chips, ici_credits;  // straps
+    // MMIO pins; the bridge drives them from its initiators' processes (see host_bridge.h)
+    sc_core::sc_signal<bool, sc_core::SC_MANY_WRITERS> mmio_valid, mmio_write;
+    sc_core::sc_signal<uint32_t, sc_core::SC_MANY_WRITERS> mmio_addr, mmio_wdata;
+    sc_core::sc_signal<bool> mmio_rvalid;
+    sc_core::sc_signal<uint32_t> mmio_rdata;
+    // HBM ports, packed per core; each core's memory answers on its own signals, packed by MergeHbmAnswers
+    sc_core::sc_signal<CoreBits> hbm_req_valid, hbm_req_ready, hbm_req_write, hbm_rsp_valid;
+    sc_core::sc_signal<CoreWords> hbm_req_addr;
+    sc_core::sc_signal<CoreLines> hbm_req_wdata, hbm_rsp_rdata;
+    sc_core::sc_vector<sc_core::sc_signal<bool>> core_hbm_ready, core_hbm_rsp_valid;
+    sc_core::sc_vector<sc_core::sc_signal<Line>> core_hbm_rsp_rdata;
+    // Host port
+    sc_core::sc_signal<bool> host_req_valid, host_req_ready, host_req_write, host_rsp_valid, host_rsp_error;
+    sc_core::sc_signal<uint64_t> host_req_addr;
+    sc_core::sc_signal<Line> host_req_wdata, host_rsp_rdata;
+    // Issue trace ports, packed per core
+    sc_core::sc_signal<CoreBits> trace_run, trace_issue;
+    sc_core::sc_signal<CoreWords> trace_pc;
+    sc_core::sc_signal<Pin<kCores * 3>> trace_wait, trace_unit, trace_work;
+    // ICI ports, packed per port as on the chip, and per port as the links see them (SplitIci/MergeIci).
+    sc_core::sc_signal<Pin<kIciPorts>> ici_tx_valid, ici_tx_credit, ici_rx_valid, ici_rx_ready;
+    sc_core::sc_signal<Pin<kIciPorts * kIciPacketBits>> ici_tx_packet, ici_rx_packet;
+    sc_core::sc_signal<Pin<kIciPorts * kIciAckBits>> ici_tx_ack, ici_rx_ack;
+    sc_core::sc_vector<sc_core::sc_signal<bool>> tx_valid, rx_ready;
+    sc_core::sc_vector<sc_core::sc_signal<IciPacket>> tx_packet;
+    sc_core::sc_vector<sc_core::sc_signal<IciAck>> tx_ack;
+    // Driven by whichever link is active toward this port (IciLink).
+    sc_core::sc_vector<sc_core::sc_signal<bool, sc_core::SC_MANY_WRITERS>> tx_credit, rx_valid;
+    sc_core::sc_vector<sc_core::sc_signal<IciPacket, sc_core::SC_MANY_WRITERS>> rx_packet;
+    sc_core::sc_vector<sc_core::sc_signal<IciAck, sc_core::SC_MANY_WRITERS>> rx_ack;
+
+    std::vector<std::unique_ptr<HbmMemory>> hbm;  // per core: "hbm" (core 0), "hbm1", ...
+    std::unique_ptr<HostBridge> bridge;
+    std::vector<std::unique_ptr<IssueTraceMonitor>> trace_monitors;  // per core
+    std::unique_ptr<tlm_utils::simple_initiator_socket<Platform>> mmio_initiator;
+  };
+
+  Platform(sc_core::sc_module_name name, std::vector<std::unique_ptr<Vtpu_chip>> chips, const PlatformOptions& options);
+  void BindChip(unsigned index);
+  void MakeLinks();
 
   enum class CommandKind { kNone, kReset, kRead, kWrite };
   struct Command {
@@ -122,8 +193,11 @@ class Platform : public sc_core::sc_module {
 
   void HostThread();
   void WatchIrq();
-  // Packs the cores' HBM answers onto the chip's pins.
+  // Packs the cores' HBM answers onto each chip's pins.
   void MergeHbmAnswers();
+  // Between each chip's packed ICI pins and the per-port signals of the links.
+  void SplitIci();
+  void MergeIci();
   // Backdoor access of one core's HBM (`write`: from `data`).
   Status HbmDebug(bool write, unsigned core, uint64_t byte_address, void* data, size_t bytes);
   void OpenTraceFile();
@@ -138,35 +212,13 @@ class Platform : public sc_core::sc_module {
 
   const PlatformOptions options_;
   sc_core::sc_clock clk_;
-  sc_core::sc_signal<bool> rst_n_;
-  sc_core::sc_signal<CoreBits> irq_;
-  sc_core::sc_signal<uint32_t> chip_id_;  // this chip's index on the board (CFG_CHIP_ID); 0
-  // MMIO pins; the bridge drives them from its initiators' processes (see host_bridge.h)
-  sc_core::sc_signal<bool, sc_core::SC_MANY_WRITERS> mmio_valid_, mmio_write_;
-  sc_core::sc_signal<uint32_t, sc_core::SC_MANY_WRITERS> mmio_addr_, mmio_wdata_;
-  sc_core::sc_signal<bool> mmio_rvalid_;
-  sc_core::sc_signal<uint32_t> mmio_rdata_;
-  // HBM ports, packed per core; each core's memory answers on its own signals, packed by MergeHbmAnswers
-  sc_core::sc_signal<CoreBits> hbm_req_valid_, hbm_req_ready_, hbm_req_write_, hbm_rsp_valid_;
-  sc_core::sc_signal<CoreWords> hbm_req_addr_;
-  sc_core::sc_signal<CoreLines> hbm_req_wdata_, hbm_rsp_rdata_;
-  sc_core::sc_vector<sc_core::sc_signal<bool>> core_hbm_ready_, core_hbm_rsp_valid_;
-  sc_core::sc_vector<sc_core::sc_signal<Line>> core_hbm_rsp_rdata_;
-  // Host port
-  sc_core::sc_signal<bool> host_req_valid_, host_req_ready_, host_req_write_, host_rsp_valid_, host_rsp_error_;
-  sc_core::sc_signal<uint64_t> host_req_addr_;
-  sc_core::sc_signal<Line> host_req_wdata_, host_rsp_rdata_;
-  // Issue trace ports, packed per core
-  sc_core::sc_signal<CoreBits> trace_run_, trace_issue_;
-  sc_core::sc_signal<CoreWords> trace_pc_;
-  sc_core::sc_signal<Pin<kCores * 3>> trace_wait_, trace_unit_, trace_work_;
-
-  std::unique_ptr<Vtpu_chip> chip_;
-  std::vector<std::unique_ptr<HbmMemory>> hbm_;  // per core: "hbm" (core 0), "hbm1", ...
   HostMemory host_memory_;
-  HostBridge bridge_;
-  std::vector<std::unique_ptr<IssueTraceMonitor>> trace_monitors_;  // per core
-  tlm_utils::simple_initiator_socket<Platform> mmio_initiator_;
+  std::vector<std::unique_ptr<ChipSlot>> chips_;
+  // Links from (chip, port) toward the neighbour each board size gives it, and the board sizes each
+  // serves (bit n: a board of n chips).
+  std::vector<std::unique_ptr<IciLink>> links_;
+  std::vector<uint32_t> link_boards_;
+  unsigned board_chips_ = 1;
 
   Command command_;  // the one command the host thread executes; done when it has finished
   sc_core::sc_event command_event_;

@@ -1,7 +1,9 @@
 // Simulation speed of the SystemC platform: simulated device cycles per host second for long-running
 // programs, without and with FST tracing. Prints one line per run; not a test.
 //
-//   sysc_bench [--iterations=N] [--trace=FILE.fst] [--depth=D]
+//   sysc_bench [--iterations=N] [--trace=FILE.fst] [--depth=D] [--chips=1|2|4]
+// With --chips, a board of that many chips runs the program on every core at once (cycles/s are the
+// board's: every chip simulates each cycle).
 // The traced run dumps every cycle of its program into FILE (default: a temporary file, removed).
 #include <algorithm>
 #include <chrono>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "sysc/rtl_transport.h"
+#include "tpu_config.h"
 #include "tpu_csr.h"
 #include "tpu_isa.h"
 
@@ -65,27 +68,40 @@ std::vector<uint64_t> UnitLoop(uint32_t iterations) {
           Insn(Opcode::HALT, 0, 0, 0, 0, 0, 0)};
 }
 
-// Loads and runs one program; returns false if it did not halt cleanly.
+// Loads one program into every core of the board, runs them together; returns false if one did not halt
+// cleanly.
 bool RunOnce(RtlTransport& transport, const std::vector<uint64_t>& program, const char* label,
              const char* tracing) {
-  for (size_t i = 0; i < program.size(); ++i) {
-    transport.MmioWrite(csr::IMEM_WINDOW + 8 * i, static_cast<uint32_t>(program[i]));
-    transport.MmioWrite(csr::IMEM_WINDOW + 8 * i + 4, static_cast<uint32_t>(program[i] >> 32));
+  const uint32_t cores = transport.Cores();
+  for (uint32_t core = 0; core < cores; ++core) {
+    for (size_t i = 0; i < program.size(); ++i) {
+      transport.MmioWrite(transport.MmioOffset(core, csr::IMEM_WINDOW + 8 * i), static_cast<uint32_t>(program[i]));
+      transport.MmioWrite(transport.MmioOffset(core, csr::IMEM_WINDOW + 8 * i + 4),
+                          static_cast<uint32_t>(program[i] >> 32));
+    }
+    transport.MmioWrite(transport.MmioOffset(core, csr::WATCHDOG_LIMIT), 0);
+    transport.MmioWrite(transport.MmioOffset(core, csr::START_PC), 0);
   }
-  transport.MmioWrite(csr::WATCHDOG_LIMIT, 0);
-  transport.MmioWrite(csr::START_PC, 0);
   const uint64_t start_cycles = transport.Cycles();
   const auto start = std::chrono::steady_clock::now();
   const std::clock_t start_cpu = std::clock();
-  transport.MmioWrite(csr::DOORBELL, 1);
-  const bool irq = transport.WaitForInterrupt(uint64_t{1} << 40);
+  for (uint32_t core = 0; core < cores; ++core) transport.MmioWrite(transport.MmioOffset(core, csr::DOORBELL), 1);
+  // Every core's interrupt line: each stays high until cleared below.
+  const uint64_t all = cores >= 64 ? ~uint64_t{0} : (uint64_t{1} << cores) - 1;
+  uint64_t raised = 0;
+  for (uint32_t core = 0; core < cores; ++core) {
+    if (transport.WaitForInterruptOn(uint64_t{1} << core, uint64_t{1} << 40)) raised |= uint64_t{1} << core;
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // CPU time too: on a shared machine it is the steadier measure.
   const double cpu_seconds = static_cast<double>(std::clock() - start_cpu) / CLOCKS_PER_SEC;
   const uint64_t cycles = transport.Cycles() - start_cycles;
-  const uint32_t status = transport.MmioRead(csr::STATUS);
-  transport.MmioWrite(csr::IRQ_STATUS, 0xf);
-  const bool halted = irq && (status & csr::STATUS_HALTED) && !(status & csr::STATUS_ERROR);
+  bool halted = raised == all;
+  for (uint32_t core = 0; core < cores; ++core) {
+    const uint32_t status = transport.MmioRead(transport.MmioOffset(core, csr::STATUS));
+    transport.MmioWrite(transport.MmioOffset(core, csr::IRQ_STATUS), 0xf);
+    halted = halted && (status & csr::STATUS_HALTED) && !(status & csr::STATUS_ERROR);
+  }
   std::printf("%-12s %-16s %9llu cycles %7.3f s wall %9.0f cycles/s  %7.3f s CPU %9.0f cycles/CPU-s%s\n",
               label, tracing, static_cast<unsigned long long>(cycles), seconds, cycles / seconds, cpu_seconds,
               cycles / cpu_seconds,
@@ -94,7 +110,7 @@ bool RunOnce(RtlTransport& transport, const std::vector<uint64_t>& program, cons
 }
 
 int Main(int argc, char** argv) {
-  uint32_t iterations = 200000;
+  uint32_t iterations = 200000, chips = 1;
   std::string trace_file;
   int depth = 0;
   for (int i = 1; i < argc; ++i) {
@@ -104,8 +120,10 @@ int Main(int argc, char** argv) {
       trace_file = argv[i] + 8;
     } else if (std::strncmp(argv[i], "--depth=", 8) == 0) {
       depth = std::atoi(argv[i] + 8);
+    } else if (std::strncmp(argv[i], "--chips=", 8) == 0) {
+      chips = static_cast<uint32_t>(std::strtoul(argv[i] + 8, nullptr, 10));
     } else {
-      std::fprintf(stderr, "usage: %s [--iterations=N] [--trace=FILE.fst] [--depth=D]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--iterations=N] [--trace=FILE.fst] [--depth=D] [--chips=1|2|4]\n", argv[0]);
       return 2;
     }
   }
@@ -114,8 +132,9 @@ int Main(int argc, char** argv) {
     return 2;
   }
   bool ok = true;
+  std::printf("board of %u chip(s), %u cores\n", chips, chips * static_cast<uint32_t>(cfg::kNumCores));
   {
-    auto transport = RtlTransport::Create();
+    auto transport = RtlTransport::Create({}, chips);
     if (!transport.ok()) {
       std::fprintf(stderr, "%s\n", transport.status().ToString().c_str());
       return 1;
@@ -129,7 +148,7 @@ int Main(int argc, char** argv) {
     RtlTraceOptions trace;
     trace.file = trace_file;
     trace.depth = depth;
-    auto transport = RtlTransport::Create(trace);
+    auto transport = RtlTransport::Create(trace, chips);
     if (!transport.ok()) {
       std::fprintf(stderr, "%s\n", transport.status().ToString().c_str());
       return 1;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "sim/model/ici.h"
 #include "tpu_csr.h"
 
 namespace tpu {
@@ -13,39 +14,58 @@ namespace {
 sysc::Platform* g_platform = nullptr;  // created once, never destroyed (see the header)
 bool g_transport_alive = false;
 
-sysc::Platform* ProcessPlatform() {
+sysc::Platform* ProcessPlatform(uint32_t chips) {
   if (g_platform == nullptr) {
     // SystemC prints a banner on stdout when its kernel is created; keep tool output clean.
     setenv("SYSC_DISABLE_COPYRIGHT_MESSAGE", "1", /*overwrite=*/0);
-    g_platform = sysc::Platform::Create();
+    sysc::PlatformOptions options;
+    options.chips = chips;
+    g_platform = sysc::Platform::Create(options);
   }
   return g_platform;
 }
 
 }  // namespace
 
-Status RtlTransport::Prepare(sysc::Platform** platform, const RtlTraceOptions& trace) {
+Status RtlTransport::Prepare(sysc::Platform** platform, const RtlTraceOptions& trace, uint32_t chips,
+                             uint32_t platform_chips) {
   if (g_transport_alive) {
     return FailedPrecondition("an RtlTransport already exists in this process; SystemC runs one simulation "
                               "per process: destroy the first before creating another");
   }
-  *platform = ProcessPlatform();
-  for (unsigned core = 0; core < sysc::kCores; ++core) (*platform)->hbm(core).Clear();
+  TPU_RETURN_IF_ERROR(ici::CheckBoardChips(chips));
+  if (platform_chips == 0) platform_chips = chips;
+  TPU_RETURN_IF_ERROR(ici::CheckBoardChips(platform_chips));
+  if (platform_chips < chips) {
+    return InvalidArgument("a board of " + std::to_string(chips) + " chips cannot run on a platform of " +
+                           std::to_string(platform_chips));
+  }
+  *platform = ProcessPlatform(platform_chips);
+  if ((*platform)->chips() < chips) {
+    return FailedPrecondition("this process's SystemC platform has " + std::to_string((*platform)->chips()) +
+                              " chips (SystemC runs one simulation per process, built by the first transport); "
+                              "a board of " + std::to_string(chips) + " was asked for");
+  }
+  TPU_RETURN_IF_ERROR((*platform)->SetBoardChips(chips));
+  for (unsigned chip = 0; chip < (*platform)->chips(); ++chip) {
+    for (unsigned core = 0; core < sysc::kCores; ++core) (*platform)->hbm(core, chip).Clear();
+  }
   (*platform)->host_memory().Clear();
   if (!trace.file.empty()) TPU_RETURN_IF_ERROR(sysc::Platform::CheckTraceOptions(trace));
   return OkStatus();
 }
 
-StatusOr<std::unique_ptr<RtlTransport>> RtlTransport::Create(const RtlTraceOptions& trace) {
+StatusOr<std::unique_ptr<RtlTransport>> RtlTransport::Create(const RtlTraceOptions& trace, uint32_t chips,
+                                                             uint32_t platform_chips) {
   sysc::Platform* platform = nullptr;
-  TPU_RETURN_IF_ERROR(Prepare(&platform, trace));
-  auto transport = std::make_unique<RtlTransport>(PassKey{}, platform);
+  TPU_RETURN_IF_ERROR(Prepare(&platform, trace, chips, platform_chips));
+  auto transport = std::make_unique<RtlTransport>(PassKey{}, platform, chips);
   transport->pending_trace_ = trace;
   return transport;
 }
 
 RtlTransport::RtlTransport(const RtlTraceOptions& trace) : platform_(nullptr) {
-  const Status status = Prepare(&platform_, trace);
+  const Status status = Prepare(&platform_, trace, 1, 0);
   if (!status.ok()) throw std::runtime_error(status.ToString());
   pending_trace_ = trace;
   base_cycle_ = platform_->Cycles();
@@ -54,7 +74,7 @@ RtlTransport::RtlTransport(const RtlTraceOptions& trace) : platform_(nullptr) {
   if (!reset.ok()) throw std::runtime_error(reset.ToString());
 }
 
-RtlTransport::RtlTransport(PassKey, sysc::Platform* platform) : platform_(platform) {
+RtlTransport::RtlTransport(PassKey, sysc::Platform* platform, uint32_t chips) : platform_(platform), chips_(chips) {
   base_cycle_ = platform_->Cycles();
   g_transport_alive = true;
   // A reset of a few cycles cannot fail unless the kernel is broken; report it loudly if it does.
@@ -140,7 +160,7 @@ void RtlTransport::HostRead(uint64_t address, void* data, size_t bytes) {
 }
 
 bool RtlTransport::WaitForInterruptOn(uint64_t lines, uint64_t timeout_cycles) {
-  return platform_->RunUntilIrq(timeout_cycles, static_cast<uint32_t>(lines));
+  return platform_->RunUntilIrq(timeout_cycles, lines);
 }
 
 void RtlTransport::Advance(uint64_t cycles) { platform_->Run(cycles); }

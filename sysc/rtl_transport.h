@@ -30,9 +30,13 @@ using RtlTraceOptions = sysc::TraceOptions;
 
 class RtlTransport : public Transport {
  public:
-  // Fails with FailedPrecondition while another RtlTransport exists, or with the trace's error (an empty
-  // window, a file that cannot be written).
-  static StatusOr<std::unique_ptr<RtlTransport>> Create(const RtlTraceOptions& trace = {});
+  // A board of `chips` chips (1, 2 or 4; sim/model/ici.h). The process-wide platform is built by the first
+  // transport with `platform_chips` chips (0: `chips`); a board smaller than the platform runs on its first
+  // chips, the others held in reset. Fails with FailedPrecondition while another RtlTransport exists or
+  // when the platform has fewer chips than asked for, with InvalidArgument for a board size other than 1, 2
+  // or 4, or with the trace's error (an empty window, a file that cannot be written).
+  static StatusOr<std::unique_ptr<RtlTransport>> Create(const RtlTraceOptions& trace = {}, uint32_t chips = 1,
+                                                        uint32_t platform_chips = 0);
   // Same as Create, for callers that prefer exceptions: throws std::runtime_error with the message.
   explicit RtlTransport(const RtlTraceOptions& trace = {});
   ~RtlTransport() override;
@@ -45,6 +49,7 @@ class RtlTransport : public Transport {
   uint64_t HostMemoryBytes() const override;
   void HostWrite(uint64_t address, const void* data, size_t bytes) override;
   void HostRead(uint64_t address, void* data, size_t bytes) override;
+  uint32_t Chips() const override { return chips_; }
   uint32_t CoresPerChip() const override { return static_cast<uint32_t>(cfg::kNumCores); }
   bool WaitForInterruptOn(uint64_t lines, uint64_t timeout_cycles) override;
   void Advance(uint64_t cycles) override;
@@ -65,13 +70,15 @@ class RtlTransport : public Transport {
   struct PassKey {};
 
  public:
-  RtlTransport(PassKey, sysc::Platform* platform);
+  RtlTransport(PassKey, sysc::Platform* platform, uint32_t chips);
 
  private:
-  static Status Prepare(sysc::Platform** platform, const RtlTraceOptions& trace);
+  static Status Prepare(sysc::Platform** platform, const RtlTraceOptions& trace, uint32_t chips,
+                        uint32_t platform_chips);
   void CheckHostRange(uint64_t address, size_t bytes, const char* what) const;
 
   sysc::Platform* platform_;
+  uint32_t chips_ = 1;
   RtlTraceOptions pending_trace_;  // armed: file set until the first DOORBELL starts it
   uint64_t trace_origin_cycle_ = 0;
   uint64_t base_cycle_ = 0;

@@ -13,6 +13,7 @@ module tpu_csr
   input  logic              clk_i,
   input  logic              rst_ni,
   input  logic [7:0]        chip_id_i,  // the chip's index on the board (CFG_CHIP_ID), a strap
+  input  logic [2:0]        num_chips_i, // chips on the board (CFG_NUM_CHIPS), a strap
 
   input  logic              mmio_valid_i,
   input  logic              mmio_write_i,
@@ -209,6 +210,7 @@ module tpu_csr
       tpu_pkg::CSR_CFG_HBM_CHANNELS: csr_rdata = 32'(tpu_pkg::HBM_CHANNELS);
       tpu_pkg::CSR_CFG_CORE_ID:    csr_rdata = 32'(CoreId);
       tpu_pkg::CSR_CFG_CHIP_ID:    csr_rdata = 32'(chip_id_i);
+      tpu_pkg::CSR_CFG_NUM_CHIPS:  csr_rdata = 32'(num_chips_i);
       tpu_pkg::CSR_START_PC:       csr_rdata = start_pc_q;
       tpu_pkg::CSR_STATUS: begin
         csr_rdata[tpu_pkg::STATUS_BUSY_LSB]      = core_busy_i;

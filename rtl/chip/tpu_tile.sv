@@ -9,6 +9,7 @@ module tpu_tile
   input  logic              clk_i,
   input  logic              rst_ni,
   input  logic [7:0]        chip_id_i,
+  input  logic [2:0]        num_chips_i,  // chips on the board (CFG_NUM_CHIPS)
 
   // This core's registers and IMEM window (offsets within the core's MMIO window).
   input  logic              mmio_valid_i,
@@ -107,6 +108,7 @@ module tpu_tile
     .clk_i             (clk_i),
     .rst_ni            (rst_ni),
     .chip_id_i         (chip_id_i),
+    .num_chips_i       (num_chips_i),
     .mmio_valid_i      (mmio_valid_i),
     .mmio_write_i      (mmio_write_i),
     .mmio_addr_i       (mmio_addr_i),
@@ -165,6 +167,7 @@ module tpu_tile
     .start_pc_i       (start_pc),
     .abort_i          (soft_reset),
     .watchdog_limit_i (watchdog_limit),
+    .num_chips_i      (num_chips_i),
     .busy_o           (core_busy),
     .halted_o         (core_halted),
     .error_o          (core_error),

@@ -13,6 +13,7 @@ module tpu_core
   input  logic [31:0]       start_pc_i,
   input  logic              abort_i,
   input  logic [31:0]       watchdog_limit_i,
+  input  logic [2:0]        num_chips_i,      // chips on the board (RDMA's BAD_CORE check)
   output logic              busy_o,
   output logic              halted_o,
   output logic              error_o,
@@ -103,6 +104,7 @@ module tpu_core
     .start_pc_i       (start_pc_i),
     .abort_i          (abort_i),
     .watchdog_limit_i (watchdog_limit_i),
+    .num_chips_i      (num_chips_i),
     .busy_o           (busy_o),
     .halted_o         (halted_o),
     .error_o          (error_o),

@@ -27,6 +27,9 @@ module tpu_dma
 #(
   parameter int unsigned VmemAw         = $clog2(tpu_pkg::VMEM_LINES),
   parameter int unsigned MaxOutstanding = 128,
+  // RDMA lines in flight: enough for a line a cycle over an ICI round trip (two hops out and back of
+  // 500 cycles each, docs/interconnect.md); the network's own flow control bounds them too.
+  parameter int unsigned MaxRemoteOutstanding = 4096,
   parameter int unsigned StoreFifoDepth = 4,
   parameter int unsigned QueueDepth     = tpu_pkg::DMA_QUEUE,
   parameter int unsigned CoreW          = 4,
@@ -77,7 +80,8 @@ module tpu_dma
   output logic [tpu_pkg::LINE_W-1:0] vmem_wr_data_o
 );
 
-  localparam int unsigned OutW   = $clog2(MaxOutstanding + 1);
+  localparam int unsigned OutW   = $clog2((MaxRemoteOutstanding > MaxOutstanding ? MaxRemoteOutstanding
+                                                                                : MaxOutstanding) + 1);
   localparam int unsigned FifoAw = $clog2(StoreFifoDepth);
   localparam int unsigned QAw    = (QueueDepth > 1) ? $clog2(QueueDepth) : 1;
   localparam int unsigned CtxW   = 1 + VmemAw + 32;  // {store, first VMEM line, lines}
@@ -129,7 +133,8 @@ module tpu_dma
   assign vmem_rd_en_o   = can_read;
   assign vmem_rd_addr_o = vmem_rd_addr_q;
 
-  assign req_valid = req_active_q && (outstanding_q < OutW'(MaxOutstanding)) &&
+  assign req_valid = req_active_q &&
+                     (outstanding_q < OutW'(req_remote_q ? MaxRemoteOutstanding : MaxOutstanding)) &&
                      (req_store_q ? !fifo_empty : (req_left_q != 32'd0));
   assign req_ready = req_remote_q ? net_req_ready_i : hbm_req_ready_i;
   assign rsp_valid = hbm_rsp_valid_i || net_rsp_valid_i;

@@ -28,6 +28,7 @@ module tpu_sequencer
   input  logic [31:0]       start_pc_i,
   input  logic              abort_i,          // soft reset: stop, flush units, clear status
   input  logic [31:0]       watchdog_limit_i, // 0 disables
+  input  logic [2:0]        num_chips_i,      // chips on the board: RDMA reaches num_chips_i * NUM_CORES cores
 
   // Status to the CSR block.
   output logic              busy_o,
@@ -286,9 +287,9 @@ module tpu_sequencer
             end
           end
           tpu_pkg::OP_RDMA: begin
-            // Lines of this core's VMEM into another core's HBM (contiguous on both sides); with POST,
-            // semaphore imm of that core is posted once they are written.
-            if (rd_val >= 32'(tpu_pkg::NUM_CORES)) begin
+            // Lines of this core's VMEM into another board core's HBM (contiguous on both sides); with
+            // POST, semaphore imm of that core is posted once they are written.
+            if (rd_val >= 32'(num_chips_i) * 32'(tpu_pkg::NUM_CORES)) begin
               raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_CORE;
             end else if (flags[tpu_pkg::FLAG_RDMA_POST] && !sem_legal) begin
               raise = 1'b1; raise_code = tpu_pkg::ERR_ILLEGAL_INSTR;

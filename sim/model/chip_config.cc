@@ -19,6 +19,7 @@ ChipConfig ChipConfig::Build() {
   config.vmem_lines = static_cast<uint32_t>(tpu::cfg::kVmemLines);
   config.imem_words = static_cast<uint32_t>(tpu::cfg::kImemWords);
   config.num_cores = static_cast<uint32_t>(tpu::cfg::kNumCores);
+  config.board_chips = static_cast<uint32_t>(tpu::cfg::kBoardChips);
   config.sregs = static_cast<uint32_t>(tpu::cfg::kSregs);
   config.hbm_lines = tpu::cfg::kHbmLines;
   config.host_mem_bytes = tpu::cfg::kHostMemBytes;
@@ -95,6 +96,7 @@ StatusOr<ChipConfig> ChipConfig::FromFile(const std::string& path) {
   fits &= get32("VMEM_LINES", &config.vmem_lines);
   fits &= get32("IMEM_WORDS", &config.imem_words);
   fits &= get32("NUM_CORES", &config.num_cores);
+  fits &= get32("BOARD_CHIPS", &config.board_chips);
   fits &= get32("SREGS", &config.sregs);
   fits &= get32("HBM_LATENCY", &config.hbm_latency);
   fits &= get32("DMA_QUEUE", &config.dma_queue);
@@ -113,7 +115,9 @@ Status ChipConfig::Validate() const {
   if (vmem_lines == 0) return bad("VMEM_LINES must be non-zero");
   // The IMEM window (8 bytes per word from 0x80000) must fit the 20-bit MMIO address space.
   if (imem_words == 0 || imem_words > 65536) return bad("IMEM_WORDS must be 1..65536");
-  if (num_cores == 0) return bad("NUM_CORES must be non-zero");
+  // RDMA names a board core in 4 bits: four chips of at most four cores.
+  if (num_cores == 0 || num_cores > 4) return bad("NUM_CORES must be 1..4");
+  if (board_chips != 1 && board_chips != 2 && board_chips != 4) return bad("BOARD_CHIPS must be 1, 2 or 4");
   if (sregs == 0 || sregs > 16) return bad("SREGS must be 1..16 (register fields are 4 bits)");
   // The CSRs that report sizes and the ISA's line addresses are 32 bits.
   if (hbm_lines == 0 || hbm_lines > 0xFFFFFFFFull) return bad("HBM_LINES must be 1..2^32-1");

@@ -16,6 +16,7 @@ struct ChipConfig {
   uint32_t vmem_lines = 0;  // VMEM lines per core
   uint32_t imem_words = 0;  // 64-bit instruction words per core
   uint32_t num_cores = 0;
+  uint32_t board_chips = 0;  // chips on the board the runtime opens by default (1, 2 or 4)
   uint32_t sregs = 0;  // scalar registers (s0 reads as zero); at most 16 (4-bit register fields)
   uint64_t hbm_lines = 0;
   uint64_t host_mem_bytes = 0;  // host memory the host DMA engine can reach

@@ -32,6 +32,7 @@ TEST(ChipConfigTest, NamedReadsTheConfigFiles) {
   EXPECT_EQ(built->vmem_lines, expected.vmem_lines);
   EXPECT_EQ(built->imem_words, expected.imem_words);
   EXPECT_EQ(built->num_cores, expected.num_cores);
+  EXPECT_EQ(built->board_chips, expected.board_chips);
   EXPECT_EQ(built->sregs, expected.sregs);
   EXPECT_EQ(built->hbm_lines, expected.hbm_lines);
   EXPECT_EQ(built->hbm_latency, expected.hbm_latency);
@@ -46,6 +47,10 @@ TEST(ChipConfigTest, NamedReadsTheConfigFiles) {
     EXPECT_EQ(config->hbm_lines * config->line_bytes() > (1ull << 32), std::string(name) == "v2")
         << "v2 addresses gigabytes of HBM";
   }
+  // A v2-8 by default: four chips of two cores.
+  StatusOr<ChipConfig> v2 = ChipConfig::Named("v2");
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  EXPECT_EQ(v2->board_chips * v2->num_cores, 8u);
 }
 
 TEST(ChipConfigTest, BadNamesAndFiles) {
@@ -60,7 +65,8 @@ TEST(ChipConfigTest, BadNamesAndFiles) {
   };
   const std::string good =
       "param LANES 4\nparam VMEM_LINES 64\nparam IMEM_WORDS 32\nparam HBM_LINES 1024\nparam NUM_CORES 1\n"
-      "param SREGS 16\nparam HBM_LATENCY 3\nparam DMA_QUEUE 2\nparam HBM_CHANNELS 2\nparam HOST_MEM_BYTES 0x1000 # hex works\n";
+      "param SREGS 16\nparam HBM_LATENCY 3\nparam DMA_QUEUE 2\nparam HBM_CHANNELS 2\nparam HOST_MEM_BYTES 0x1000 # hex works\n"
+      "param BOARD_CHIPS 2\n";
   StatusOr<ChipConfig> ok = write(good);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->name, "model_config_test");
@@ -74,6 +80,8 @@ TEST(ChipConfigTest, BadNamesAndFiles) {
   EXPECT_EQ(write(good + "param LANES -4\n").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(write(good + "LANES 4\n").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(write(good + "param SREGS 17\n").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(write(good + "param BOARD_CHIPS 3\n").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(write(good + "param NUM_CORES 5\n").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(write(good + "param LANES 0\n").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(write(good + "param HBM_LINES 0x100000000\n").status().code(), StatusCode::kInvalidArgument);
   std::remove(path.c_str());

@@ -3,7 +3,8 @@
 // interrupt line and HBM, the host memory their host DMA engines share, and the core network their RDMA
 // uses (a line lands at issue; the destination's semaphore is posted at the RDMA's done time, as an event).
 // The chip steps its cores' events and the posts in time order (ties: posts first, then lower core
-// first), so runs are deterministic.
+// first), so runs are deterministic. A chip alone is a board of one chip; on a board of several
+// (BoardModel), the board is the cores' network and steps every chip's events in time order.
 //
 // Time only advances in Run/Step/RunUntilIrq; MMIO accesses and backdoor accesses take no device time.
 #pragma once
@@ -24,8 +25,10 @@ namespace tpu::model {
 class ChipModel : private CoreNetwork {
  public:
   // `chip_id` is read as CFG_CHIP_ID. Host memory of config.host_mem_bytes is the chip's own unless
-  // `host` (shared with other chips, outliving this one) is given.
-  explicit ChipModel(const ChipConfig& config, uint32_t chip_id = 0, HostMemory* host = nullptr);
+  // `host` (shared with other chips, outliving this one) is given. The cores' RDMA reaches the cores of
+  // `board` (outliving this chip), or of this chip alone when it is null.
+  explicit ChipModel(const ChipConfig& config, uint32_t chip_id = 0, HostMemory* host = nullptr,
+                     CoreNetwork* board = nullptr);
 
   const ChipConfig& config() const { return config_; }
   // The unit timing of every core.
@@ -56,6 +59,16 @@ class ChipModel : private CoreNetwork {
   // Device clock cycles since construction.
   uint64_t cycle() const { return cycle_; }
 
+  // The chip's events, for the board that steps several chips in time order: when the next happens
+  // (CoreModel::kNever: none will by itself), running it at `now` (>= that time and the chip's cycle),
+  // the cycle the last run of a core ended (an idle chip's time), and moving idle time forward.
+  uint64_t NextEventAt() const;
+  void RunNextEvent(uint64_t now);
+  uint64_t IdleStop() const;
+  void SetTime(uint64_t cycle);
+  // Semaphore `semaphore` of this chip's core `core` is posted in cycle `cycle` (>= the chip's cycle).
+  void QueuePost(uint32_t core, uint32_t semaphore, uint64_t cycle) { posts_.emplace(cycle, core, semaphore); }
+
   size_t num_cores() const { return cores_.size(); }
   CoreModel& core(size_t index) { return *cores_.at(index); }
   const CoreModel& core(size_t index) const { return *cores_.at(index); }
@@ -77,10 +90,12 @@ class ChipModel : private CoreNetwork {
 
  private:
   enum class StopWhen { kIdle, kIrq, kNever };
-  // CoreNetwork: the cores of this chip.
+  // CoreNetwork of a chip alone: its cores.
   uint32_t Cores() const override { return static_cast<uint32_t>(cores_.size()); }
   CoreModel& Core(uint32_t index) override { return *cores_.at(index); }
-  void PostAt(uint32_t core, uint32_t semaphore, uint64_t cycle) override;
+  void PostAt(uint32_t core, uint32_t semaphore, uint64_t cycle) override { QueuePost(core, semaphore, cycle); }
+  uint32_t Chips() const override { return 1; }
+  Transit Carry(uint32_t from, uint32_t to, uint64_t issue, uint64_t lines) override;
 
   uint64_t Advance(uint64_t max_cycles, StopWhen stop, uint32_t irq_lines);
   // The core a chip MMIO offset names (null: none), turning `offset` into the offset within that core.

@@ -85,6 +85,7 @@ uint32_t CoreModel::MmioRead(uint32_t offset) {
     case csr::CFG_HBM_CHANNELS: return config_.hbm_channels;
     case csr::CFG_CORE_ID: return core_id_;
     case csr::CFG_CHIP_ID: return chip_id_;
+    case csr::CFG_NUM_CHIPS: return network_ == nullptr ? 1 : network_->Chips();
     case csr::START_PC: return start_pc_;
     case csr::STATUS:
       return (core_running_ ? csr::STATUS_BUSY : 0) | (halted_ ? csr::STATUS_HALTED : 0) |
@@ -512,15 +513,18 @@ void CoreModel::Issue(uint64_t word) {
       dma_done_at_.clear();
       // The lines land at issue (the model's order); the destination's semaphore is posted, and the
       // instruction done, when the last line has crossed the network and been written and acknowledged.
-      const uint64_t done =
-          core_time_ + count + config_.hbm_latency + timing_.rdma_overhead + (count == 0 ? 0 : timing_.dma_store_overhead);
+      const uint32_t to = reg(in.rd);
+      const CoreNetwork::Transit transit = network_->Carry(chip_id_ * config_.num_cores + core_id_, to, core_time_, count);
+      const uint64_t posted = transit.last_arrival + config_.hbm_latency + timing_.rdma_overhead +
+                              (count == 0 ? 0 : timing_.dma_store_overhead);
+      const uint64_t done = posted + transit.ack_cycles;
       if (count > 0) {
-        CoreModel& destination = network_->Core(reg(in.rd));
+        CoreModel& destination = network_->Core(to);
         std::vector<uint8_t> lines(count * config_.line_bytes());
         std::memcpy(lines.data(), VmemLine(reg(in.rs2)), lines.size());
         (void)destination.WriteHbm(reg(in.rs1), lines.data(), count);
       }
-      if (post) network_->PostAt(reg(in.rd), in.imm, done);
+      if (post) network_->PostAt(to, in.imm, posted);
       dma_accept_at_ = done;
       dma_done_at_.push_back(done);
       unit_busy_until_[kDma] = done;

@@ -80,14 +80,28 @@ enum class MxuKernel { kHostFloat, kNumericsLibrary };
 
 class CoreModel;
 
-// What a core's RDMA reaches: the cores of its chip (board cores later) and their semaphores, posted at a
-// cycle (ChipModel runs the post as an event then).
+// What a core's RDMA reaches: the cores of its board, numbered chip-major (board core b is core
+// b % cores-per-chip of chip b / cores-per-chip), and their semaphores, posted at a cycle (the chip runs
+// the post as an event then).
 class CoreNetwork {
  public:
+  // Where the lines of an RDMA are when they have crossed the network to the destination chip: the cycle
+  // the last of them arrives at the destination core's arbiter, and the cycles the acknowledgement of the
+  // last one takes back to the sender's chip.
+  struct Transit {
+    uint64_t last_arrival = 0;
+    uint64_t ack_cycles = 0;
+  };
+
   virtual ~CoreNetwork() = default;
   virtual uint32_t Cores() const = 0;
   virtual CoreModel& Core(uint32_t index) = 0;
   virtual void PostAt(uint32_t core, uint32_t semaphore, uint64_t cycle) = 0;
+  // The chips of the board (CFG_NUM_CHIPS).
+  virtual uint32_t Chips() const = 0;
+  // `lines` lines (0: a POST alone) that board core `from` starts sending in cycle `issue + 1`, one a
+  // cycle, to board core `to`.
+  virtual Transit Carry(uint32_t from, uint32_t to, uint64_t issue, uint64_t lines) = 0;
 };
 
 class CoreModel {
@@ -96,7 +110,7 @@ class CoreModel {
 
   // `config` and `timing` are the chip's (they must outlive the core); `core_id` and `chip_id` are read
   // as CFG_CORE_ID and CFG_CHIP_ID; the host DMA engine reads and writes `host`, which every core of the
-  // board shares; RDMA reaches the cores of `network` (null: RDMA is BAD_CORE).
+  // board shares; RDMA reaches the board cores of `network` (null: RDMA is BAD_CORE, CFG_NUM_CHIPS 1).
   CoreModel(const ChipConfig& config, const Timing& timing, uint32_t core_id, uint32_t chip_id, HostMemory* host,
             CoreNetwork* network = nullptr);
   ~CoreModel();

@@ -6,30 +6,29 @@ namespace tpu::model {
 
 uint32_t ModelTransport::MmioRead(uint32_t offset) {
   // The read samples the register in the access cycle; the response arrives one cycle later.
-  const uint32_t value = model_.MmioRead(offset);
-  model_.Step(kMmioAccessCycles);
+  const uint32_t value = board_.MmioRead(offset);
+  board_.Step(kMmioAccessCycles);
   return value;
 }
 
 void ModelTransport::MmioWrite(uint32_t offset, uint32_t value) {
-  model_.MmioWrite(offset, value);
-  model_.Step(kMmioAccessCycles);
+  board_.MmioWrite(offset, value);
+  board_.Step(kMmioAccessCycles);
 }
 
 void ModelTransport::HostWrite(uint64_t address, const void* data, size_t bytes) {
-  Status status = model_.HostWrite(address, data, bytes);
+  Status status = board_.host_memory().Write(address, data, bytes);
   if (!status.ok()) throw std::out_of_range(status.ToString());
 }
 
 void ModelTransport::HostRead(uint64_t address, void* data, size_t bytes) {
-  Status status = model_.HostRead(address, data, bytes);
+  Status status = board_.host_memory().Read(address, data, bytes);
   if (!status.ok()) throw std::out_of_range(status.ToString());
 }
 
 bool ModelTransport::WaitForInterruptOn(uint64_t lines, uint64_t timeout_cycles) {
-  const uint32_t chip_lines = static_cast<uint32_t>(lines);
-  model_.RunUntilIrq(timeout_cycles, chip_lines);
-  return (model_.IrqLines() & chip_lines) != 0;
+  board_.RunUntilIrq(timeout_cycles, lines);
+  return (board_.IrqLines() & lines) != 0;
 }
 
 }  // namespace tpu::model

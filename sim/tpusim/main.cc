@@ -113,13 +113,13 @@ bool StopRequested() {
 
 const char kUsage[] =
     "usage:\n"
-    "  tpusim run FILE.hlo [--backend=rtl|model] [--config=NAME] [--seed=N] [--outputs=DIR]\n"
+    "  tpusim run FILE.hlo [--backend=rtl|model] [--config=NAME] [--chips=1|2|4] [--seed=N] [--outputs=DIR]\n"
     "                      [--trace=FILE.fst] [--trace-start=CYCLE] [--trace-stop=CYCLE] [--trace-depth=D]\n"
     "                      [--timeout-cycles=N] [--batch=N] [--fill-elided-constants] [--root=NAME]\n"
     "                      [--dump-dir=DIR] [--dot-passes=0|1|3|6]\n"
     "  tpusim profile FILE.hlo [the flags of run but --trace*] [--trace=OUT.json] [--report=OUT.html]\n"
     "                      [--top=N]\n"
-    "  tpusim info [--backend=rtl|model] [--config=NAME]\n"
+    "  tpusim info [--backend=rtl|model] [--config=NAME] [--chips=1|2|4]\n"
     "  tpusim --help\n"
     "\n"
     "run     parses and verifies FILE.hlo, fills its parameters with seeded uniform values in [-1, 1),\n"
@@ -148,8 +148,11 @@ const char kUsage[] =
     "        --trace=OUT.json writes the timeline in the Chrome trace format (Perfetto, chrome://tracing):\n"
     "        a track of HLO operations and one per unit in device time, the host's steps in host time.\n"
     "        --report=OUT.html writes a page with the utilization timeline, the findings and the op table.\n"
+    "        --chips=N runs a board of N chips joined by ICI links (docs/interconnect.md): a device per\n"
+    "        core of every chip.\n"
     "info    prints the devices and the configuration registers the driver discovers.\n"
-    "defaults: --backend=model --config=<the configuration of this build> --seed=0\n";
+    "defaults: --backend=model --config=<the configuration of this build> --chips=<the configuration's\n"
+    "          BOARD_CHIPS: tiny 1, v2 4> --seed=0\n";
 
 int FailWithUsage(const std::string& message) {
   const int status = Fail(message);
@@ -167,7 +170,7 @@ bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
   static const char* const kKnown[] = {"backend", "config",      "seed",        "outputs",        "trace",
                                        "trace-start", "trace-stop", "trace-depth", "timeout-cycles",
                                        "perturb-output", "batch", "root", "fill-elided-constants", "dump-dir",
-                                       "dot-passes",  "report",     "top"};
+                                       "dot-passes",  "report",     "top",         "chips"};
   // Flags that take no value.
   static const char* const kSwitches[] = {"fill-elided-constants"};
   if (argc < 2) {
@@ -254,8 +257,9 @@ StatusOr<int> DotPasses(const Flags& flags) {
 // Builds the client from --backend/--config and, with `waveform`, the --trace* flags of the FST waveform.
 StatusOr<std::unique_ptr<runtime::Client>> MakeClient(const Flags& flags, bool waveform = true) {
   runtime::ClientOptions options;
-  uint64_t start = 0, stop = 0, depth = 0, timeout = options.execute_timeout_cycles;
+  uint64_t start = 0, stop = 0, depth = 0, timeout = options.execute_timeout_cycles, chips = 0;
   if (!ParseUnsigned(flags, "trace-start", 0, &start) || !ParseUnsigned(flags, "trace-stop", 0, &stop) ||
+      !ParseUnsigned(flags, "chips", 0, &chips) ||
       !ParseUnsigned(flags, "trace-depth", 0, &depth) ||
       !ParseUnsigned(flags, "timeout-cycles", options.execute_timeout_cycles, &timeout)) {
     return InvalidArgument("bad flag value");
@@ -267,6 +271,10 @@ StatusOr<std::unique_ptr<runtime::Client>> MakeClient(const Flags& flags, bool w
   options.trace_stop_cycle = stop;
   options.trace_depth = static_cast<int>(depth);
   options.execute_timeout_cycles = timeout;
+  if (flags.values.count("chips") != 0 && chips != 1 && chips != 2 && chips != 4) {
+    return InvalidArgument("--chips must be 1, 2 or 4 (a board of that many chips), not " + std::to_string(chips));
+  }
+  options.chips = static_cast<uint32_t>(chips);
   const std::string backend = FlagOr(flags, "backend", "model");
   if (!options.trace_file.empty() && backend != "rtl") {
     return InvalidArgument("--trace needs --backend=rtl (the reference model has no waveform)");

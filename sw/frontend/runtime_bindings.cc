@@ -594,8 +594,9 @@ PYBIND11_MODULE(_tpusim, m) {
   py::class_<Client>(m, "Client")
       .def(py::init([](const std::string& backend, const std::string& config, uint64_t execute_timeout_cycles,
                        const std::string& trace_file, uint64_t trace_start_cycle, uint64_t trace_stop_cycle,
-                       const std::string& compile_dump_dir, int dot_passes) {
+                       const std::string& compile_dump_dir, int dot_passes, uint32_t chips) {
              ClientOptions options;
+             options.chips = chips;
              options.execute_timeout_cycles = execute_timeout_cycles;
              options.trace_file = trace_file;
              options.trace_start_cycle = trace_start_cycle;
@@ -607,7 +608,9 @@ PYBIND11_MODULE(_tpusim, m) {
            py::arg("backend") = "model", py::arg("config") = "tiny",
            py::arg("execute_timeout_cycles") = ClientOptions().execute_timeout_cycles, py::arg("trace_file") = "",
            py::arg("trace_start_cycle") = 0, py::arg("trace_stop_cycle") = 0, py::arg("compile_dump_dir") = "", py::arg("dot_passes") = 0,
+           py::arg("chips") = 0,
            "backend: 'model' or 'rtl'; config: a file rtl/config/<config>.cfg (rtl: the build's only). "
+           "chips: a board of 1, 2 or 4 chips, a device per core (0: the configuration's BOARD_CHIPS). "
            "trace_file: FST waveform of the rtl backend, cycles trace_start_cycle..trace_stop_cycle (0: the end). "
            "dot_passes: MXU passes per f32 dot (0: each dot's precision, DEFAULT 1, HIGH 3, HIGHEST 6; or 1, 3, 6 for every dot).")
       .def_property_readonly("backend", &Client::backend)

@@ -59,7 +59,8 @@ std::string Device::full_name() const {
 }
 
 std::string Device::ToString() const {
-  return name() + " (core " + std::to_string(core) + ", worker " + std::to_string(worker) + ", " + kind + ")";
+  return name() + " (core " + std::to_string(core) + ", worker " + std::to_string(worker) + ", chip " +
+         std::to_string(chip) + ", " + kind + ")";
 }
 
 namespace {
@@ -625,6 +626,7 @@ StatusOr<std::unique_ptr<Client>> Client::CreateWithTransport(Transport& transpo
     Device device;
     device.id = static_cast<int>(core);
     device.core = static_cast<int>(core);
+    device.chip = static_cast<int>(core / transport.CoresPerChip());
     device.worker = 0;
     device.kind = "tpusim " + std::to_string(state->info.lanes) + "x" + std::to_string(state->info.lanes);
     client->devices_.push_back(device);

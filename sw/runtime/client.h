@@ -58,18 +58,22 @@ struct ClientOptions {
   // What host transfers and launches cost in device time (sw/driver/driver.h; docs/architecture.md,
   // "Host link"). HostLinkModel{} turns the link model off.
   HostLinkModel host_link = HostLinkModel::PcieGen3x16();
+  // Chips on the board (1, 2 or 4; sim/model/ici.h): a device per core of every chip. 0: the
+  // configuration's BOARD_CHIPS (tiny: 1, v2: 4, a v2-8).
+  uint32_t chips = 0;
 };
 
 // One TPU core as the runtime exposes it ("TPU:0").
 struct Device {
   int id = 0;
-  int core = 0;     // core index on the chip
+  int core = 0;     // core index on the board (RDMA's s[rd]): chip * cores per chip + core on the chip
   int worker = 0;   // host (task) the chip is attached to
+  int chip = 0;     // chip index on the board
   std::string kind;  // "tpusim tiny"
   std::string name() const { return "TPU:" + std::to_string(id); }
   // As libtpu/TensorFlow print devices: /job:worker/replica:0/task:0/device:TPU:0
   std::string full_name() const;
-  std::string ToString() const;  // "TPU:0 (core 0, worker 0, tpusim tiny)"
+  std::string ToString() const;  // "TPU:0 (core 0, worker 0, chip 0, tpusim 8x8)"
 };
 
 class DeviceState;  // the chip behind a client, shared by its buffers and executables

@@ -1,6 +1,7 @@
 #include "sw/runtime/transport_factory.h"
 
 #include "sim/model/chip_config.h"
+#include "sim/model/ici.h"
 #include "sim/model/model_transport.h"
 #include "tpu_config.h"
 
@@ -22,7 +23,9 @@ StatusOr<std::unique_ptr<Transport>> CreateTransport(const std::string& backend,
                                                      const ClientOptions& options) {
   if (backend == "model") {
     TPU_ASSIGN_OR_RETURN(model::ChipConfig chip, model::ChipConfig::Named(config));
-    return std::unique_ptr<Transport>(std::make_unique<model::ModelTransport>(chip));
+    const uint32_t chips = options.chips != 0 ? options.chips : chip.board_chips;
+    TPU_RETURN_IF_ERROR(ici::CheckBoardChips(chips));
+    return std::unique_ptr<Transport>(std::make_unique<model::ModelTransport>(chip, chips));
   }
   if (backend == "rtl") {
     if (config != cfg::kName) {
@@ -40,7 +43,8 @@ StatusOr<std::unique_ptr<Transport>> CreateTransport(const std::string& backend,
       return InvalidArgument("trace window [" + std::to_string(trace.start_cycle) + ", " +
                              std::to_string(trace.stop_cycle) + ") is empty");
     }
-    TPU_ASSIGN_OR_RETURN(std::unique_ptr<RtlTransport> transport, RtlTransport::Create(trace));
+    const uint32_t chips = options.chips != 0 ? options.chips : static_cast<uint32_t>(cfg::kBoardChips);
+    TPU_ASSIGN_OR_RETURN(std::unique_ptr<RtlTransport> transport, RtlTransport::Create(trace, chips));
     return std::unique_ptr<Transport>(std::move(transport));
 #else
     (void)options;

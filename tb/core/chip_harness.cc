@@ -92,6 +92,9 @@ ChipHarness::ChipHarness(const HarnessOptions& options)
   top_.reset(new Vtpu_chip(context_.get(), "tpu_chip"));
   top_->clk_i = 0;
   top_->mmio_valid_i = 0;
+  // A board of this one chip: its ICI ports stay idle (nothing is sent, nothing arrives).
+  top_->num_chips_i = 1;
+  top_->ici_credits_i = 2;
   Reset();
 }
 

@@ -177,6 +177,42 @@ TEST(TpusimInfoTest, PrintsDevicesAndConfiguration) {
   EXPECT_NE(run.output.find("0x54505553"), std::string::npos) << run.output;
 }
 
+// The v2 configuration is a v2-8 by default: four chips of two cores, one host.
+TEST(TpusimInfoTest, V2IsAV2_8OfEightDevices) {
+  TpusimRun run = RunTpusim("info --backend=model --config=v2");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.output.find("*** Num TPU Cores: 8\n"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("*** Num TPU Workers: 1\n"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("*** Num TPU Cores Per Worker: 8\n"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("TPU:7 (core 7, worker 0, chip 3"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("TPU:8"), std::string::npos) << run.output;
+}
+
+TEST(TpusimInfoTest, ChipsFlagSizesTheBoard) {
+  TpusimRun two = RunTpusim("info --backend=model --config=v2 --chips=2");
+  EXPECT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_NE(two.output.find("*** Num TPU Cores: 4\n"), std::string::npos) << two.output;
+  TpusimRun bad = RunTpusim("info --backend=model --chips=3");
+  EXPECT_NE(bad.exit_code, 0) << bad.output;
+  EXPECT_NE(bad.output.find("--chips must be 1, 2 or 4"), std::string::npos) << bad.output;
+}
+
+#ifdef TPUSIM_HAVE_RTL
+// A board of four verilated chips: every core answers, and knows its chip and the board size.
+TEST(TpusimInfoTest, FourChipRtlBoard) {
+  TpusimRun one = RunTpusim("info --backend=rtl --config=" + kConfig + " --chips=1");
+  std::smatch per_chip;
+  ASSERT_TRUE(std::regex_search(one.output, per_chip, std::regex("Num TPU Cores: ([0-9]+)"))) << one.output;
+  TpusimRun run = RunTpusim("info --backend=rtl --config=" + kConfig + " --chips=4");
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  const std::string cores = std::to_string(4 * std::stoi(per_chip[1].str()));
+  EXPECT_NE(run.output.find("*** Num TPU Cores: " + cores + "\n"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("*** Num TPU Cores Per Worker: " + cores + "\n"), std::string::npos) << run.output;
+  EXPECT_NE(run.output.find("chip 3, tpusim"), std::string::npos) << run.output;
+  EXPECT_TRUE(std::regex_search(run.output, std::regex("CFG_NUM_CHIPS +0x[0-9a-f]+ = 0x00000004"))) << run.output;
+}
+#endif
+
 // The comparison itself: a perturbed output is flagged, one inside the tolerance is not.
 TEST(OutputCompareTest, FlagsValuesOutsideTheTolerance) {
   using tpu::hlo::Literal;
