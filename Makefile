@@ -112,6 +112,11 @@ bench-parity: build venv
 bench-steps-per-execution: build venv
 	$(FRONTEND) -m tpusim.spe_bench --steps=200 --steps-per-execution=50
 
+# An f32 all-reduce of 4 MiB over the eight cores of the v2-8 board (reference model) against the ring's
+# link bound, 2(p-1)/p x bytes / link bandwidth (docs/performance.md).
+bench-allreduce: build
+	cmake --build $(BUILD_DIR) --target bench-allreduce
+
 # The seeds' correctness recipe: the MLP trained 1000 steps (global batch 128) on the CPU, on one core and
 # data-parallel on every core of the v2-8 board (reference model), twice each (docs/performance.md).
 bench-determinism: build venv

@@ -402,9 +402,16 @@ class CodeGenerator {
   StatusOr<uint32_t> AddRing(const HloInstruction& collective, CollectiveRing ring);
   // Gives every collective of `order` its ring and its slots in the receive region (before the HBM check).
   Status PlanCollectives(const std::vector<HloInstruction*>& order);
-  struct CollectivePlan {
+  // The lines [first_line, first_line + lines) of a collective's value going round `ring`, its slots
+  // from line `slots` of the receive region.
+  struct CollectivePart {
     uint32_t ring = kNoRing;
-    uint32_t slots = 0;  // first line of its slots in the receive region
+    uint32_t slots = 0;
+    uint32_t first_line = 0, lines = 0;
+  };
+  // No parts: every group is one device (a copy).
+  struct CollectivePlan {
+    std::vector<CollectivePart> parts;
   };
   std::map<const HloInstruction*, CollectivePlan> collectives_;
   // Records that code[instr_index]'s immediate is `patch` (its instr_index is set here); returns the index.

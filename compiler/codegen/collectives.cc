@@ -320,12 +320,13 @@ RingCollective ReduceScatterRing(uint32_t lines, uint32_t p) {
   return ring;
 }
 
-// The ring schedule of `instruction` over groups of p devices.
-RingCollective RingOf(const HloInstruction& instruction, uint32_t p, uint32_t lanes) {
-  switch (instruction.opcode()) {
-    case HloOpcode::kAllGather: return AllGatherRing(MakeDeviceLayout(instruction.operand(0)->shape(), lanes).lines, p);
-    case HloOpcode::kReduceScatter: return ReduceScatterRing(MakeDeviceLayout(instruction.shape(), lanes).lines, p);
-    default: return AllReduceRing(MakeDeviceLayout(instruction.shape(), lanes).lines, p);
+// The ring schedule of a collective of `opcode` over `lines` lines (the operand's for all-reduce and
+// all-gather, the result's for reduce-scatter) and groups of p devices.
+RingCollective RingSchedule(HloOpcode opcode, uint32_t lines, uint32_t p) {
+  switch (opcode) {
+    case HloOpcode::kAllGather: return AllGatherRing(lines, p);
+    case HloOpcode::kReduceScatter: return ReduceScatterRing(lines, p);
+    default: return AllReduceRing(lines, p);
   }
 }
 
@@ -337,22 +338,45 @@ bool IsRingCollective(HloOpcode opcode) {
 
 Status CodeGenerator::PlanCollectives(const std::vector<HloInstruction*>& order) {
   uint64_t receive_lines = 0;
+  auto slots_at = [&](uint64_t lines) {
+    const uint32_t first = static_cast<uint32_t>(std::min<uint64_t>(receive_lines, UINT32_MAX));
+    receive_lines += lines;
+    return first;
+  };
   for (const HloInstruction* instruction : order) {
+    CollectivePlan plan;
     if (instruction->opcode() == HloOpcode::kCollectivePermute) {
-      CollectivePlan plan;
-      TPU_ASSIGN_OR_RETURN(plan.ring, PermuteRingOf(*instruction));
-      plan.slots = static_cast<uint32_t>(std::min<uint64_t>(receive_lines, UINT32_MAX));
-      receive_lines += MakeDeviceLayout(instruction->shape(), L()).lines;
+      const uint32_t lines = MakeDeviceLayout(instruction->shape(), L()).lines;
+      TPU_ASSIGN_OR_RETURN(const uint32_t ring, PermuteRingOf(*instruction));
+      plan.parts.push_back({ring, slots_at(lines), 0, lines});
       collectives_[instruction] = plan;
       continue;
     }
     if (!IsRingCollective(instruction->opcode())) continue;
-    CollectivePlan plan;
-    TPU_ASSIGN_OR_RETURN(plan.ring, CollectiveRingOf(*instruction));
-    if (plan.ring != kNoRing) {
-      const RingCollective ring = RingOf(*instruction, program_.rings[plan.ring].size(), L());
-      plan.slots = static_cast<uint32_t>(std::min<uint64_t>(receive_lines, UINT32_MAX));
-      receive_lines += uint64_t{ring.slots} * ring.chunk;
+    TPU_ASSIGN_OR_RETURN(const uint32_t ring, CollectiveRingOf(*instruction));
+    if (ring != kNoRing) {
+      const uint32_t p = program_.rings[ring].size();
+      // RingSchedule's lines: all-gather's operand, the result of the others.
+      const hlo::Shape& value =
+          instruction->opcode() == HloOpcode::kAllGather ? instruction->operand(0)->shape() : instruction->shape();
+      const uint32_t lines = MakeDeviceLayout(value, L()).lines;
+      std::vector<std::pair<uint32_t, uint32_t>> halves = {{0, lines}};  // (first line, lines) per ring
+      std::vector<uint32_t> rings = {ring};
+      if (instruction->opcode() == HloOpcode::kAllReduce && p > 2 && lines >= 2) {
+        // Half of the lines go round the other way: every link carries both directions, and a core's
+        // two sends go to both neighbours (on a board, one over the chip's network, one over a link).
+        CollectiveRing reversed = program_.rings[ring];
+        for (std::vector<uint32_t>& group : reversed.groups) std::reverse(group.begin(), group.end());
+        TPU_ASSIGN_OR_RETURN(const uint32_t back, AddRing(*instruction, std::move(reversed)));
+        const uint32_t first_half = (lines + 1) / 2;
+        halves = {{0, first_half}, {first_half, lines - first_half}};
+        rings.push_back(back);
+      }
+      for (size_t k = 0; k < halves.size(); ++k) {
+        const RingCollective schedule = RingSchedule(instruction->opcode(), halves[k].second, p);
+        plan.parts.push_back({rings[k], slots_at(uint64_t{schedule.slots} * schedule.chunk), halves[k].first,
+                              halves[k].second});
+      }
     }
     collectives_[instruction] = plan;
   }
@@ -364,14 +388,24 @@ Status CodeGenerator::PlanCollectives(const std::vector<HloInstruction*>& order)
 Status CodeGenerator::EmitRingCollective(const HloInstruction& instruction) {
   const HloInstruction* operand = instruction.operand(0);
   const CollectivePlan& plan = collectives_.at(&instruction);
-  if (plan.ring == kNoRing || MakeDeviceLayout(instruction.shape(), L()).lines == 0) {
+  if (plan.parts.empty() || MakeDeviceLayout(instruction.shape(), L()).lines == 0) {
     return EmitCopy(operand, locations_.at(BufferOf(&instruction)));  // every group is one device
   }
-  const uint32_t ring = plan.ring;
-  const RingCollective schedule = RingOf(instruction, program_.rings[ring].size(), L());
-  const uint32_t chunk = schedule.chunk;
-  const uint32_t piece = std::min(chunk, std::max(kPieceLines, (chunk + kMaxPieces - 1) / kMaxPieces));
-  if (2 * piece > options_.vmem_lines) return VmemOverflow(instruction, 2 * uint64_t{piece});
+  struct Part {
+    const CollectivePart* plan;
+    RingCollective schedule;
+    uint32_t piece;
+  };
+  std::vector<Part> parts;
+  uint32_t piece_lines = 0;
+  for (const CollectivePart& part : plan.parts) {
+    Part emitted{&part, RingSchedule(instruction.opcode(), part.lines, program_.rings[part.ring].size()), 0};
+    const uint32_t chunk = emitted.schedule.chunk;
+    emitted.piece = std::max(1u, std::min(chunk, std::max(kPieceLines, (chunk + kMaxPieces - 1) / kMaxPieces)));
+    piece_lines = std::max(piece_lines, emitted.piece);
+    parts.push_back(std::move(emitted));
+  }
+  if (2 * piece_lines > options_.vmem_lines) return VmemOverflow(instruction, 2 * uint64_t{piece_lines});
   std::optional<std::pair<isa::Opcode, uint8_t>> combine;
   if (instruction.opcode() != HloOpcode::kAllGather) {
     combine = CombineInstruction(AllReduceOpcode(instruction), instruction.shape().element_type);
@@ -388,55 +422,61 @@ Status CodeGenerator::EmitRingCollective(const HloInstruction& instruction) {
   TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());     // lines of this piece
   TPU_ASSIGN_OR_RETURN(ScopedReg first, NewReg());     // the chunk's first line
   asm_.Li(own, 0);
-  asm_.Li(received, piece);
-  Patch(asm_.Li(next_core, 0), {0, DeviceValue::kNextCore, ring});
-  auto chunk_patch = [&](DeviceValue value, uint32_t step, uint32_t offset) {
-    DevicePatch patch{0, value, ring};
-    patch.step = step;
-    patch.chunk = chunk;
-    patch.lines = schedule.lines;
-    patch.offset = offset;
-    return patch;
-  };
-  for (uint32_t s = 0; s < schedule.steps.size(); ++s) {
-    const RingStep& step = schedule.steps[s];
-    Patch(asm_.Li(first, 0), chunk_patch(DeviceValue::kChunkFirstLine, step.chunk_step, 0));
-    Patch(asm_.Li(left, 0), chunk_patch(DeviceValue::kChunkLines, step.chunk_step, 0));
-    if (step.own) {
-      LoadAddress(x, operand, 0);
-      if (schedule.own_at_chunk) asm_.Add(x, x, first);
+  asm_.Li(received, piece_lines);
+  // Step by step, each part's (both directions of an all-reduce: their sends alternate).
+  for (uint32_t s = 0; s < parts.front().schedule.steps.size(); ++s) {
+    for (const Part& part : parts) {
+      const uint32_t ring = part.plan->ring, chunk = part.schedule.chunk, slots = part.plan->slots;
+      const RingStep& step = part.schedule.steps[s];
+      auto chunk_patch = [&](DeviceValue value, uint32_t chunk_step, uint32_t offset) {
+        DevicePatch patch{0, value, ring};
+        patch.step = chunk_step;
+        patch.chunk = chunk;
+        patch.lines = part.schedule.lines;
+        patch.offset = offset;
+        return patch;
+      };
+      Patch(asm_.Li(first, 0), chunk_patch(DeviceValue::kChunkFirstLine, step.chunk_step, 0));
+      Patch(asm_.Li(left, 0), chunk_patch(DeviceValue::kChunkLines, step.chunk_step, 0));
+      if (step.own) {
+        LoadAddress(x, operand, part.plan->first_line);
+        if (part.schedule.own_at_chunk) asm_.Add(x, x, first);
+      }
+      if (step.store) {
+        LoadAddress(out, &instruction, part.plan->first_line);
+        if (part.schedule.store_at_chunk) asm_.Add(out, out, first);
+      }
+      // Step s reads slot s-1 and fills slot s of the next device.
+      if (step.receive) asm_.LoadAddress(slot, RegionKind::kReceive, 0, slots + (s - 1) * chunk);
+      if (step.send) {
+        Patch(asm_.Li(next_core, 0), {0, DeviceValue::kNextCore, ring});
+        Patch(asm_.Li(next_slot, 0), chunk_patch(DeviceValue::kNextReceive, 0, slots + s * chunk));
+      }
+      ForPieces(left, count, part.piece, [&] {
+        if (step.own) asm_.DmaLoad(x, own, count, 1);
+        if (step.receive) {
+          Patch(asm_.SemWait(0), {0, DeviceValue::kWaitSemaphore, ring});
+          asm_.DmaLoad(slot, received, count, 1);
+        }
+        asm_.Sync(kSyncDma);
+        if (step.own && step.receive) {
+          asm_.Emit(combine->first, {own, own, received, count, combine->second, 0});
+          asm_.Sync(kSyncVpu);
+        }
+        const Reg value = step.own ? own.get() : received.get();  // the piece as it is sent and stored
+        if (step.send) {
+          Patch(asm_.Emit(isa::Opcode::RDMA, {next_core, next_slot, value, count, isa::flag::RDMA_POST, 0}),
+                {0, DeviceValue::kPostSemaphore, ring});
+          asm_.Add(next_slot, next_slot, count);
+        }
+        if (step.store) {
+          asm_.DmaStore(out, value, count, 1);
+          asm_.Add(out, out, count);
+        }
+        if (step.own) asm_.Add(x, x, count);
+        if (step.receive) asm_.Add(slot, slot, count);
+      });
     }
-    if (step.store) {
-      LoadAddress(out, &instruction, 0);
-      if (schedule.store_at_chunk) asm_.Add(out, out, first);
-    }
-    // Step s reads slot s-1 and fills slot s of the next device.
-    if (step.receive) asm_.LoadAddress(slot, RegionKind::kReceive, 0, plan.slots + (s - 1) * chunk);
-    if (step.send) Patch(asm_.Li(next_slot, 0), chunk_patch(DeviceValue::kNextReceive, 0, plan.slots + s * chunk));
-    ForPieces(left, count, piece, [&] {
-    if (step.own) asm_.DmaLoad(x, own, count, 1);
-    if (step.receive) {
-      Patch(asm_.SemWait(0), {0, DeviceValue::kWaitSemaphore, ring});
-      asm_.DmaLoad(slot, received, count, 1);
-    }
-    asm_.Sync(kSyncDma);
-    if (step.own && step.receive) {
-      asm_.Emit(combine->first, {own, own, received, count, combine->second, 0});
-      asm_.Sync(kSyncVpu);
-    }
-    const Reg value = step.own ? own.get() : received.get();  // the piece as it is sent and stored
-    if (step.send) {
-      Patch(asm_.Emit(isa::Opcode::RDMA, {next_core, next_slot, value, count, isa::flag::RDMA_POST, 0}),
-            {0, DeviceValue::kPostSemaphore, ring});
-      asm_.Add(next_slot, next_slot, count);
-    }
-    if (step.store) {
-      asm_.DmaStore(out, value, count, 1);
-      asm_.Add(out, out, count);
-    }
-    if (step.own) asm_.Add(x, x, count);
-    if (step.receive) asm_.Add(slot, slot, count);
-    });
   }
   return OkStatus();
 }
@@ -490,7 +530,7 @@ StatusOr<uint32_t> CodeGenerator::PermuteRingOf(const HloInstruction& permute) {
 
 Status CodeGenerator::EmitCollectivePermute(const HloInstruction& instruction) {
   const HloInstruction* operand = instruction.operand(0);
-  const CollectivePlan& plan = collectives_.at(&instruction);
+  const CollectivePart& plan = collectives_.at(&instruction).parts.at(0);
   const uint32_t ring = plan.ring;
   const uint32_t lines = MakeDeviceLayout(instruction.shape(), L()).lines;
   const uint32_t piece = std::min(lines, std::max(kPieceLines, (lines + kMaxPieces - 1) / kMaxPieces));

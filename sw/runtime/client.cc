@@ -1,5 +1,9 @@
 #include "sw/runtime/client.h"
 
+#include <algorithm>
+
+#include "sim/model/ici.h"
+
 #include <deque>
 #include <optional>
 #include <utility>
@@ -8,6 +12,7 @@
 #include "compiler/driver/compile.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/verifier.h"
+#include "sim/model/ici.h"
 #include "sw/runtime/logging.h"
 #include "sw/runtime/transport_factory.h"
 #include "tpu_csr.h"
@@ -62,6 +67,24 @@ std::string Device::ToString() const {
   return name() + " (core " + std::to_string(core) + ", worker " + std::to_string(worker) + ", chip " +
          std::to_string(chip) + ", " + kind + ")";
 }
+
+namespace {
+
+// The first `count` devices of the board in the order of its ring (sim/model/ici.h: chips by ring
+// position, cores of a chip together): consecutive positions of a replicated program are neighbours,
+// so a collective's ring crosses each chip-to-chip link once.
+std::vector<int> RingOrder(const std::vector<Device>& board, size_t count) {
+  std::vector<int> order;
+  for (const Device& device : board) order.push_back(device.id);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return ici::RingPosition(static_cast<uint32_t>(board[a].chip)) <
+           ici::RingPosition(static_cast<uint32_t>(board[b].chip));
+  });
+  order.resize(std::min(order.size(), count));
+  return order;
+}
+
+}  // namespace
 
 namespace {
 
@@ -788,7 +811,7 @@ StatusOr<std::unique_ptr<ReplicatedExecutable>> Client::CompileReplicatedOwned(s
       return InvalidArgument("module " + module->name() + " runs on " + grid_text + ", the client has " +
                              std::to_string(devices_.size()));
     }
-    for (int device = 0; device < grid.devices(); ++device) devices.push_back(device);
+    devices = RingOrder(devices_, static_cast<size_t>(grid.devices()));
   } else if (grid.devices() == 1) {
     grid.replicas = static_cast<int64_t>(devices.size());  // no grid in the header: one replica per device
   } else if (grid.devices() != static_cast<int64_t>(devices.size())) {

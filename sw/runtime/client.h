@@ -267,8 +267,9 @@ class Client {
 
   // Compiles a module once and loads it on several devices (PJRT's Compile for num_replicas x
   // num_partitions devices). `devices` indexes devices(); position i runs device i of the module's grid
-  // (replica_count x num_partitions of its header). Empty: the first devices of the client, as many as
-  // the grid has; a module whose header names no grid runs as one replica per listed device.
+  // (replica_count x num_partitions of its header). Empty: as many devices as the grid has, in the order
+  // of the board's ring (chips by ring position, 0-1-3-2 on four: TPU:0,1,2,3,6,7,4,5), so that
+  // neighbouring positions are neighbouring cores and a collective's ring crosses each link once; a module whose header names no grid runs as one replica per listed device.
   // InvalidArgument naming both counts when the grid needs more devices than the client has or than
   // `devices` lists; InvalidArgument for a device listed twice. Every device runs the same code; its ids
   // and its peers in the collectives are patched in when it runs (compiler::PlaceOnDevice).

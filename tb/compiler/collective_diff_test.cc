@@ -9,7 +9,8 @@
 //  - the rtl devices return exactly the model's bytes.
 //
 // TPU_DIFF_ITERATIONS=N runs N cases per kind (default 6), TPU_DIFF_SEED=S changes the base seed,
-// TPU_DIFF_CASE=I runs only case I and TPU_DIFF_RTL=0 leaves the rtl out; a failure prints the module
+// TPU_DIFF_CASE=I runs only case I, TPU_DIFF_CHIPS=C runs on a board of C chips (default 4) and
+// TPU_DIFF_RTL=0 leaves the rtl out; a failure prints the module
 // and the line that reproduces it.
 #include <gtest/gtest.h>
 
@@ -42,10 +43,17 @@ int EnvInt(const char* name, int fallback) {
   return text == nullptr || *text == '\0' ? fallback : std::atoi(text);
 }
 
+// The board: four chips (eight cores on tiny, a v2-8's shape) unless TPU_DIFF_CHIPS says otherwise.
+runtime::ClientOptions BoardOptions() {
+  runtime::ClientOptions options;
+  options.chips = static_cast<uint32_t>(EnvInt("TPU_DIFF_CHIPS", 4));
+  return options;
+}
+
 // SystemC simulates one platform per process: the clients live as long as the process.
 runtime::Client* ModelClient() {
   static runtime::Client* client = [] {
-    StatusOr<std::unique_ptr<runtime::Client>> made = runtime::Client::Create("model", cfg::kName);
+    StatusOr<std::unique_ptr<runtime::Client>> made = runtime::Client::Create("model", cfg::kName, BoardOptions());
     EXPECT_TRUE(made.ok()) << made.status();
     return made.ok() ? std::move(made).value().release() : nullptr;
   }();
@@ -55,7 +63,7 @@ runtime::Client* ModelClient() {
 runtime::Client* RtlClient() {
   static runtime::Client* client = []() -> runtime::Client* {
     if (!runtime::RtlBackendAvailable() || EnvInt("TPU_DIFF_RTL", 1) == 0) return nullptr;
-    StatusOr<std::unique_ptr<runtime::Client>> made = runtime::Client::Create("rtl", cfg::kName);
+    StatusOr<std::unique_ptr<runtime::Client>> made = runtime::Client::Create("rtl", cfg::kName, BoardOptions());
     EXPECT_TRUE(made.ok()) << made.status();
     return made.ok() ? std::move(made).value().release() : nullptr;
   }();
