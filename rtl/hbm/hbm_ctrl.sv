@@ -49,10 +49,9 @@ module hbm_ctrl #(
   parameter int T_RFC    = 260,
   // Queues.
   parameter int RQ_DEPTH = 16,
-  parameter int WQ_DEPTH = 32,
-  parameter int WQ_HI    = 24,
+  parameter int WQ_DEPTH = 128,  // depth and watermarks: the sweep in docs/hbm.md
+  parameter int WQ_HI    = 120,
   parameter int WQ_LO    = 8,
-  parameter int RD_IDLE  = 16,   // cycles with no read able to proceed before writes drain anyway
   parameter int RSP_DEPTH = 16,
   parameter int BQ_DEPTH = 8,
   // 0: B once a burst's last beat is queued (posted writes); 1: B once every beat of the burst has gone
@@ -128,7 +127,6 @@ module hbm_ctrl #(
   localparam int RSP_PW = $clog2(RSP_DEPTH);
   localparam int BQ_PW = $clog2(BQ_DEPTH);
   localparam int REFI_W = $clog2(T_REFI + 1);
-  localparam int IDLE_W = $clog2(RD_IDLE + 2);
   localparam int WR_TO_PRE = T_CWL + T_BURST + T_WR;
   localparam int WR_TO_RD_S = T_CWL + T_BURST + T_WTR_S;
   localparam int WR_TO_RD_L = T_CWL + T_BURST + T_WTR_L;
@@ -235,9 +233,6 @@ module hbm_ctrl #(
   logic               ref_pending_q, ref_pending_d;
   /* verilator tracing_off */
   logic [REFI_W-1:0]  refi_cnt_q;
-  logic [IDLE_W-1:0]  rd_idle_q;      // cycles in a row no read could proceed (saturating)
-  logic               rd_idle_done;
-  assign rd_idle_done = rd_idle_q >= IDLE_W'(RD_IDLE);
 
   // ---------------- Read response buffer (in RD order) ----------------
   logic [ID_W-1:0]   rsp_id_q   [RSP_DEPTH];
@@ -559,15 +554,13 @@ module hbm_ctrl #(
       default: ;
     endcase
 
-    // Write draining with hysteresis: start at the high watermark, when no read has been able to
-    // proceed for RD_IDLE cycles, or when a read waits for a write; stop at the low watermark once a
+    // Write draining with hysteresis: start at the high watermark, when no read can proceed, or when a
+    // read waits for a write (answered from the queue does not count); stop at the low watermark once a
     // read can go and none waits for a write, or when no write can proceed. Entries are ordered by
-    // acceptance, so the oldest one is never blocked and one of the two modes always has work. The
-    // idle wait keeps a read queue that runs dry for a moment from starting a short write batch, which
-    // would pay both bus turnarounds for a few writes.
+    // acceptance, so the oldest one is never blocked and one of the two modes always has work.
     if (!write_mode_q) begin
       write_mode_d = wq_any_unblocked &&
-                     ((wq_count >= WQ_W'(WQ_HI)) || (!rq_any_unblocked && rd_idle_done) || rq_any_wait_wr);
+                     ((wq_count >= WQ_W'(WQ_HI)) || !rq_any_unblocked || rq_any_wait_wr);
     end else begin
       write_mode_d = wq_any_unblocked &&
                      !(wq_count <= WQ_W'(WQ_LO) && rq_any_unblocked && !rq_any_wait_wr);
@@ -695,7 +688,6 @@ module hbm_ctrl #(
       write_mode_q <= 1'b0;
       ref_pending_q <= 1'b0;
       refi_cnt_q <= '0;
-      rd_idle_q <= '0;
     end else begin
       now_q <= now_q + 1'b1;
       // Burst splitters: one beat per cycle, INCR bursts of 64-byte beats.
@@ -750,8 +742,6 @@ module hbm_ctrl #(
       write_mode_q <= write_mode_d;
       ref_pending_q <= ref_pending_d;
       refi_cnt_q <= (refi_cnt_q == REFI_W'(T_REFI - 1)) ? '0 : refi_cnt_q + 1'b1;
-      if (rq_any_unblocked) rd_idle_q <= '0;
-      else if (!rd_idle_done) rd_idle_q <= rd_idle_q + 1'b1;
     end
   end
 

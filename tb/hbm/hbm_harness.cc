@@ -62,7 +62,8 @@ struct Request {
 // Produces the request stream of one pattern.
 class Generator {
  public:
-  Generator(Pattern p, uint64_t seed) : pattern_(p), rng_(seed) {}
+  Generator(Pattern p, uint64_t seed, bool partial_strobes)
+      : pattern_(p), rng_(seed), partial_strobes_(partial_strobes) {}
   Request Next() {
     Request r;
     switch (pattern_) {
@@ -101,7 +102,7 @@ class Generator {
         r.id = uint32_t(rng_() % 4);
         // Half of the writes set only part of each beat (as the chip's narrow lines do): a read is
         // answered from the write queue only where the queued data covers the whole beat.
-        if (r.write) {
+        if (r.write && partial_strobes_) {
           const uint64_t k = rng_() % 6;
           r.strobe = k < 3 ? Strobe::kFull : k == 3 ? Strobe::kLowHalf : k == 4 ? Strobe::kHighHalf : Strobe::kScattered;
         }
@@ -114,6 +115,7 @@ class Generator {
  private:
   Pattern pattern_;
   std::mt19937_64 rng_;
+  bool partial_strobes_;
   uint64_t cursor_ = 0, count_ = 0;
 };
 
@@ -222,7 +224,7 @@ RunResult Run(Pattern pattern, const RunOptions& options) {
     }
   }
 
-  Generator gen(pattern, options.seed);
+  Generator gen(pattern, options.seed, options.partial_strobes);
   std::mt19937_64 rng(options.seed ^ 0xABCDEF);
   std::vector<uint32_t> version(kRegionLines, 0);
   // Lines last written with a partial strobe hold a mix of versions: their bytes are kept here.

@@ -15,8 +15,9 @@ class Vhbm_ctrl;
 namespace tpu::hbm_tb {
 
 // kSameLine mixes reads and writes of 1-4 beats on a few lines with no gap between dependent
-// requests, half of the writes with partial byte strobes: the controller must order them by acceptance
-// (AR before AW in one cycle), also where it answers reads from its write queue or merges writes.
+// requests (half of the writes with partial byte strobes when RunOptions::partial_strobes): the
+// controller must order them by acceptance (AR before AW in one cycle), also where it answers reads from
+// its write queue or merges writes.
 enum class Pattern { kSeqRead, kSeqWrite, kMix, kRandomRead, kStrided, kManyIds, kSameLine };
 const char* PatternName(Pattern p);
 std::vector<Pattern> AllPatterns();
@@ -26,6 +27,7 @@ struct RunOptions {
   uint64_t seed = 1;
   int backpressure_pct = 0;       // percent of cycles R/B are not accepted
   uint64_t max_cycles = 0;        // 0: derived from transactions
+  bool partial_strobes = false;   // kSameLine: half of the writes set only part of each beat
 };
 
 struct RunResult {
