@@ -49,8 +49,8 @@ module hbm_ctrl #(
   parameter int T_RFC    = 260,
   // Queues.
   parameter int RQ_DEPTH = 16,
-  parameter int WQ_DEPTH = 32,
-  parameter int WQ_HI    = 24,
+  parameter int WQ_DEPTH = 128,  // depth and watermarks: the sweep in docs/hbm.md
+  parameter int WQ_HI    = 120,
   parameter int WQ_LO    = 8,
   parameter int RSP_DEPTH = 16,
   parameter int BQ_DEPTH = 8,
@@ -123,6 +123,7 @@ module hbm_ctrl #(
   localparam int LINE_W = ADDR_W - 6;
   localparam int RQ_W = $clog2(RQ_DEPTH + 1);
   localparam int WQ_W = $clog2(WQ_DEPTH + 1);
+  localparam int WQ_IW = $clog2(WQ_DEPTH);    // write queue index
   localparam int RSP_PW = $clog2(RSP_DEPTH);
   localparam int BQ_PW = $clog2(BQ_DEPTH);
   localparam int REFI_W = $clog2(T_REFI + 1);
@@ -195,7 +196,21 @@ module hbm_ctrl #(
   logic [DATA_W-1:0]               wq_data_q [WQ_DEPTH];
   logic [STRB_W-1:0]               wq_strb_q [WQ_DEPTH];
   logic [WQ_DEPTH*WQ_DEPTH-1:0] wq_older_q, wq_older_d;
-  logic [RQ_DEPTH*WQ_DEPTH-1:0] rw_older_q, rw_older_d;  // bit i*WQ_DEPTH+j: read i older than write j
+  // Same-line order between the queues, recorded when an entry is pushed (entries are pushed in
+  // acceptance order, so everything already queued is older):
+  // - a read keeps the youngest older write of its line (its source): it waits for that write, which
+  //   is issued after every older write of the line, or is answered from it when its strobes are full;
+  // - a write keeps the reads of its line queued before it (it waits until they have left the read
+  //   queue) and the youngest older write of its line still queued (written to the device first);
+  // - the youngest write of each line (newest) takes later writes of that line into its entry as long
+  //   as no queued read has it as its source.
+  logic [RQ_DEPTH-1:0]             rq_src_valid_q, rq_src_valid_d;
+  logic [RQ_DEPTH*WQ_IW-1:0]       rq_src_q, rq_src_d;
+  logic [WQ_DEPTH-1:0]             wq_newest_q, wq_newest_d;
+  logic [WQ_DEPTH-1:0]             wq_full_q, wq_full_d;      // every byte strobed: can answer a read
+  logic [WQ_DEPTH-1:0]             wq_prev_valid_q, wq_prev_valid_d;
+  logic [WQ_DEPTH*WQ_IW-1:0]       wq_prev_q, wq_prev_d;
+  logic [WQ_DEPTH*RQ_DEPTH-1:0]    wq_rd_wait_q, wq_rd_wait_d;  // bit j*RQ_DEPTH+i: write j after read i
   logic [RQ_W-1:0]                 rq_count;
   logic [WQ_W-1:0]                 wq_count;
 
@@ -223,8 +238,14 @@ module hbm_ctrl #(
   logic [ID_W-1:0]   rsp_id_q   [RSP_DEPTH];
   logic              rsp_last_q [RSP_DEPTH];
   logic [DATA_W-1:0] rsp_data_q [RSP_DEPTH];
-  logic [RSP_PW-1:0] rsp_head_q, rsp_fill_q, rsp_tail_q;
-  logic [RSP_PW:0]   rsp_alloc_q, rsp_ready_q;  // slots allocated (in flight + ready); slots with data
+  // Slots are taken in order by RDs and by forwarded reads; forwarded ones hold their data at once,
+  // RD data fills the slots of the RDs in flight in RD order (rd_slot_q).
+  logic [RSP_DEPTH-1:0] rsp_have_q;
+  logic [RSP_PW-1:0] rsp_head_q, rsp_tail_q;
+  logic [RSP_PW:0]   rsp_alloc_q;                // slots allocated (in flight, forwarded, ready)
+  logic [RSP_PW-1:0] rd_slot_q [RSP_DEPTH];
+  logic [RSP_PW-1:0] rd_slot_head_q, rd_slot_tail_q;
+  logic [RSP_PW:0]   rd_inflight_q;              // RDs whose data has not come back
 
   // ---------------- Write response queue ----------------
   logic [ID_W-1:0]   bq_id_q [BQ_DEPTH];
@@ -278,9 +299,11 @@ module hbm_ctrl #(
   // Read blocked: an older read with the same ID is still queued (R order per ID), or an older write
   // to the same line (the write is acknowledged, so the read must see it). Write blocked: an older
   // write or an older read to the same line (the read must not see it).
-  logic [RQ_DEPTH-1:0] rq_blocked, rq_wait_wr, rq_bank_wait, rq_hit, rq_col_ready, rq_row_cand, rq_row_sel;
+  logic [RQ_DEPTH-1:0] rq_blocked, rq_wait_wr, rq_fwd_src, rq_fwd_ready, rq_fwd, rq_leave, rq_bank_wait, rq_hit, rq_col_ready, rq_row_cand, rq_row_sel;
   logic [WQ_DEPTH-1:0] wq_blocked, wq_wait_rd, wq_hit, wq_col_ready, wq_row_cand, wq_row_sel;
-  logic [RQ_DEPTH*WQ_DEPTH-1:0] rw_same_line;
+  logic [WQ_DEPTH-1:0] wq_src_of_read;
+  logic                fwd_fire;
+  logic [DATA_W-1:0]   fwd_data;
   logic [NBANKS-1:0]   bank_hit_pending;
   logic                rq_any_unblocked, rq_any_wait_wr, wq_any_unblocked;
   logic                faw_ok, rsp_credit;
@@ -306,12 +329,7 @@ module hbm_ctrl #(
     rq_any_wait_wr = 1'b0;
     wq_any_unblocked = 1'b0;
     bank_hit_pending = '0;
-    for (int i = 0; i < RQ_DEPTH; i++) begin
-      for (int j = 0; j < WQ_DEPTH; j++) begin
-        rw_same_line[i*WQ_DEPTH + j] = rq_valid_q[i] && wq_valid_q[j] &&
-                                       wq_line_q[(j)*LINE_W +: LINE_W] == rq_line_q[(i)*LINE_W +: LINE_W];
-      end
-    end
+    wq_src_of_read = '0;
     for (int i = 0; i < RQ_DEPTH; i++) begin
       rq_blocked[i] = 1'b0;
       rq_bank_wait[i] = 1'b0;
@@ -321,25 +339,24 @@ module hbm_ctrl #(
           if (bank_of(rq_line_q[(j)*LINE_W +: LINE_W]) == bank_of(rq_line_q[(i)*LINE_W +: LINE_W])) rq_bank_wait[i] = 1'b1;
         end
       end
-      rq_wait_wr[i] = (rw_same_line[i*WQ_DEPTH +: WQ_DEPTH] & ~rw_older_q[i*WQ_DEPTH +: WQ_DEPTH]) != '0;
+      // A read with a source write never goes to the device before that write: answered from the
+      // write queue when the source covers the whole beat (once older reads of its ID have gone, for R
+      // order), otherwise read after the source is written.
+      rq_wait_wr[i] = rq_src_valid_q[i];
+      rq_fwd_src[i] = rq_src_valid_q[i] && wq_full_q[rq_src_q[(i)*WQ_IW +: WQ_IW]];
+      rq_fwd_ready[i] = rq_valid_q[i] && rq_fwd_src[i] && !rq_blocked[i];
+      if (rq_valid_q[i] && rq_src_valid_q[i]) wq_src_of_read[rq_src_q[(i)*WQ_IW +: WQ_IW]] = 1'b1;
       if (rq_wait_wr[i]) rq_blocked[i] = 1'b1;
       rq_hit[i] = open_q[bank_of(rq_line_q[(i)*LINE_W +: LINE_W])] && open_row_q[(bank_of(rq_line_q[(i)*LINE_W +: LINE_W]))*ROW_BITS +: ROW_BITS] == row_of(rq_line_q[(i)*LINE_W +: LINE_W]);
       if (rq_valid_q[i] && !rq_blocked[i]) rq_any_unblocked = 1'b1;
-      if (rq_valid_q[i] && rq_wait_wr[i]) rq_any_wait_wr = 1'b1;
+      if (rq_valid_q[i] && rq_wait_wr[i] && !rq_fwd_src[i]) rq_any_wait_wr = 1'b1;
       // Only hits that will be served in this mode keep their row open: a hit waiting for a write, or
       // for an older read of its ID on the same bank, would hold off the very access it waits for.
       if (rq_valid_q[i] && !rq_wait_wr[i] && !rq_bank_wait[i] && rq_hit[i] && !write_mode_q) bank_hit_pending[bank_of(rq_line_q[(i)*LINE_W +: LINE_W])] = 1'b1;
     end
     for (int i = 0; i < WQ_DEPTH; i++) begin
-      wq_blocked[i] = 1'b0;
-      for (int j = 0; j < WQ_DEPTH; j++) begin
-        if (wq_valid_q[j] && wq_older_q[(j)*WQ_DEPTH + (i)] && wq_line_q[(j)*LINE_W +: LINE_W] == wq_line_q[(i)*LINE_W +: LINE_W]) wq_blocked[i] = 1'b1;
-      end
-      wq_wait_rd[i] = 1'b0;
-      for (int j = 0; j < RQ_DEPTH; j++) begin
-        if (rw_same_line[j*WQ_DEPTH + i] && rw_older_q[j*WQ_DEPTH + i]) wq_wait_rd[i] = 1'b1;
-      end
-      if (wq_wait_rd[i]) wq_blocked[i] = 1'b1;
+      wq_wait_rd[i] = wq_rd_wait_q[i*RQ_DEPTH +: RQ_DEPTH] != '0;
+      wq_blocked[i] = wq_prev_valid_q[i] || wq_wait_rd[i];
       wq_hit[i] = open_q[bank_of(wq_line_q[(i)*LINE_W +: LINE_W])] && open_row_q[(bank_of(wq_line_q[(i)*LINE_W +: LINE_W]))*ROW_BITS +: ROW_BITS] == row_of(wq_line_q[(i)*LINE_W +: LINE_W]);
       if (wq_valid_q[i] && !wq_blocked[i]) wq_any_unblocked = 1'b1;
       if (wq_valid_q[i] && !wq_wait_rd[i] && wq_hit[i] && write_mode_q) bank_hit_pending[bank_of(wq_line_q[(i)*LINE_W +: LINE_W])] = 1'b1;
@@ -353,7 +370,7 @@ module hbm_ctrl #(
       // Row candidates: a closed bank to open, or an open bank on another row with no hit waiting.
       // Entries waiting for older ones of their kind may prepare their row (hides tRCD behind older
       // accesses); entries waiting for the other kind may open a closed bank but never close one.
-      rq_row_cand[i] = rq_valid_q[i] && !write_mode_q && !ref_pending_q && !rq_hit[i] &&
+      rq_row_cand[i] = rq_valid_q[i] && !rq_fwd_src[i] && !write_mode_q && !ref_pending_q && !rq_hit[i] &&
                        (open_q[bank_of(rq_line_q[(i)*LINE_W +: LINE_W])]
                           ? (!rq_wait_wr[i] && !bank_hit_pending[bank_of(rq_line_q[(i)*LINE_W +: LINE_W])] &&
                              reached(pre_ok_q[(bank_of(rq_line_q[(i)*LINE_W +: LINE_W]))*32 +: 32], now_q))
@@ -424,6 +441,23 @@ module hbm_ctrl #(
         row_cmd = open_q[row_bank] ? RowPre : RowAct;
       end
     end
+    // Forwarding: the oldest read whose source write covers its beat takes a response slot in a cycle
+    // without RD (one slot per cycle); it does not use the device, so any mode and refresh allow it.
+    rq_fwd = '0;
+    fwd_data = '0;
+    for (int i = 0; i < RQ_DEPTH; i++) begin
+      if (rq_fwd_ready[i] && (rq_fwd_ready & rq_older_col[i*RQ_DEPTH +: RQ_DEPTH]) == '0) begin
+        rq_fwd[i] = 1'b1;
+        fwd_data = wq_data_q[rq_src_q[(i)*WQ_IW +: WQ_IW]];
+        if (col_cmd != ColRd) begin
+          rd_issue_id = rq_id_q[(i)*ID_W +: ID_W];
+          rd_issue_last = rq_last_q[i];
+        end
+      end
+    end
+    fwd_fire = rq_fwd != '0 && rsp_credit && col_cmd != ColRd;
+    if (!fwd_fire) rq_fwd = '0;
+    rq_leave = rq_issue | rq_fwd;
 
     // Refresh: close every bank with one PREA once each allows it, then REF after tRP.
     all_closed = (open_q == '0);
@@ -521,9 +555,9 @@ module hbm_ctrl #(
     endcase
 
     // Write draining with hysteresis: start at the high watermark, when no read can proceed, or when a
-    // read waits for a write; stop at the low watermark once a read can go and none waits for a write,
-    // or when no write can proceed. Entries are ordered by acceptance, so the oldest one is never
-    // blocked and one of the two modes always has work.
+    // read waits for a write (answered from the queue does not count); stop at the low watermark once a
+    // read can go and none waits for a write, or when no write can proceed. Entries are ordered by
+    // acceptance, so the oldest one is never blocked and one of the two modes always has work.
     if (!write_mode_q) begin
       write_mode_d = wq_any_unblocked &&
                      ((wq_count >= WQ_W'(WQ_HI)) || !rq_any_unblocked || rq_any_wait_wr);
@@ -537,38 +571,87 @@ module hbm_ctrl #(
   end
 
   // ---------------- Next state: queues ----------------
+  // Same-line lookups for the beats pushed in this cycle: the youngest queued write of the line that is
+  // not being issued now (one being issued reaches the device before anything pushed now).
+  logic              rd_src_found, wr_prev_found, wr_merge;
+  logic [WQ_IW-1:0]  rd_src_idx, wr_prev_idx;
   always_comb begin
-    rq_valid_d = rq_valid_q & ~rq_issue;
+    rd_src_found = 1'b0;
+    rd_src_idx = '0;
+    wr_prev_found = 1'b0;
+    wr_prev_idx = '0;
+    for (int j = 0; j < WQ_DEPTH; j++) begin
+      if (wq_valid_q[j] && wq_newest_q[j] && !wq_issue[j]) begin
+        if (wq_line_q[(j)*LINE_W +: LINE_W] == rd_line_q) begin
+          rd_src_found = 1'b1;
+          rd_src_idx = WQ_IW'(j);
+        end
+        if (wq_line_q[(j)*LINE_W +: LINE_W] == wr_line_q) begin
+          wr_prev_found = 1'b1;
+          wr_prev_idx = WQ_IW'(j);
+        end
+      end
+    end
+    // A write joins the youngest queued write of its line unless a read is to see that one without
+    // the new data: a queued read with it as source, or a read of the line pushed now (AR goes first).
+    wr_merge = wr_push && wr_prev_found && !wq_src_of_read[wr_prev_idx] &&
+               !(rd_push && rd_line_q == wr_line_q);
+  end
+
+  always_comb begin
+    rq_valid_d = rq_valid_q & ~rq_leave;
     rq_id_d = rq_id_q;
     rq_line_d = rq_line_q;
     rq_last_d = rq_last_q;
     rq_older_d = rq_older_q;
-    rw_older_d = rw_older_q;
+    rq_src_valid_d = rq_src_valid_q;
+    rq_src_d = rq_src_q;
+    // A read whose source is written now reads the device afterwards.
+    for (int i = 0; i < RQ_DEPTH; i++) begin
+      if (wq_issue[rq_src_q[(i)*WQ_IW +: WQ_IW]]) rq_src_valid_d[i] = 1'b0;
+    end
     if (rd_push) begin
       rq_valid_d[rq_free] = 1'b1;
       rq_id_d[(rq_free)*ID_W +: ID_W] = rd_id_q;
       rq_line_d[(rq_free)*LINE_W +: LINE_W] = rd_line_q;
       rq_last_d[rq_free] = (rd_left_q == '0);
+      rq_src_valid_d[rq_free] = rd_src_found;
+      rq_src_d[(rq_free)*WQ_IW +: WQ_IW] = rd_src_idx;
       // Every entry still queued is older than the new one; the new one is older than nothing.
       for (int j = 0; j < RQ_DEPTH; j++) begin
         rq_older_d[(j)*RQ_DEPTH + 32'(rq_free)] = rq_valid_d[j] && (j != 32'(rq_free));
         rq_older_d[(rq_free)*RQ_DEPTH + (j)] = 1'b0;
       end
-      // Every queued write is older than the new read.
-      rw_older_d[32'(rq_free)*WQ_DEPTH +: WQ_DEPTH] = '0;
     end
     wq_valid_d = wq_valid_q & ~wq_issue;
     wq_line_d = wq_line_q;
     wq_older_d = wq_older_q;
-    if (wr_push) begin
+    wq_newest_d = wq_newest_q;
+    wq_full_d = wq_full_q;
+    wq_prev_valid_d = wq_prev_valid_q;
+    wq_prev_d = wq_prev_q;
+    for (int j = 0; j < WQ_DEPTH; j++) begin
+      wq_rd_wait_d[j*RQ_DEPTH +: RQ_DEPTH] = wq_rd_wait_q[j*RQ_DEPTH +: RQ_DEPTH] & ~rq_leave;
+      if (wq_issue[wq_prev_q[(j)*WQ_IW +: WQ_IW]]) wq_prev_valid_d[j] = 1'b0;
+    end
+    if (wr_merge) begin
+      wq_full_d[wr_prev_idx] = &(wq_strb_q[wr_prev_idx] | w_strb_i);
+    end else if (wr_push) begin
       wq_valid_d[wq_free] = 1'b1;
       wq_line_d[(wq_free)*LINE_W +: LINE_W] = wr_line_q;
+      wq_newest_d[wq_free] = 1'b1;
+      if (wr_prev_found) wq_newest_d[wr_prev_idx] = 1'b0;
+      wq_full_d[wq_free] = &w_strb_i;
+      wq_prev_valid_d[wq_free] = wr_prev_found;
+      wq_prev_d[(wq_free)*WQ_IW +: WQ_IW] = wr_prev_idx;
       for (int j = 0; j < WQ_DEPTH; j++) begin
         wq_older_d[(j)*WQ_DEPTH + 32'(wq_free)] = wq_valid_d[j] && (j != 32'(wq_free));
         wq_older_d[(wq_free)*WQ_DEPTH + (j)] = 1'b0;
       end
-      // Every queued read (one pushed in this cycle too) is older than the new write.
-      for (int i = 0; i < RQ_DEPTH; i++) rw_older_d[i*WQ_DEPTH + 32'(wq_free)] = rq_valid_d[i];
+      // The queued reads of its line (one pushed in this cycle too) are older than the new write.
+      for (int i = 0; i < RQ_DEPTH; i++) begin
+        wq_rd_wait_d[32'(wq_free)*RQ_DEPTH + i] = rq_valid_d[i] && rq_line_d[(i)*LINE_W +: LINE_W] == wr_line_q;
+      end
     end
   end
 
@@ -586,6 +669,9 @@ module hbm_ctrl #(
       wr_wait_q <= 1'b0;
       rq_valid_q <= '0;
       wq_valid_q <= '0;
+      rq_src_valid_q <= '0;
+      wq_prev_valid_q <= '0;
+      wq_rd_wait_q <= '0;
       open_q <= '0;
       for (int b = 0; b < NBANKS; b++) begin
         act_ok_q[(b)*32 +: 32] <= '0;
@@ -634,7 +720,13 @@ module hbm_ctrl #(
       rq_line_q <= rq_line_d;
       rq_last_q <= rq_last_d;
       rq_older_q <= rq_older_d;
-      rw_older_q <= rw_older_d;
+      rq_src_valid_q <= rq_src_valid_d;
+      rq_src_q <= rq_src_d;
+      wq_newest_q <= wq_newest_d;
+      wq_full_q <= wq_full_d;
+      wq_prev_valid_q <= wq_prev_valid_d;
+      wq_prev_q <= wq_prev_d;
+      wq_rd_wait_q <= wq_rd_wait_d;
       wq_valid_q <= wq_valid_d;
       wq_line_q <= wq_line_d;
       wq_older_q <= wq_older_d;
@@ -654,43 +746,60 @@ module hbm_ctrl #(
   end
 
   // Write data storage without reset (a datapath RAM).
+  // A merged beat replaces the strobed bytes of the entry it joins.
   always_ff @(posedge clk_i) begin
-    if (wr_push) begin
+    if (wr_merge) begin
+      for (int b = 0; b < STRB_W; b++) begin
+        if (w_strb_i[b]) wq_data_q[wr_prev_idx][b*8 +: 8] <= w_data_i[b*8 +: 8];
+      end
+      wq_strb_q[wr_prev_idx] <= wq_strb_q[wr_prev_idx] | w_strb_i;
+    end else if (wr_push) begin
       wq_data_q[wq_free] <= w_data_i;
       wq_strb_q[wq_free] <= w_strb_i;
     end
   end
 
   // ---------------- Read responses ----------------
-  logic r_pop;
+  logic r_pop, rsp_alloc;
   assign r_pop     = r_valid_o && r_ready_i;
-  assign r_valid_o = rsp_ready_q != '0;
+  assign r_valid_o = rsp_alloc_q != '0 && rsp_have_q[rsp_head_q];
   assign r_id_o    = rsp_id_q[rsp_head_q];
   assign r_last_o  = rsp_last_q[rsp_head_q];
   assign r_data_o  = rsp_data_q[rsp_head_q];
   assign r_resp_o  = 2'b00;
+  assign rsp_alloc = col_cmd == ColRd || fwd_fire;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
+      rsp_have_q <= '0;
       rsp_head_q <= '0;
-      rsp_fill_q <= '0;
       rsp_tail_q <= '0;
       rsp_alloc_q <= '0;
-      rsp_ready_q <= '0;
+      rd_slot_head_q <= '0;
+      rd_slot_tail_q <= '0;
+      rd_inflight_q <= '0;
     end else begin
-      if (col_cmd == ColRd) rsp_tail_q <= rsp_tail_q + 1'b1;
-      if (dfi_rddata_valid_i) rsp_fill_q <= rsp_fill_q + 1'b1;
+      if (rsp_alloc) rsp_tail_q <= rsp_tail_q + 1'b1;
+      if (col_cmd == ColRd) rd_slot_tail_q <= rd_slot_tail_q + 1'b1;
+      if (dfi_rddata_valid_i) rd_slot_head_q <= rd_slot_head_q + 1'b1;
       if (r_pop) rsp_head_q <= rsp_head_q + 1'b1;
-      rsp_alloc_q <= rsp_alloc_q + (RSP_PW+1)'(col_cmd == ColRd) - (RSP_PW+1)'(r_pop);
-      rsp_ready_q <= rsp_ready_q + (RSP_PW+1)'(dfi_rddata_valid_i) - (RSP_PW+1)'(r_pop);
+      // Distinct slots: the head is popped only once it has data, the tail is free, RD data goes to
+      // a slot allocated earlier and not yet filled.
+      if (r_pop) rsp_have_q[rsp_head_q] <= 1'b0;
+      if (fwd_fire) rsp_have_q[rsp_tail_q] <= 1'b1;
+      if (dfi_rddata_valid_i) rsp_have_q[rd_slot_q[rd_slot_head_q]] <= 1'b1;
+      rsp_alloc_q <= rsp_alloc_q + (RSP_PW+1)'(rsp_alloc) - (RSP_PW+1)'(r_pop);
+      rd_inflight_q <= rd_inflight_q + (RSP_PW+1)'(col_cmd == ColRd) - (RSP_PW+1)'(dfi_rddata_valid_i);
     end
   end
   always_ff @(posedge clk_i) begin
-    if (col_cmd == ColRd) begin
+    if (rsp_alloc) begin
       rsp_id_q[rsp_tail_q] <= rd_issue_id;
       rsp_last_q[rsp_tail_q] <= rd_issue_last;
     end
-    if (dfi_rddata_valid_i) rsp_data_q[rsp_fill_q] <= dfi_rddata_i;
+    if (col_cmd == ColRd) rd_slot_q[rd_slot_tail_q] <= rsp_tail_q;
+    if (fwd_fire) rsp_data_q[rsp_tail_q] <= fwd_data;
+    if (dfi_rddata_valid_i) rsp_data_q[rd_slot_q[rd_slot_head_q]] <= dfi_rddata_i;
   end
 
   // ---------------- Write responses: one per burst, once its last beat is queued (or issued) ----------------
@@ -700,7 +809,8 @@ module hbm_ctrl #(
   assign b_valid_o = bq_count_q != '0 && (!B_AFTER_ISSUE || bq_left_q[32'(bq_head_q)*WQ_W +: WQ_W] == '0);
   always_comb begin
     bq_left_d = bq_left_q;
-    if (wr_push) bq_left_d[32'(bq_tail_q)*WQ_W +: WQ_W] = bq_left_d[32'(bq_tail_q)*WQ_W +: WQ_W] + 1'b1;
+    // A merged beat counts for the burst of the entry it joins, whose B comes first.
+    if (wr_push && !wr_merge) bq_left_d[32'(bq_tail_q)*WQ_W +: WQ_W] = bq_left_d[32'(bq_tail_q)*WQ_W +: WQ_W] + 1'b1;
     for (int i = 0; i < WQ_DEPTH; i++) begin
       if (wq_issue[i]) begin
         bq_left_d[32'(wq_burst_q[i])*WQ_W +: WQ_W] = bq_left_d[32'(wq_burst_q[i])*WQ_W +: WQ_W] - 1'b1;
@@ -724,15 +834,18 @@ module hbm_ctrl #(
   end
   always_ff @(posedge clk_i) begin
     if (b_push) bq_id_q[bq_tail_q] <= wr_id_q;
-    if (wr_push) wq_burst_q[wq_free] <= bq_tail_q;
+    if (wr_push && !wr_merge) wq_burst_q[wq_free] <= bq_tail_q;
   end
 
 `ifndef SYNTHESIS
   // Protocol checks: read data only for reads in flight; queue bookkeeping stays consistent.
   always_ff @(posedge clk_i) begin
     if (rst_ni) begin
-      assert (!dfi_rddata_valid_i || rsp_alloc_q > rsp_ready_q)
+      assert (!dfi_rddata_valid_i || rd_inflight_q != '0)
         else $error("hbm_ctrl: read data with no read in flight");
+      assert (!(fwd_fire && col_cmd == ColRd)) else $error("hbm_ctrl: two response slots in one cycle");
+      assert (!(wr_merge && wq_issue[wr_prev_idx])) else $error("hbm_ctrl: merge into a write being issued");
+      assert (!(rq_fwd != '0 && (rq_fwd & ~rq_fwd_src) != '0)) else $error("hbm_ctrl: forwarded read without a full source");
       assert (!(row_cmd == RowAct && open_q[row_bank])) else $error("hbm_ctrl: ACT to an open bank");
       assert (!(col_cmd != ColNop && !open_q[col_bank])) else $error("hbm_ctrl: column command to a closed bank");
     end
