@@ -1,5 +1,6 @@
 // make bench-hbm: every traffic pattern on the verilated controller and the device model; one line per
-// pattern (see docs/hbm.md). Exits non-zero on any mismatch, violation or protocol error.
+// pattern (see docs/hbm.md). `hbm_bench [bursts per pattern] [seed]` (defaults 2000000 and 1; the seed
+// drives the traffic and the back-pressure). Exits non-zero on any mismatch, violation or protocol error.
 #include <cstdio>
 #include <cstdlib>
 
@@ -9,10 +10,13 @@ int main(int argc, char** argv) {
   using namespace tpu::hbm_tb;
   RunOptions options;
   options.transactions = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 2000000;
-  if (options.transactions == 0) {
-    std::fprintf(stderr, "usage: hbm_bench [bursts per pattern > 0]\n");
+  if (argc > 2) options.seed = std::strtoull(argv[2], nullptr, 10);
+  if (options.transactions == 0 || argc > 3) {
+    std::fprintf(stderr, "usage: hbm_bench [bursts per pattern > 0] [seed]\n");
     return 2;
   }
+  std::printf("hbm bursts_per_pattern=%llu seed=%llu\n", static_cast<unsigned long long>(options.transactions),
+              static_cast<unsigned long long>(options.seed));
   int status = 0;
   uint64_t total = 0;
   for (Pattern p : AllPatterns()) {
