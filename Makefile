@@ -8,7 +8,7 @@ APT_PACKAGES := verilator libsystemc-dev gtkwave yosys libboost-dev googletest l
   python3-dev python3-venv dataset-fashion-mnist chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps venv build test test-sanitize sim wave lint synth bench-mxu bench-hbm bench-gemm bench-workloads train bench-parity bench-steps-per-execution bench-determinism bench-allreduce fuzz clean
+.PHONY: all deps venv build test test-sanitize regress sim wave lint synth bench-mxu bench-hbm bench-gemm bench-workloads train bench-parity bench-steps-per-execution bench-determinism bench-allreduce fuzz clean
 
 all: build
 
@@ -53,6 +53,13 @@ $(SANITIZE_DIR)/CMakeCache.txt: | deps venv
 test-sanitize: deps venv $(SANITIZE_DIR)/CMakeCache.txt
 	cmake --build $(SANITIZE_DIR) -j$(JOBS)
 	tb/sanitize/run_tests.sh $(SANITIZE_DIR) $(JOBS)
+
+# The long tier (tb/regress/run.sh): synthesis, the randomized differential tests at high iteration counts,
+# the HBM bench and the exhaustive numerics, seeded by REGRESS_SEED; ends with `regress parts=N failures=F`.
+# REGRESS_PARTS picks parts (synth opcodes programs hbm numerics); docs/performance.md has the figures.
+REGRESS_PARTS ?=
+regress: build
+	REGRESS_JOBS=$(JOBS) tb/regress/run.sh $(BUILD_DIR) $(REGRESS_PARTS)
 
 # The front end's interpreter with the extension module and the tpusim package on its path.
 FRONTEND := PYTHONPATH=$(BUILD_DIR)/python JAX_PLATFORMS=cpu $(VENV)/bin/python

@@ -125,37 +125,71 @@ module tpu_vpu
     end
   end
 
-  // Stage 1 lane arithmetic.
-  always_comb begin
-    for (int l = 0; l < NumLanes; l++) begin
-      logic [31:0] a, b;
-      a = a_rd_data_i[l*32 +: 32];
-      b = b_imm_q ? imm_q : b_rd_data_i[l*32 +: 32];
+  // Stage 1 lane arithmetic, one block per lane; the floating-point operations are tpu_vpu_lane's (see
+  // there why they are a module of their own).
+  for (genvar l = 0; l < NumLanes; l++) begin : gen_lane
+    logic [31:0] a, b, lane_result;
+    logic [31:0] add_r, mul_r, max_r, min_r, cvt_r, exp_r, log_r, rsqrt_r, rcp_r;
+    logic        cmp_r;
+    assign a = a_rd_data_i[l*32 +: 32];
+    assign b = b_imm_q ? imm_q : b_rd_data_i[l*32 +: 32];
+
+    tpu_vpu_lane u_lane (
+      .a_i        (a),
+      .b_i        (b),
+      .cmp_dir_i  (dir_q),
+      .cmp_int_i  (int_q),
+      .to_s32_i   (to_s32_q),
+      .add_en_i   (vop_q == VopAdd),
+      .sub_en_i   (vop_q == VopSub),
+      .mul_en_i   (vop_q == VopMul),
+      .max_en_i   (vop_q == VopMax),
+      .min_en_i   (vop_q == VopMin),
+      .cmp_en_i   (vop_q == VopCmp),
+      .cvt_en_i   (vop_q == VopCvt),
+      .exp_en_i   (vop_q == VopExp),
+      .log_en_i   (vop_q == VopLog),
+      .rsqrt_en_i (vop_q == VopRsqrt),
+      .rcp_en_i   (vop_q == VopRcp),
+      .add_o      (add_r),
+      .mul_o      (mul_r),
+      .max_o      (max_r),
+      .min_o      (min_r),
+      .cmp_o      (cmp_r),
+      .cvt_o      (cvt_r),
+      .exp_o      (exp_r),
+      .log_o      (log_r),
+      .rsqrt_o    (rsqrt_r),
+      .rcp_o      (rcp_r)
+    );
+
+    always_comb begin
       unique case (vop_q)
-        VopAdd:   result[l*32 +: 32] = int_q ? (a + b) : tpu_fp_pkg::fp32_add(a, b);
-        VopSub:   result[l*32 +: 32] = int_q ? (a - b) : tpu_fp_pkg::fp32_add(a, {~b[31], b[30:0]});
-        VopMul:   result[l*32 +: 32] = int_q ? (a * b) : tpu_fp_pkg::fp32_mul(a, b);
-        VopMax:   result[l*32 +: 32] = int_q ? (($signed(a) >= $signed(b)) ? a : b) : tpu_fp_pkg::fp32_max(a, b);
-        VopMin:   result[l*32 +: 32] = int_q ? (($signed(a) <= $signed(b)) ? a : b) : tpu_fp_pkg::fp32_min(a, b);
-        VopAnd:   result[l*32 +: 32] = a & b;
-        VopOr:    result[l*32 +: 32] = a | b;
-        VopXor:   result[l*32 +: 32] = a ^ b;
+        VopAdd:   lane_result = int_q ? (a + b) : add_r;
+        VopSub:   lane_result = int_q ? (a - b) : add_r;
+        VopMul:   lane_result = int_q ? (a * b) : mul_r;
+        VopMax:   lane_result = int_q ? (($signed(a) >= $signed(b)) ? a : b) : max_r;
+        VopMin:   lane_result = int_q ? (($signed(a) <= $signed(b)) ? a : b) : min_r;
+        VopAnd:   lane_result = a & b;
+        VopOr:    lane_result = a | b;
+        VopXor:   lane_result = a ^ b;
         // Shift amounts of 32 or more shift everything out (the sign fills an arithmetic shift).
-        VopShl:   result[l*32 +: 32] = (|b[31:5]) ? 32'd0 : (a << b[4:0]);
-        VopShrl:  result[l*32 +: 32] = (|b[31:5]) ? 32'd0 : (a >> b[4:0]);
-        VopShra:  result[l*32 +: 32] = (|b[31:5]) ? {32{a[31]}} : 32'($signed(a) >>> b[4:0]);
-        VopCmp:   result[l*32 +: 32] = {31'd0, tpu_fp_pkg::cmp32(a, b, dir_q, int_q)};
-        VopSel:   result[l*32 +: 32] = (mask_q[l*32 +: 32] != 32'd0) ? a : sel_b_q[l*32 +: 32];
-        VopCvt:   result[l*32 +: 32] = to_s32_q ? tpu_fp_pkg::fp32_to_s32(a) : tpu_fp_pkg::s32_to_fp32(a);
-        VopTrans: result[l*32 +: 32] = trans_q[l][s1_idx_q*32 +: 32];
+        VopShl:   lane_result = (|b[31:5]) ? 32'd0 : (a << b[4:0]);
+        VopShrl:  lane_result = (|b[31:5]) ? 32'd0 : (a >> b[4:0]);
+        VopShra:  lane_result = (|b[31:5]) ? {32{a[31]}} : 32'($signed(a) >>> b[4:0]);
+        VopCmp:   lane_result = {31'd0, cmp_r};
+        VopSel:   lane_result = (mask_q[l*32 +: 32] != 32'd0) ? a : sel_b_q[l*32 +: 32];
+        VopCvt:   lane_result = cvt_r;
+        VopTrans: lane_result = trans_q[l][s1_idx_q*32 +: 32];
         // Transcendentals: one combinational lane each (the library's operation sequences).
-        VopExp:   result[l*32 +: 32] = tpu_fp_pkg::fp32_exp(a);
-        VopLog:   result[l*32 +: 32] = tpu_fp_pkg::fp32_log(a);
-        VopRsqrt: result[l*32 +: 32] = tpu_fp_pkg::fp32_rsqrt(a);
-        VopRcp:   result[l*32 +: 32] = tpu_fp_pkg::fp32_rcp(a);
-        default:  result[l*32 +: 32] = imm_q;
+        VopExp:   lane_result = exp_r;
+        VopLog:   lane_result = log_r;
+        VopRsqrt: lane_result = rsqrt_r;
+        VopRcp:   lane_result = rcp_r;
+        default:  lane_result = imm_q;
       endcase
     end
+    assign result[l*32 +: 32] = lane_result;
   end
 
   always_ff @(posedge clk_i) begin

@@ -489,10 +489,15 @@ void RunOne(uint32_t seed, int unit_instructions, Coverage& coverage) {
   EXPECT_TRUE(chip.violations().empty());
 }
 
-// TPU_DIFF_PROGRAMS=<n> runs more programs (the default keeps ctest quick).
+// TPU_DIFF_PROGRAMS=<n> runs more programs (the default keeps ctest quick); TPU_DIFF_PROGRAM_SEED=<s>
+// makes s the first program's seed (default 1000; program i has seed s + i, the seed a failure names).
 int ProgramCount() {
   const char* env = std::getenv("TPU_DIFF_PROGRAMS");
   return env != nullptr ? std::max(1, std::atoi(env)) : 24;
+}
+uint32_t FirstProgramSeed() {
+  const char* env = std::getenv("TPU_DIFF_PROGRAM_SEED");
+  return env != nullptr && *env != '\0' ? static_cast<uint32_t>(std::strtoul(env, nullptr, 10)) : 1000;
 }
 
 // DMA instructions overlap (DMA_QUEUE): the next one issues when the previous one has sent its
@@ -612,7 +617,7 @@ TEST(ChipDiff, RandomProgramsMatchTheReferenceModel) {
   const int programs = ProgramCount();
   Coverage coverage;
   for (int i = 0; i < programs; ++i) {
-    RunOne(1000 + static_cast<uint32_t>(i), 10 + i % 40, coverage);
+    RunOne(FirstProgramSeed() + static_cast<uint32_t>(i), 10 + i % 40, coverage);
     if (HasFailure()) break;
   }
   std::printf("[ coverage ] %d programs, %llu cycles: %llu VMEM and %llu HBM lines changed, %llu ended in an error\n",

@@ -1,6 +1,7 @@
 // make bench-hbm: every traffic pattern on the verilated controller and the device model; one line per
-// pattern (see docs/hbm.md). Exits non-zero on any mismatch, violation or protocol error.
-// Usage: hbm_bench [bursts per pattern] [pattern ...] (default: 2*10^6 bursts, every pattern).
+// pattern (see docs/hbm.md). `hbm_bench [bursts per pattern] [seed] [pattern ...]` (defaults 2000000, 1
+// and every pattern; the seed drives the traffic and the back-pressure). Exits non-zero on any mismatch,
+// violation or protocol error.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -12,12 +13,14 @@ int main(int argc, char** argv) {
   using namespace tpu::hbm_tb;
   RunOptions options;
   options.transactions = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 2000000;
+  if (argc > 2) options.seed = std::strtoull(argv[2], nullptr, 10);
   if (options.transactions == 0) {
-    std::fprintf(stderr, "usage: hbm_bench [bursts per pattern > 0] [pattern ...]\n");
+    std::fprintf(stderr, "usage: hbm_bench [bursts per pattern > 0] [seed] [pattern ...]
+");
     return 2;
   }
   std::vector<Pattern> patterns;
-  for (int a = 2; a < argc; ++a) {
+  for (int a = 3; a < argc; ++a) {
     bool found = false;
     for (Pattern p : AllPatterns()) {
       if (std::string(argv[a]) == PatternName(p)) {
@@ -26,11 +29,15 @@ int main(int argc, char** argv) {
       }
     }
     if (!found) {
-      std::fprintf(stderr, "hbm_bench: unknown pattern '%s'\n", argv[a]);
+      std::fprintf(stderr, "hbm_bench: unknown pattern '%s'
+", argv[a]);
       return 2;
     }
   }
   if (patterns.empty()) patterns = AllPatterns();
+  std::printf("hbm bursts_per_pattern=%llu seed=%llu
+", static_cast<unsigned long long>(options.transactions),
+              static_cast<unsigned long long>(options.seed));
   int status = 0;
   uint64_t total = 0;
   for (Pattern p : patterns) {

@@ -19,5 +19,5 @@ for s in $settings; do
       "$src/rtl/hbm/hbm_ctrl.sv" "$src/tb/hbm/hbm_harness.cc" "$src/tb/hbm/hbm_bench.cc" \
       "$src/sysc/dram_device.cc" "$src/sysc/hbm_map.cc" > "$dir.log" 2>&1 || { cat "$dir.log"; exit 1; }
   fi
-  "$dir/hbm_bench" "$bursts" "$@" | sed "s/^hbm pattern/hbm wq=$depth hi=$hi lo=$lo pattern/" | grep pattern
+  "$dir/hbm_bench" "$bursts" 1 "$@" | sed "s/^hbm pattern/hbm wq=$depth hi=$hi lo=$lo pattern/" | grep pattern
 done

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The long test tier (`make regress`), beside `make test`:
+#
+#   tb/regress/run.sh BUILD_DIR [PART...]
+#
+# Parts (all by default, in this order):
+#   synth     `make synth`: Yosys on the units, the 8x8 MXU, the HBM blocks and the whole chip
+#   opcodes   tb/compiler/opcode_diff_test: every opcode's random HLO modules on the interpreter, the model
+#             and the verilated chip, REGRESS_DIFF_ITERATIONS cases per opcode
+#   programs  tb/core ChipDiff.RandomProgramsMatchTheReferenceModel: REGRESS_CHIP_PROGRAMS random
+#             programs on the verilated chip and the reference model, byte for byte
+#   hbm       tb/hbm/hbm_bench: every traffic pattern, REGRESS_HBM_BURSTS bursts each
+#   numerics  sim/numerics/numerics_exhaustive against the host FPU (REGRESS_NUMERICS_PAIRS random pairs
+#             per operation, and every bf16 product and fp32 -> bf16 input: --all-bf16) and tb/numerics'
+#             exhaustive sweeps of the RTL units against the library (TPU_NUMERICS_EXHAUSTIVE=1)
+#
+# Every part draws its random values from REGRESS_SEED (default 1) and prints the command that replays it.
+# Each part's output goes to BUILD_DIR/regress/<part>.log (its tail is shown when it fails); the run ends
+# with one line per part and a total:
+#   regress part=P status=ok|FAILED seconds=S
+#   regress parts=N failures=F seconds=S
+# The exit status is 0 only when every part passed. Figures: docs/performance.md (Long tier).
+set -uo pipefail
+
+if [ $# -lt 1 ]; then
+  echo "usage: $0 BUILD_DIR [synth|opcodes|programs|hbm|numerics ...]" >&2
+  exit 2
+fi
+build=$(cd "$1" && pwd) || exit 2
+shift
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=(synth opcodes programs hbm numerics)
+
+seed=${REGRESS_SEED:-1}
+diff_iterations=${REGRESS_DIFF_ITERATIONS:-60}
+chip_programs=${REGRESS_CHIP_PROGRAMS:-5000}
+hbm_bursts=${REGRESS_HBM_BURSTS:-2000000}
+numerics_pairs=${REGRESS_NUMERICS_PAIRS:-100000000}
+jobs=${REGRESS_JOBS:-1}
+logs=$build/regress
+mkdir -p "$logs"
+
+# Builds the targets a part needs (hbm_bench is not in the default build).
+need() {
+  cmake --build "$build" -j"$jobs" --target "$@" > "$logs/build.log" 2>&1 ||
+    { echo "regress: building $* failed (see $logs/build.log)"; return 1; }
+}
+
+part_synth() {
+  echo "replay: cmake --build $build --target synth"
+  cmake --build "$build" --target synth
+}
+part_opcodes() {
+  need opcode_diff_test || return 1
+  echo "replay: TPU_DIFF_SEED=$seed TPU_DIFF_ITERATIONS=$diff_iterations TPU_DIFF_RTL=1 $build/tb/compiler/opcode_diff_test"
+  TPU_DIFF_SEED=$seed TPU_DIFF_ITERATIONS=$diff_iterations TPU_DIFF_RTL=1 TPU_LOG_DIR=disabled \
+    "$build/tb/compiler/opcode_diff_test"
+}
+part_programs() {
+  need tpu_chip_test || return 1
+  # Program i has seed first + i; the seed of a failing program is in its failure message.
+  local first=$((seed * 1000))
+  echo "replay: TPU_DIFF_PROGRAM_SEED=$first TPU_DIFF_PROGRAMS=$chip_programs $build/tb/core/tpu_chip_test" \
+       "--gtest_filter=ChipDiff.RandomProgramsMatchTheReferenceModel"
+  TPU_DIFF_PROGRAM_SEED=$first TPU_DIFF_PROGRAMS=$chip_programs \
+    "$build/tb/core/tpu_chip_test" --gtest_filter=ChipDiff.RandomProgramsMatchTheReferenceModel
+}
+part_hbm() {
+  need hbm_bench || return 1
+  echo "replay: $build/tb/hbm/hbm_bench $hbm_bursts $seed"
+  "$build/tb/hbm/hbm_bench" "$hbm_bursts" "$seed"
+}
+part_numerics() {
+  need numerics_exhaustive numerics_rtl_test || return 1
+  echo "replay: $build/sim/numerics/numerics_exhaustive --pairs=$numerics_pairs --seed=$seed --all-bf16"
+  "$build/sim/numerics/numerics_exhaustive" --pairs="$numerics_pairs" --seed="$seed" --all-bf16 || return 1
+  echo "replay: TPU_NUMERICS_EXHAUSTIVE=1 TPU_NUMERICS_SEED=$seed $build/tb/numerics/numerics_rtl_test"
+  TPU_NUMERICS_EXHAUSTIVE=1 TPU_NUMERICS_SEED=$seed "$build/tb/numerics/numerics_rtl_test"
+}
+
+summary=()
+failures=0
+start_all=$SECONDS
+echo "regress seed=$seed parts=${parts[*]} logs=$logs"
+for part in "${parts[@]}"; do
+  if ! declare -F "part_$part" > /dev/null; then
+    echo "regress: unknown part '$part' (parts: synth opcodes programs hbm numerics)" >&2
+    exit 2
+  fi
+done
+for part in "${parts[@]}"; do
+  echo "regress: $part ..."
+  start=$SECONDS
+  if "part_$part" > "$logs/$part.log" 2>&1; then
+    status=ok
+  else
+    status=FAILED
+    failures=$((failures + 1))
+    tail -n 30 "$logs/$part.log" | sed "s/^/  $part| /"
+  fi
+  grep '^replay: ' "$logs/$part.log" | sed "s/^/  /"
+  line="regress part=$part status=$status seconds=$((SECONDS - start))"
+  echo "$line"
+  summary+=("$line")
+done
+echo
+printf '%s\n' "${summary[@]}"
+echo "regress parts=${#parts[@]} failures=$failures seconds=$((SECONDS - start_all))"
+[ "$failures" = 0 ]
