@@ -15,8 +15,7 @@ int main(int argc, char** argv) {
   options.transactions = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 2000000;
   if (argc > 2) options.seed = std::strtoull(argv[2], nullptr, 10);
   if (options.transactions == 0) {
-    std::fprintf(stderr, "usage: hbm_bench [bursts per pattern > 0] [seed] [pattern ...]
-");
+    std::fprintf(stderr, "usage: hbm_bench [bursts per pattern > 0] [seed] [pattern ...]\n");
     return 2;
   }
   std::vector<Pattern> patterns;
@@ -29,14 +28,12 @@ int main(int argc, char** argv) {
       }
     }
     if (!found) {
-      std::fprintf(stderr, "hbm_bench: unknown pattern '%s'
-", argv[a]);
+      std::fprintf(stderr, "hbm_bench: unknown pattern '%s'\n", argv[a]);
       return 2;
     }
   }
   if (patterns.empty()) patterns = AllPatterns();
-  std::printf("hbm bursts_per_pattern=%llu seed=%llu
-", static_cast<unsigned long long>(options.transactions),
+  std::printf("hbm bursts_per_pattern=%llu seed=%llu\n", static_cast<unsigned long long>(options.transactions),
               static_cast<unsigned long long>(options.seed));
   int status = 0;
   uint64_t total = 0;
