@@ -1,6 +1,6 @@
-// replica-id, partition-id, all-reduce, all-gather, reduce-scatter and collective-permute: a program that runs on every
-// device of a grid (Program::replicas x partitions, the same code everywhere) asks which device it is and
-// combines values with its peers.
+// replica-id, partition-id, all-reduce, all-gather, reduce-scatter and collective-permute: a program that
+// runs on every device of a grid (Program::replicas x partitions, the same code everywhere) asks which
+// device it is and combines values with its peers.
 //
 // The ids are immediates patched when the program is placed on its device (program.h, DevicePatch).
 //
@@ -15,7 +15,9 @@
 // pieces of at most kMaxPieces per chunk, each posting one of the receiver's peer semaphores; the
 // receiver takes one post per piece before it reads the piece. A device's posts to one peer arrive in
 // order (the DMA unit runs an RDMA alone), so counting semaphores keep pieces, steps and successive
-// collectives apart; each device has a semaphore per distinct sender (program.h, PeerSemaphores).
+// collectives apart; each device has a semaphore per distinct sender (program.h, PeerSemaphores). Over
+// more than two devices half the lines go round the reversed ring, the two halves' steps alternating, so
+// that every link carries both directions (docs/interconnect.md).
 //
 // all-gather is the second half of that ring (a block per device, stored where it belongs in the result
 // and sent on), reduce-scatter the first half with the steps shifted by one, so that each device ends

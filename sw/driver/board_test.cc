@@ -19,6 +19,7 @@
 #include "sim/model/ici.h"
 #include "sim/model/model_transport.h"
 #include "sw/driver/driver.h"
+#include "sw/driver/test_instructions.h"
 #include "tpu_csr.h"
 #include "tpu_isa.h"
 
@@ -34,19 +35,9 @@ using isa::Opcode;
 constexpr uint64_t kTimeout = 2'000'000;
 constexpr uint32_t kSemaphore = csr::HOST_SEMS;  // the first of the cores' semaphores
 
-uint64_t Instr(Opcode opcode, uint8_t rd = 0, uint8_t rs1 = 0, uint8_t rs2 = 0, uint8_t rs3 = 0, uint8_t flags = 0,
-               uint32_t imm = 0) {
-  isa::Instr instr;
-  instr.opcode = static_cast<uint8_t>(opcode);
-  instr.rd = rd;
-  instr.rs1 = rs1;
-  instr.rs2 = rs2;
-  instr.rs3 = rs3;
-  instr.flags = flags;
-  instr.imm = imm;
-  return isa::Encode(instr);
-}
-uint64_t Li(uint8_t rd, uint32_t imm) { return Instr(Opcode::LI, rd, 0, 0, 0, 0, imm); }
+using testing::Halt;
+using testing::Instr;
+using testing::Li;
 
 // Program pieces: registers s1 (HBM line), s2 (VMEM line), s3 (count), s4 (core), s5 (second VMEM line).
 void Append(std::vector<uint64_t>* code, std::initializer_list<uint64_t> words) { code->insert(code->end(), words); }

@@ -1,6 +1,7 @@
 // Driver tests on the reference model's transport and, when the SystemC platform is built, on the verilated
 // chip's: the same register sequences against both, each error path followed by a successful run.
 #include "sw/driver/driver.h"
+#include "sw/driver/test_instructions.h"
 
 #include <gtest/gtest.h>
 
@@ -23,20 +24,9 @@ namespace {
 
 using isa::Opcode;
 
-uint64_t Instr(Opcode opcode, uint8_t rd = 0, uint8_t rs1 = 0, uint8_t rs2 = 0, uint8_t rs3 = 0, uint8_t flags = 0,
-               uint32_t imm = 0) {
-  isa::Instr instr;
-  instr.opcode = static_cast<uint8_t>(opcode);
-  instr.rd = rd;
-  instr.rs1 = rs1;
-  instr.rs2 = rs2;
-  instr.rs3 = rs3;
-  instr.flags = flags;
-  instr.imm = imm;
-  return isa::Encode(instr);
-}
-uint64_t Li(uint8_t rd, uint32_t imm) { return Instr(Opcode::LI, rd, 0, 0, 0, 0, imm); }
-uint64_t Halt() { return Instr(Opcode::HALT); }
+using testing::Halt;
+using testing::Instr;
+using testing::Li;
 
 // s2 = 5 + 7, then halt: a program whose result is visible in a scalar register.
 std::vector<uint64_t> AddProgram() { return {Li(1, 5), Instr(Opcode::ADDI, 2, 1, 0, 0, 0, 7), Halt()}; }
