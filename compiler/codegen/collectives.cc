@@ -153,7 +153,9 @@ void CodeGenerator::AddCollectiveHandlers(OpcodeHandlerTable& table) {
     table.Add(std::move(id));
   }
 
-  auto emit_ring = [](CodeGenerator& gen, const HloInstruction& instruction) { return gen.EmitRingCollective(instruction); };
+  auto emit_ring = [](CodeGenerator& gen, const HloInstruction& instruction) {
+    return gen.EmitRingCollective(instruction);
+  };
   OpcodeHandler all_reduce(HloOpcode::kAllReduce);
   all_reduce.check = CheckReduction;
   all_reduce.types = ElementTypes::kDeviceWord;  // CheckReduction says which reductions of which types

@@ -130,7 +130,8 @@ StatusOr<bool> TupleAllReduces::Run(hlo::HloModule* module) {
         for (size_t k = 0; k < indices.size(); ++k) {
           const int64_t rows = lines[k]->shape().dimensions[0];
           HloInstruction* part = b.Slice(combined, {row, 0}, {row + rows, lanes_}, {1, 1});
-          results[indices[k]] = b.Reshape(part, all_reduce->operand(static_cast<int64_t>(indices[k]))->shape().dimensions);
+          const hlo::Shape& shape = all_reduce->operand(static_cast<int64_t>(indices[k]))->shape();
+          results[indices[k]] = b.Reshape(part, shape.dimensions);
           row += rows;
         }
       }

@@ -89,9 +89,10 @@ int main(int argc, char** argv) {
     StatusOr<hlo::Literal> out = (*results)[d].outputs.at(0)->ToLiteral();
     if (!out.ok()) return Fail(out.status().ToString());
     for (uint64_t i = 0; i < elements; ++i) {
-      if (out->Get<float>(static_cast<int64_t>(i)) != sum[i]) {
-        return Fail("device " + std::to_string(d) + " element " + std::to_string(i) + " is " +
-                    std::to_string(out->Get<float>(static_cast<int64_t>(i))) + ", the sum is " + std::to_string(sum[i]));
+      const float got = out->Get<float>(static_cast<int64_t>(i));
+      if (got != sum[i]) {
+        return Fail("device " + std::to_string(d) + " element " + std::to_string(i) + " is " + std::to_string(got) +
+                    ", the sum is " + std::to_string(sum[i]));
       }
     }
   }
