@@ -7,7 +7,10 @@ all-reduced in the step), twice each.
 ``determinism steps=1000 rerun_identical=1 rel_diff_1core_vs_cpu=X rel_diff_8core_vs_1core=Y`` where
 rerun_identical says whether each backend's second run gave the same losses and final weights, bit for
 bit, as its first; X and Y are the relative differences of the final loss, |a - b| / |b| (the seeds'
-closeness: at most 1e-2). The core count in the name of Y is the board's (``--devices``).
+closeness: at most 1e-2). The final loss is the mean training loss of the last ``--final-steps`` steps
+(100), as Keras's progress line averages it: one batch's loss varies by several percent from batch to
+batch, more than the backends differ. The last step's losses are printed too. The core count in the
+name of Y is the board's (``--devices``); ``--save=FILE.npz`` keeps every run's losses.
 """
 
 from __future__ import annotations
@@ -56,7 +59,8 @@ def relative(a: float, b: float) -> float:
 
 
 def run(*, steps: int, batch_size: int, devices: int | None, model_name: str, backend: str, config: str,
-        precision: str, seed: int, learning_rate: float, out=sys.stdout):
+        precision: str, seed: int, learning_rate: float, final_steps: int = 100, save: str | None = None,
+        out=sys.stdout):
     (x, y), _ = data.load_fashion_mnist()
     order = batches(seed, len(x), steps, batch_size)
     recipe = FlaxRecipe(models.by_name(model_name), optax.adam(learning_rate))
@@ -81,17 +85,21 @@ def run(*, steps: int, batch_size: int, devices: int | None, model_name: str, ba
     client_devices = len(bridge.get_client(backend, config, 0).devices)
     cores = devices or client_devices
     runs = {}
+    final = {}
     for name, fn in (("cpu", cpu_run), ("1core", lambda: device_run(1)), (f"{cores}core", lambda: device_run(cores))):
         runs[name] = (fn(), fn())
-        print(f"determinism backend={name} final_loss={runs[name][0][0][-1]:.6f} "
+        losses = runs[name][0][0]
+        final[name] = float(np.mean(losses[-final_steps:]))
+        print(f"determinism backend={name} final_loss={final[name]:.6f} last_step_loss={losses[-1]:.6f} "
               f"rerun_identical={int(identical(*runs[name]))}", file=out, flush=True)
+        if save:
+            np.savez(save, **{f"{n}_run{k}": pair[k][0] for n, pair in runs.items() for k in (0, 1)})
     rerun = all(identical(*pair) for pair in runs.values())
-    final = {name: pair[0][0][-1] for name, pair in runs.items()}
     one_vs_cpu = relative(final["1core"], final["cpu"])
     many_vs_one = relative(final[f"{cores}core"], final["1core"])
     print(f"determinism steps={steps} rerun_identical={int(rerun)} rel_diff_1core_vs_cpu={one_vs_cpu:.3g} "
-          f"rel_diff_{cores}core_vs_1core={many_vs_one:.3g} batch_size={batch_size} cores={cores} "
-          f"config={config} backend={backend} precision={precision}", file=out, flush=True)
+          f"rel_diff_{cores}core_vs_1core={many_vs_one:.3g} final_steps={final_steps} batch_size={batch_size} "
+          f"cores={cores} config={config} backend={backend} precision={precision}", file=out, flush=True)
     return rerun, one_vs_cpu, many_vs_one
 
 
@@ -107,10 +115,13 @@ def main(argv=None) -> int:
     parser.add_argument("--precision", default="high", choices=["default", "high", "highest"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--final-steps", type=int, default=100, help="steps the final loss is the mean of")
+    parser.add_argument("--save", default=None, help="an .npz file for every run's losses")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     rerun, one_vs_cpu, many_vs_one = run(steps=args.steps, batch_size=args.batch_size, devices=args.devices or None,
                                          model_name=args.model, backend=args.backend, config=args.config,
-                                         precision=args.precision, seed=args.seed, learning_rate=args.learning_rate)
+                                         precision=args.precision, seed=args.seed, learning_rate=args.learning_rate,
+                                         final_steps=args.final_steps, save=args.save)
     return 0 if rerun and one_vs_cpu <= 1e-2 and many_vs_one <= 1e-2 else 1
 
 
