@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "sw/driver/test_instructions.h"
 #include "sysc/rtl_transport.h"
 #include "tpu_config.h"
 #include "tpu_csr.h"
@@ -26,46 +27,36 @@ namespace {
 
 using isa::Opcode;
 
-uint64_t Insn(Opcode opcode, uint8_t rd, uint8_t rs1, uint8_t rs2, uint8_t rs3, uint8_t flags, uint32_t imm) {
-  isa::Instr instr;
-  instr.opcode = static_cast<uint8_t>(opcode);
-  instr.rd = rd;
-  instr.rs1 = rs1;
-  instr.rs2 = rs2;
-  instr.rs3 = rs3;
-  instr.flags = flags;
-  instr.imm = imm;
-  return isa::Encode(instr);
-}
+using testing::Instr;
 
 // A scalar countdown loop: the sequencer issues every cycle, the other units idle.
 std::vector<uint64_t> ScalarLoop(uint32_t iterations) {
-  return {Insn(Opcode::LI, 1, 0, 0, 0, 0, iterations),
-          Insn(Opcode::ADDI, 1, 1, 0, 0, 0, 0xffffffffu),  // pc 1
-          Insn(Opcode::BNE, 0, 1, 0, 0, 0, 1),
-          Insn(Opcode::HALT, 0, 0, 0, 0, 0, 0)};
+  return {Instr(Opcode::LI, 1, 0, 0, 0, 0, iterations),
+          Instr(Opcode::ADDI, 1, 1, 0, 0, 0, 0xffffffffu),  // pc 1
+          Instr(Opcode::BNE, 0, 1, 0, 0, 0, 1),
+          Instr(Opcode::HALT, 0, 0, 0, 0, 0, 0)};
 }
 
 // A loop that keeps DMA, MXU and VPU busy: load 16 lines from HBM, load weights, a 16-row matmul and a
 // 16-line vector add, then store 16 lines back.
 std::vector<uint64_t> UnitLoop(uint32_t iterations) {
   const uint8_t kDma = isa::flag::SYNC_DMA, kAll = 0;
-  return {Insn(Opcode::LI, 1, 0, 0, 0, 0, iterations),
-          Insn(Opcode::LI, 2, 0, 0, 0, 0, 1000),  // HBM line
-          Insn(Opcode::LI, 3, 0, 0, 0, 0, 0),     // VMEM: inputs
-          Insn(Opcode::LI, 4, 0, 0, 0, 0, 16),    // count
-          Insn(Opcode::LI, 5, 0, 0, 0, 0, 64),    // VMEM: results
-          Insn(Opcode::DMA_LD, 0, 2, 3, 4, 0, 1),  // pc 5
-          Insn(Opcode::SYNC, 0, 0, 0, 0, kDma, 0),
-          Insn(Opcode::MXU_LW, 0, 3, 0, 0, 0, 0),
-          Insn(Opcode::MXU_MM, 0, 3, 5, 4, isa::flag::MXU_MM_SWAP, 0),
-          Insn(Opcode::VADD, 3, 3, 3, 4, 0, 0),
-          Insn(Opcode::SYNC, 0, 0, 0, 0, kAll, 0),
-          Insn(Opcode::DMA_ST, 0, 2, 5, 4, 0, 1),
-          Insn(Opcode::ADDI, 1, 1, 0, 0, 0, 0xffffffffu),
-          Insn(Opcode::BNE, 0, 1, 0, 0, 0, 5),
-          Insn(Opcode::SYNC, 0, 0, 0, 0, kAll, 0),
-          Insn(Opcode::HALT, 0, 0, 0, 0, 0, 0)};
+  return {Instr(Opcode::LI, 1, 0, 0, 0, 0, iterations),
+          Instr(Opcode::LI, 2, 0, 0, 0, 0, 1000),  // HBM line
+          Instr(Opcode::LI, 3, 0, 0, 0, 0, 0),     // VMEM: inputs
+          Instr(Opcode::LI, 4, 0, 0, 0, 0, 16),    // count
+          Instr(Opcode::LI, 5, 0, 0, 0, 0, 64),    // VMEM: results
+          Instr(Opcode::DMA_LD, 0, 2, 3, 4, 0, 1),  // pc 5
+          Instr(Opcode::SYNC, 0, 0, 0, 0, kDma, 0),
+          Instr(Opcode::MXU_LW, 0, 3, 0, 0, 0, 0),
+          Instr(Opcode::MXU_MM, 0, 3, 5, 4, isa::flag::MXU_MM_SWAP, 0),
+          Instr(Opcode::VADD, 3, 3, 3, 4, 0, 0),
+          Instr(Opcode::SYNC, 0, 0, 0, 0, kAll, 0),
+          Instr(Opcode::DMA_ST, 0, 2, 5, 4, 0, 1),
+          Instr(Opcode::ADDI, 1, 1, 0, 0, 0, 0xffffffffu),
+          Instr(Opcode::BNE, 0, 1, 0, 0, 0, 5),
+          Instr(Opcode::SYNC, 0, 0, 0, 0, kAll, 0),
+          Instr(Opcode::HALT, 0, 0, 0, 0, 0, 0)};
 }
 
 // Loads one program into every core of the board, runs them together; returns false if one did not halt

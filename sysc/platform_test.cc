@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "sw/driver/test_instructions.h"
 #include "sysc/rtl_transport.h"
 #include "tpu_config.h"
 #include "tpu_csr.h"
@@ -26,20 +27,9 @@ using isa::Opcode;
 constexpr size_t kLineBytes = sysc::kLineBytes;
 constexpr uint64_t kRunTimeout = 200000;  // cycles; every program here finishes far sooner
 
-uint64_t Insn(Opcode opcode, uint8_t rd = 0, uint8_t rs1 = 0, uint8_t rs2 = 0, uint8_t rs3 = 0,
-              uint8_t flags = 0, uint32_t imm = 0) {
-  isa::Instr instr;
-  instr.opcode = static_cast<uint8_t>(opcode);
-  instr.rd = rd;
-  instr.rs1 = rs1;
-  instr.rs2 = rs2;
-  instr.rs3 = rs3;
-  instr.flags = flags;
-  instr.imm = imm;
-  return isa::Encode(instr);
-}
-uint64_t Li(uint8_t rd, uint32_t imm) { return Insn(Opcode::LI, rd, 0, 0, 0, 0, imm); }
-uint64_t Halt() { return Insn(Opcode::HALT); }
+using testing::Halt;
+using testing::Li;
+using testing::Instr;
 
 std::vector<uint8_t> RandomBytes(size_t count, uint32_t seed) {
   std::mt19937 generator(seed);
@@ -99,10 +89,10 @@ TEST(PlatformTest, ProgramMovesDataWithDmaAndHalts) {
 
   const std::vector<uint64_t> program = {
       Li(1, kSourceLine), Li(2, kVmemLine), Li(3, kLines), Li(4, kDestLine),
-      Insn(Opcode::DMA_LD, 0, 1, 2, 3, 0, 1),
-      Insn(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_DMA),
-      Insn(Opcode::DMA_ST, 0, 4, 2, 3, 0, 1),
-      Insn(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_DMA),
+      Instr(Opcode::DMA_LD, 0, 1, 2, 3, 0, 1),
+      Instr(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_DMA),
+      Instr(Opcode::DMA_ST, 0, 4, 2, 3, 0, 1),
+      Instr(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_DMA),
       Halt()};
   LoadProgram(*transport, program);
   // The IMEM window reads back what was written.
@@ -191,7 +181,7 @@ TEST(PlatformTest, IllegalInstructionRaisesErrorAndSoftResetRecovers) {
   ASSERT_NE(transport, nullptr);
   constexpr uint8_t kIllegalOpcode = 0xff;
   ASSERT_EQ(isa::FindOpcode(kIllegalOpcode), nullptr);
-  LoadProgram(*transport, {Insn(Opcode::NOP), uint64_t{kIllegalOpcode} << 56, Halt()});
+  LoadProgram(*transport, {Instr(Opcode::NOP), uint64_t{kIllegalOpcode} << 56, Halt()});
   ASSERT_TRUE(RunProgram(*transport));
   uint32_t status = transport->MmioRead(csr::STATUS);
   EXPECT_TRUE(status & csr::STATUS_ERROR) << status;
@@ -315,8 +305,8 @@ TEST(PlatformTest, TracedRunWritesAWindowedFst) {
   ASSERT_NE(transport, nullptr);
   // The FST holds simulation time since the process started the kernel; the window counts the program's
   // cycles, from its DOORBELL write.
-  LoadProgram(*transport, {Li(1, 100), Insn(Opcode::ADDI, 1, 1, 0, 0, 0, 0xffffffffu),
-                           Insn(Opcode::BNE, 0, 1, 0, 0, 0, 1), Halt()});
+  LoadProgram(*transport, {Li(1, 100), Instr(Opcode::ADDI, 1, 1, 0, 0, 0, 0xffffffffu),
+                           Instr(Opcode::BNE, 0, 1, 0, 0, 0, 1), Halt()});
   EXPECT_EQ(transport->trace_origin_cycle(), 0u) << "armed, not started, before the doorbell";
   const uint64_t before_doorbell = transport->platform().Cycles();
   ASSERT_TRUE(RunProgram(*transport));

@@ -6,6 +6,7 @@
 
 #include "Vtpu_chip.h"
 #include "Vtpu_chip___024root.h"
+#include "sw/driver/test_instructions.h"
 #include "tpu_config.h"
 #include "tpu_csr.h"
 #include "verilated.h"
@@ -48,15 +49,7 @@ void SetBitAt(Bits& bits, unsigned index, bool value) {
 
 uint32_t Program::Emit(isa::Opcode op, uint8_t rd, uint8_t rs1, uint8_t rs2, uint8_t rs3, uint8_t flags,
                        uint32_t imm) {
-  isa::Instr instr;
-  instr.opcode = static_cast<uint8_t>(op);
-  instr.rd = rd;
-  instr.rs1 = rs1;
-  instr.rs2 = rs2;
-  instr.rs3 = rs3;
-  instr.flags = flags;
-  instr.imm = imm;
-  return Raw(isa::Encode(instr));
+  return Raw(testing::Instr(op, rd, rs1, rs2, rs3, flags, imm));
 }
 
 uint32_t Program::Raw(uint64_t word) {
