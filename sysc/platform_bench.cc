@@ -27,36 +27,36 @@ namespace {
 
 using isa::Opcode;
 
-using testing::Instr;
+using testing::Assemble;
 
 // A scalar countdown loop: the sequencer issues every cycle, the other units idle.
 std::vector<uint64_t> ScalarLoop(uint32_t iterations) {
-  return {Instr(Opcode::LI, 1, 0, 0, 0, 0, iterations),
-          Instr(Opcode::ADDI, 1, 1, 0, 0, 0, 0xffffffffu),  // pc 1
-          Instr(Opcode::BNE, 0, 1, 0, 0, 0, 1),
-          Instr(Opcode::HALT, 0, 0, 0, 0, 0, 0)};
+  return {Assemble(Opcode::LI, 1, 0, 0, 0, 0, iterations),
+          Assemble(Opcode::ADDI, 1, 1, 0, 0, 0, 0xffffffffu),  // pc 1
+          Assemble(Opcode::BNE, 0, 1, 0, 0, 0, 1),
+          Assemble(Opcode::HALT, 0, 0, 0, 0, 0, 0)};
 }
 
 // A loop that keeps DMA, MXU and VPU busy: load 16 lines from HBM, load weights, a 16-row matmul and a
 // 16-line vector add, then store 16 lines back.
 std::vector<uint64_t> UnitLoop(uint32_t iterations) {
   const uint8_t kDma = isa::flag::SYNC_DMA, kAll = 0;
-  return {Instr(Opcode::LI, 1, 0, 0, 0, 0, iterations),
-          Instr(Opcode::LI, 2, 0, 0, 0, 0, 1000),  // HBM line
-          Instr(Opcode::LI, 3, 0, 0, 0, 0, 0),     // VMEM: inputs
-          Instr(Opcode::LI, 4, 0, 0, 0, 0, 16),    // count
-          Instr(Opcode::LI, 5, 0, 0, 0, 0, 64),    // VMEM: results
-          Instr(Opcode::DMA_LD, 0, 2, 3, 4, 0, 1),  // pc 5
-          Instr(Opcode::SYNC, 0, 0, 0, 0, kDma, 0),
-          Instr(Opcode::MXU_LW, 0, 3, 0, 0, 0, 0),
-          Instr(Opcode::MXU_MM, 0, 3, 5, 4, isa::flag::MXU_MM_SWAP, 0),
-          Instr(Opcode::VADD, 3, 3, 3, 4, 0, 0),
-          Instr(Opcode::SYNC, 0, 0, 0, 0, kAll, 0),
-          Instr(Opcode::DMA_ST, 0, 2, 5, 4, 0, 1),
-          Instr(Opcode::ADDI, 1, 1, 0, 0, 0, 0xffffffffu),
-          Instr(Opcode::BNE, 0, 1, 0, 0, 0, 5),
-          Instr(Opcode::SYNC, 0, 0, 0, 0, kAll, 0),
-          Instr(Opcode::HALT, 0, 0, 0, 0, 0, 0)};
+  return {Assemble(Opcode::LI, 1, 0, 0, 0, 0, iterations),
+          Assemble(Opcode::LI, 2, 0, 0, 0, 0, 1000),  // HBM line
+          Assemble(Opcode::LI, 3, 0, 0, 0, 0, 0),     // VMEM: inputs
+          Assemble(Opcode::LI, 4, 0, 0, 0, 0, 16),    // count
+          Assemble(Opcode::LI, 5, 0, 0, 0, 0, 64),    // VMEM: results
+          Assemble(Opcode::DMA_LD, 0, 2, 3, 4, 0, 1),  // pc 5
+          Assemble(Opcode::SYNC, 0, 0, 0, 0, kDma, 0),
+          Assemble(Opcode::MXU_LW, 0, 3, 0, 0, 0, 0),
+          Assemble(Opcode::MXU_MM, 0, 3, 5, 4, isa::flag::MXU_MM_SWAP, 0),
+          Assemble(Opcode::VADD, 3, 3, 3, 4, 0, 0),
+          Assemble(Opcode::SYNC, 0, 0, 0, 0, kAll, 0),
+          Assemble(Opcode::DMA_ST, 0, 2, 5, 4, 0, 1),
+          Assemble(Opcode::ADDI, 1, 1, 0, 0, 0, 0xffffffffu),
+          Assemble(Opcode::BNE, 0, 1, 0, 0, 0, 5),
+          Assemble(Opcode::SYNC, 0, 0, 0, 0, kAll, 0),
+          Assemble(Opcode::HALT, 0, 0, 0, 0, 0, 0)};
 }
 
 // Loads one program into every core of the board, runs them together; returns false if one did not halt

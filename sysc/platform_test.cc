@@ -29,7 +29,7 @@ constexpr uint64_t kRunTimeout = 200000;  // cycles; every program here finishes
 
 using testing::Halt;
 using testing::Li;
-using testing::Instr;
+using testing::Assemble;
 
 std::vector<uint8_t> RandomBytes(size_t count, uint32_t seed) {
   std::mt19937 generator(seed);
@@ -89,10 +89,10 @@ TEST(PlatformTest, ProgramMovesDataWithDmaAndHalts) {
 
   const std::vector<uint64_t> program = {
       Li(1, kSourceLine), Li(2, kVmemLine), Li(3, kLines), Li(4, kDestLine),
-      Instr(Opcode::DMA_LD, 0, 1, 2, 3, 0, 1),
-      Instr(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_DMA),
-      Instr(Opcode::DMA_ST, 0, 4, 2, 3, 0, 1),
-      Instr(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_DMA),
+      Assemble(Opcode::DMA_LD, 0, 1, 2, 3, 0, 1),
+      Assemble(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_DMA),
+      Assemble(Opcode::DMA_ST, 0, 4, 2, 3, 0, 1),
+      Assemble(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_DMA),
       Halt()};
   LoadProgram(*transport, program);
   // The IMEM window reads back what was written.
@@ -181,7 +181,7 @@ TEST(PlatformTest, IllegalInstructionRaisesErrorAndSoftResetRecovers) {
   ASSERT_NE(transport, nullptr);
   constexpr uint8_t kIllegalOpcode = 0xff;
   ASSERT_EQ(isa::FindOpcode(kIllegalOpcode), nullptr);
-  LoadProgram(*transport, {Instr(Opcode::NOP), uint64_t{kIllegalOpcode} << 56, Halt()});
+  LoadProgram(*transport, {Assemble(Opcode::NOP), uint64_t{kIllegalOpcode} << 56, Halt()});
   ASSERT_TRUE(RunProgram(*transport));
   uint32_t status = transport->MmioRead(csr::STATUS);
   EXPECT_TRUE(status & csr::STATUS_ERROR) << status;
@@ -305,8 +305,8 @@ TEST(PlatformTest, TracedRunWritesAWindowedFst) {
   ASSERT_NE(transport, nullptr);
   // The FST holds simulation time since the process started the kernel; the window counts the program's
   // cycles, from its DOORBELL write.
-  LoadProgram(*transport, {Li(1, 100), Instr(Opcode::ADDI, 1, 1, 0, 0, 0, 0xffffffffu),
-                           Instr(Opcode::BNE, 0, 1, 0, 0, 0, 1), Halt()});
+  LoadProgram(*transport, {Li(1, 100), Assemble(Opcode::ADDI, 1, 1, 0, 0, 0, 0xffffffffu),
+                           Assemble(Opcode::BNE, 0, 1, 0, 0, 0, 1), Halt()});
   EXPECT_EQ(transport->trace_origin_cycle(), 0u) << "armed, not started, before the doorbell";
   const uint64_t before_doorbell = transport->platform().Cycles();
   ASSERT_TRUE(RunProgram(*transport));

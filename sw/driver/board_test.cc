@@ -36,26 +36,26 @@ constexpr uint64_t kTimeout = 2'000'000;
 constexpr uint32_t kSemaphore = csr::HOST_SEMS;  // the first of the cores' semaphores
 
 using testing::Halt;
-using testing::Instr;
+using testing::Assemble;
 using testing::Li;
 
 // Program pieces: registers s1 (HBM line), s2 (VMEM line), s3 (count), s4 (core), s5 (second VMEM line).
 void Append(std::vector<uint64_t>* code, std::initializer_list<uint64_t> words) { code->insert(code->end(), words); }
 void DmaLoad(std::vector<uint64_t>* code, uint32_t hbm, uint32_t vmem, uint32_t lines) {
-  Append(code, {Li(1, hbm), Li(2, vmem), Li(3, lines), Instr(Opcode::DMA_LD, 0, 1, 2, 3, 0, 1), Instr(Opcode::SYNC)});
+  Append(code, {Li(1, hbm), Li(2, vmem), Li(3, lines), Assemble(Opcode::DMA_LD, 0, 1, 2, 3, 0, 1), Assemble(Opcode::SYNC)});
 }
 void DmaStore(std::vector<uint64_t>* code, uint32_t hbm, uint32_t vmem, uint32_t lines) {
-  Append(code, {Li(1, hbm), Li(2, vmem), Li(3, lines), Instr(Opcode::DMA_ST, 0, 1, 2, 3, 0, 1), Instr(Opcode::SYNC)});
+  Append(code, {Li(1, hbm), Li(2, vmem), Li(3, lines), Assemble(Opcode::DMA_ST, 0, 1, 2, 3, 0, 1), Assemble(Opcode::SYNC)});
 }
 // RDMA of `lines` VMEM lines to `core`'s HBM, posting kSemaphore there.
 void Rdma(std::vector<uint64_t>* code, uint32_t core, uint32_t hbm, uint32_t vmem, uint32_t lines) {
   Append(code, {Li(4, core), Li(1, hbm), Li(2, vmem), Li(3, lines),
-                Instr(Opcode::RDMA, 4, 1, 2, 3, isa::flag::RDMA_POST, kSemaphore)});
+                Assemble(Opcode::RDMA, 4, 1, 2, 3, isa::flag::RDMA_POST, kSemaphore)});
 }
-void SemWait(std::vector<uint64_t>* code) { code->push_back(Instr(Opcode::SEMWAIT, 0, 0, 0, 0, 0, kSemaphore)); }
+void SemWait(std::vector<uint64_t>* code) { code->push_back(Assemble(Opcode::SEMWAIT, 0, 0, 0, 0, 0, kSemaphore)); }
 // VMEM[dst..] += VMEM[src..] over `lines` lines.
 void Accumulate(std::vector<uint64_t>* code, uint32_t dst, uint32_t src, uint32_t lines) {
-  Append(code, {Li(2, dst), Li(5, src), Li(3, lines), Instr(Opcode::VADD, 2, 2, 5, 3), Instr(Opcode::SYNC)});
+  Append(code, {Li(2, dst), Li(5, src), Li(3, lines), Assemble(Opcode::VADD, 2, 2, 5, 3), Assemble(Opcode::SYNC)});
 }
 
 // A board on the backend of the parameter: (backend, chips).
@@ -145,11 +145,11 @@ TEST_P(FourChipBoardTest, RdmaTwoHopsWithPost) {
     std::vector<std::vector<uint64_t>> programs(transport_->Cores());
     DmaLoad(&programs[0], 100, 0, lines);
     Rdma(&programs[0], receiver, 5000, 0, lines);
-    Append(&programs[0], {Instr(Opcode::SYNC), Instr(Opcode::HALT)});
+    Append(&programs[0], {Assemble(Opcode::SYNC), Assemble(Opcode::HALT)});
     SemWait(&programs[receiver]);
     DmaLoad(&programs[receiver], 5000, 0, lines);
     DmaStore(&programs[receiver], 7000, 0, lines);
-    programs[receiver].push_back(Instr(Opcode::HALT));
+    programs[receiver].push_back(Assemble(Opcode::HALT));
     RunAll(programs);
     std::vector<uint32_t> landed(data.size());
     ASSERT_TRUE(cores_[receiver]->CopyFromHbm(7000, lines, landed.data()).ok());
@@ -195,7 +195,7 @@ TEST_P(BoardTest, RingAllReduceOverEveryCore) {
       DmaLoad(&code, kGather + s * chunk, receive * chunk, chunk);
     }
     DmaStore(&code, kOutput, 0, total);
-    code.push_back(Instr(Opcode::HALT));
+    code.push_back(Assemble(Opcode::HALT));
   }
   RunAll(programs);
   // Chunk j starts at ring core j and gathers ring cores j+1, j+2, ... in that order.
@@ -221,7 +221,7 @@ TEST_P(BoardTest, RdmaPastTheBoardIsBadCore) {
   const uint32_t last = transport_->Cores() - 1;
   std::vector<uint64_t> code;
   Rdma(&code, transport_->Cores(), 100, 0, 1);
-  code.push_back(Instr(Opcode::HALT));
+  code.push_back(Assemble(Opcode::HALT));
   ASSERT_TRUE(cores_[last]->LoadProgram(code).ok());
   ASSERT_TRUE(cores_[last]->Launch(0).ok());
   Status error = cores_[last]->WaitForCompletion(kTimeout);
@@ -229,11 +229,11 @@ TEST_P(BoardTest, RdmaPastTheBoardIsBadCore) {
   EXPECT_NE(error.message().find("BAD_CORE"), std::string::npos) << error;
   // The last core of the board is still reachable from the first.
   std::vector<std::vector<uint64_t>> programs(transport_->Cores());
-  Append(&programs[0], {Li(3, 1), Instr(Opcode::VSPLAT, 0, 0, 0, 3, 0, 0x40490fdbu), Instr(Opcode::SYNC)});
+  Append(&programs[0], {Li(3, 1), Assemble(Opcode::VSPLAT, 0, 0, 0, 3, 0, 0x40490fdbu), Assemble(Opcode::SYNC)});
   Rdma(&programs[0], last, 123, 0, 1);
-  Append(&programs[0], {Instr(Opcode::SYNC), Instr(Opcode::HALT)});
+  Append(&programs[0], {Assemble(Opcode::SYNC), Assemble(Opcode::HALT)});
   SemWait(&programs[last]);
-  programs[last].push_back(Instr(Opcode::HALT));
+  programs[last].push_back(Assemble(Opcode::HALT));
   RunAll(programs);
   std::vector<uint32_t> line(lanes());
   ASSERT_TRUE(cores_[last]->CopyFromHbm(123, 1, line.data()).ok());
@@ -267,7 +267,7 @@ TEST(BoardModelTiming, TwoHopsCostTwoLatenciesEachWay) {
     ASSERT_TRUE(sender.Discover().ok());
     std::vector<uint64_t> code;
     Rdma(&code, destination, 100, 0, 10);
-    Append(&code, {Instr(Opcode::SYNC), Instr(Opcode::HALT)});
+    Append(&code, {Assemble(Opcode::SYNC), Assemble(Opcode::HALT)});
     ASSERT_TRUE(sender.LoadProgram(code).ok());
     ASSERT_TRUE(sender.Launch(0).ok());
     ASSERT_TRUE(sender.WaitForCompletion(kTimeout).ok());

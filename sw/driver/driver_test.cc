@@ -25,11 +25,11 @@ namespace {
 using isa::Opcode;
 
 using testing::Halt;
-using testing::Instr;
+using testing::Assemble;
 using testing::Li;
 
 // s2 = 5 + 7, then halt: a program whose result is visible in a scalar register.
-std::vector<uint64_t> AddProgram() { return {Li(1, 5), Instr(Opcode::ADDI, 2, 1, 0, 0, 0, 7), Halt()}; }
+std::vector<uint64_t> AddProgram() { return {Li(1, 5), Assemble(Opcode::ADDI, 2, 1, 0, 0, 0, 7), Halt()}; }
 
 constexpr uint64_t kTimeout = 1'000'000;
 
@@ -92,9 +92,9 @@ class DriverTest : public ::testing::TestWithParam<std::string> {
   void ExpectUsable() {
     const uint32_t value = 0x3f800000u + (++usable_checks_);
     const uint32_t line = 4242;
-    DeviceCounters counters = RunOk({Li(3, 1), Instr(Opcode::VSPLAT, 0, 0, 0, 3, 0, value),
-                                     Instr(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_VPU), Li(1, line),
-                                     Instr(Opcode::DMA_ST, 0, 1, 0, 3, 0, 1), Instr(Opcode::SYNC), Halt()});
+    DeviceCounters counters = RunOk({Li(3, 1), Assemble(Opcode::VSPLAT, 0, 0, 0, 3, 0, value),
+                                     Assemble(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_VPU), Li(1, line),
+                                     Assemble(Opcode::DMA_ST, 0, 1, 0, 3, 0, 1), Assemble(Opcode::SYNC), Halt()});
     EXPECT_EQ(counters.instructions, 7u);
     StatusOr<std::vector<uint8_t>> bytes = driver_->CopyFromHbm(line, 1);
     ASSERT_TRUE(bytes.ok()) << bytes.status();
@@ -180,11 +180,11 @@ TEST_P(DriverTest, EveryCoreRunsItsOwnProgramAtOnce) {
     std::vector<float> values(2 * lanes);
     for (uint32_t i = 0; i < values.size(); ++i) values[i] = float(i + 1) * float(core + 1);
     ASSERT_TRUE(driver.CopyToHbm(values.data(), values.size() * 4, 100).ok());
-    std::vector<uint64_t> code = {Li(1, 100), Li(2, 0), Li(3, 2), Instr(Opcode::DMA_LD, 0, 1, 2, 3, 0, 1),
-                                  Instr(Opcode::SYNC)};
-    for (uint32_t k = 0; k <= core; ++k) code.insert(code.end(), {Instr(Opcode::VADD, 2, 2, 2, 3), Instr(Opcode::SYNC)});
-    code.insert(code.end(), {Li(1, 200), Instr(Opcode::DMA_ST, 0, 1, 2, 3, 0, 1),
-                             Instr(Opcode::SYNC), Halt()});
+    std::vector<uint64_t> code = {Li(1, 100), Li(2, 0), Li(3, 2), Assemble(Opcode::DMA_LD, 0, 1, 2, 3, 0, 1),
+                                  Assemble(Opcode::SYNC)};
+    for (uint32_t k = 0; k <= core; ++k) code.insert(code.end(), {Assemble(Opcode::VADD, 2, 2, 2, 3), Assemble(Opcode::SYNC)});
+    code.insert(code.end(), {Li(1, 200), Assemble(Opcode::DMA_ST, 0, 1, 2, 3, 0, 1),
+                             Assemble(Opcode::SYNC), Halt()});
     ASSERT_TRUE(driver.LoadProgram(code).ok());
   }
   for (auto& driver : drivers) ASSERT_TRUE(driver->Launch(0).ok());
@@ -219,15 +219,15 @@ TEST_P(DriverTest, RdmaWritesAnotherCoresHbmAndPostsItsSemaphore) {
   for (uint32_t i = 0; i < values.size(); ++i) values[i] = 0.25f * float(i) - 3.0f;
   ASSERT_TRUE(sender.CopyToHbm(values.data(), values.size() * 4, 100).ok());
   const uint32_t semaphore = csr::HOST_SEMS + 1;
-  ASSERT_TRUE(receiver.LoadProgram({Instr(Opcode::SEMWAIT, 0, 0, 0, 0, 0, semaphore), Li(1, 300), Li(2, 10), Li(3, 4),
-                                    Instr(Opcode::DMA_LD, 0, 1, 2, 3, 0, 1), Instr(Opcode::SYNC),
-                                    Instr(Opcode::VADD, 2, 2, 2, 3), Instr(Opcode::SYNC), Li(1, 400),
-                                    Instr(Opcode::DMA_ST, 0, 1, 2, 3, 0, 1), Instr(Opcode::SYNC), Halt()})
+  ASSERT_TRUE(receiver.LoadProgram({Assemble(Opcode::SEMWAIT, 0, 0, 0, 0, 0, semaphore), Li(1, 300), Li(2, 10), Li(3, 4),
+                                    Assemble(Opcode::DMA_LD, 0, 1, 2, 3, 0, 1), Assemble(Opcode::SYNC),
+                                    Assemble(Opcode::VADD, 2, 2, 2, 3), Assemble(Opcode::SYNC), Li(1, 400),
+                                    Assemble(Opcode::DMA_ST, 0, 1, 2, 3, 0, 1), Assemble(Opcode::SYNC), Halt()})
                   .ok());
-  ASSERT_TRUE(sender.LoadProgram({Li(1, 100), Li(2, 0), Li(3, 4), Instr(Opcode::DMA_LD, 0, 1, 2, 3, 0, 1),
-                                  Instr(Opcode::SYNC), Li(4, 1), Li(1, 300),
-                                  Instr(Opcode::RDMA, 4, 1, 2, 3, isa::flag::RDMA_POST, semaphore),
-                                  Instr(Opcode::SYNC), Halt()})
+  ASSERT_TRUE(sender.LoadProgram({Li(1, 100), Li(2, 0), Li(3, 4), Assemble(Opcode::DMA_LD, 0, 1, 2, 3, 0, 1),
+                                  Assemble(Opcode::SYNC), Li(4, 1), Li(1, 300),
+                                  Assemble(Opcode::RDMA, 4, 1, 2, 3, isa::flag::RDMA_POST, semaphore),
+                                  Assemble(Opcode::SYNC), Halt()})
                   .ok());
   ASSERT_TRUE(receiver.Launch(0).ok());
   ASSERT_TRUE(sender.Launch(0).ok());
@@ -249,12 +249,12 @@ TEST_P(DriverTest, RdmaWritesAnotherCoresHbmAndPostsItsSemaphore) {
 
   // A core the chip lacks, and a semaphore past the last.
   ASSERT_TRUE(sender.LoadProgram({Li(4, transport_->CoresPerChip()), Li(3, 1),
-                                  Instr(Opcode::RDMA, 4, 1, 2, 3, 0, 0), Halt()}).ok());
+                                  Assemble(Opcode::RDMA, 4, 1, 2, 3, 0, 0), Halt()}).ok());
   ASSERT_TRUE(sender.Launch(0).ok());
   Status bad_core = sender.WaitForCompletion(kTimeout);
   EXPECT_EQ(bad_core.code(), StatusCode::kOutOfRange) << bad_core;
   EXPECT_NE(bad_core.message().find("BAD_CORE at pc 2"), std::string::npos) << bad_core;
-  ASSERT_TRUE(sender.LoadProgram({Li(4, 1), Li(3, 1), Instr(Opcode::RDMA, 4, 1, 2, 3, isa::flag::RDMA_POST, csr::SEMS),
+  ASSERT_TRUE(sender.LoadProgram({Li(4, 1), Li(3, 1), Assemble(Opcode::RDMA, 4, 1, 2, 3, isa::flag::RDMA_POST, csr::SEMS),
                                   Halt()}).ok());
   ASSERT_TRUE(sender.Launch(0).ok());
   Status bad_semaphore = sender.WaitForCompletion(kTimeout);
@@ -281,12 +281,12 @@ TEST_P(DriverTest, TwoCoresAllReduceOverRdma) {
       // s1 HBM line, s2 own VMEM lines, s3 count, s4 the other core, s5 the received lines in VMEM.
       ASSERT_TRUE(cores[core]->LoadProgram({
           Li(1, 100), Li(2, 0), Li(3, lines), Li(4, 1 - core), Li(5, 4096),
-          Instr(Opcode::DMA_LD, 0, 1, 2, 3, 0, 1), Instr(Opcode::SYNC),
-          Li(1, 5000), Instr(Opcode::RDMA, 4, 1, 2, 3, isa::flag::RDMA_POST, semaphore),
-          Instr(Opcode::SEMWAIT, 0, 0, 0, 0, 0, semaphore),
-          Instr(Opcode::DMA_LD, 0, 1, 5, 3, 0, 1), Instr(Opcode::SYNC),
-          Instr(Opcode::VADD, 2, 2, 5, 3), Instr(Opcode::SYNC),
-          Li(1, 9000), Instr(Opcode::DMA_ST, 0, 1, 2, 3, 0, 1), Instr(Opcode::SYNC), Halt()}).ok());
+          Assemble(Opcode::DMA_LD, 0, 1, 2, 3, 0, 1), Assemble(Opcode::SYNC),
+          Li(1, 5000), Assemble(Opcode::RDMA, 4, 1, 2, 3, isa::flag::RDMA_POST, semaphore),
+          Assemble(Opcode::SEMWAIT, 0, 0, 0, 0, 0, semaphore),
+          Assemble(Opcode::DMA_LD, 0, 1, 5, 3, 0, 1), Assemble(Opcode::SYNC),
+          Assemble(Opcode::VADD, 2, 2, 5, 3), Assemble(Opcode::SYNC),
+          Li(1, 9000), Assemble(Opcode::DMA_ST, 0, 1, 2, 3, 0, 1), Assemble(Opcode::SYNC), Halt()}).ok());
     }
     for (auto& core : cores) ASSERT_TRUE(core->Launch(0).ok());
     for (uint32_t core = 0; core < 2; ++core) {
@@ -323,7 +323,7 @@ TEST_P(DriverTest, LoadsLaunchesAndCompletesAProgram) {
 
 TEST_P(DriverTest, StartsAtTheGivenPc) {
   // Word 0 is illegal; starting at 1 skips it.
-  std::vector<uint64_t> code = {Instr(static_cast<Opcode>(0xff)), Li(2, 99), Halt()};
+  std::vector<uint64_t> code = {Assemble(static_cast<Opcode>(0xff)), Li(2, 99), Halt()};
   ASSERT_TRUE(driver_->LoadProgram(code).ok());
   ASSERT_TRUE(driver_->Launch(1).ok());
   Status done = driver_->WaitForCompletion(kTimeout);
@@ -333,7 +333,7 @@ TEST_P(DriverTest, StartsAtTheGivenPc) {
 }
 
 TEST_P(DriverTest, ProgramLargerThanImemIsResourceExhausted) {
-  std::vector<uint64_t> code(driver_->info().imem_words + 1, Instr(Opcode::NOP));
+  std::vector<uint64_t> code(driver_->info().imem_words + 1, Assemble(Opcode::NOP));
   Status loaded = driver_->LoadProgram(code);
   EXPECT_EQ(loaded.code(), StatusCode::kResourceExhausted) << loaded;
   // Exactly full fits.
@@ -344,7 +344,7 @@ TEST_P(DriverTest, ProgramLargerThanImemIsResourceExhausted) {
 }
 
 TEST_P(DriverTest, IllegalInstructionNamesErrorAndPc) {
-  Status error = RunExpectingError({Li(1, 1), Instr(static_cast<Opcode>(0x7f)), Halt()});
+  Status error = RunExpectingError({Li(1, 1), Assemble(static_cast<Opcode>(0x7f)), Halt()});
   EXPECT_EQ(error.code(), StatusCode::kInternal) << error;
   EXPECT_NE(error.message().find("ILLEGAL_INSTR"), std::string::npos) << error;
   EXPECT_NE(error.message().find("pc 1"), std::string::npos) << error;
@@ -354,7 +354,7 @@ TEST_P(DriverTest, IllegalInstructionNamesErrorAndPc) {
 TEST_P(DriverTest, BadHbmAddressInDmaIsOutOfRange) {
   const uint32_t hbm_lines = driver_->info().hbm_lines;
   // DMA_LD s1=hbm_lines-1, s2=0 (VMEM), s3=2 lines, stride 1: the second line is past the end of HBM.
-  Status error = RunExpectingError({Li(1, hbm_lines - 1), Li(3, 2), Instr(Opcode::DMA_LD, 0, 1, 0, 3, 0, 1), Halt()});
+  Status error = RunExpectingError({Li(1, hbm_lines - 1), Li(3, 2), Assemble(Opcode::DMA_LD, 0, 1, 0, 3, 0, 1), Halt()});
   EXPECT_EQ(error.code(), StatusCode::kOutOfRange) << error;
   EXPECT_NE(error.message().find("BAD_HBM_ADDR"), std::string::npos) << error;
   EXPECT_NE(error.message().find("pc 2"), std::string::npos) << error;
@@ -363,7 +363,7 @@ TEST_P(DriverTest, BadHbmAddressInDmaIsOutOfRange) {
 
 TEST_P(DriverTest, BadVmemAddressIsOutOfRange) {
   const uint32_t vmem_lines = driver_->info().vmem_lines;
-  Status error = RunExpectingError({Li(1, vmem_lines), Li(3, 1), Instr(Opcode::VSPLAT, 1, 0, 0, 3, 0, 0), Halt()});
+  Status error = RunExpectingError({Li(1, vmem_lines), Li(3, 1), Assemble(Opcode::VSPLAT, 1, 0, 0, 3, 0, 0), Halt()});
   EXPECT_EQ(error.code(), StatusCode::kOutOfRange) << error;
   EXPECT_NE(error.message().find("BAD_VMEM_ADDR"), std::string::npos) << error;
   ExpectUsable();
@@ -371,8 +371,8 @@ TEST_P(DriverTest, BadVmemAddressIsOutOfRange) {
 
 TEST_P(DriverTest, RunningOffTheEndOfImemIsBadPc) {
   const uint32_t last = driver_->info().imem_words - 1;
-  ASSERT_TRUE(driver_->LoadProgram({Instr(Opcode::JMP, 0, 0, 0, 0, 0, last)}).ok());
-  ASSERT_TRUE(driver_->LoadProgram({Instr(Opcode::NOP)}, last).ok());
+  ASSERT_TRUE(driver_->LoadProgram({Assemble(Opcode::JMP, 0, 0, 0, 0, 0, last)}).ok());
+  ASSERT_TRUE(driver_->LoadProgram({Assemble(Opcode::NOP)}, last).ok());
   ASSERT_TRUE(driver_->Launch(0).ok());
   Status error = driver_->WaitForCompletion(kTimeout);
   EXPECT_EQ(error.code(), StatusCode::kInternal) << error;
@@ -384,7 +384,7 @@ TEST_P(DriverTest, InfiniteLoopTimesOutAndTheDeviceIsReset) {
   ASSERT_TRUE(driver_->SetWatchdogLimit(0).ok());
   EXPECT_EQ(driver_->WatchdogLimit(), 0u);
   const uint64_t before = transport_->Cycles();
-  Status error = RunExpectingError({Instr(Opcode::JMP, 0, 0, 0, 0, 0, 0)}, 50'000);
+  Status error = RunExpectingError({Assemble(Opcode::JMP, 0, 0, 0, 0, 0, 0)}, 50'000);
   EXPECT_EQ(error.code(), StatusCode::kDeadlineExceeded) << error;
   EXPECT_NE(error.message().find("reset"), std::string::npos) << error;
   EXPECT_GE(transport_->Cycles() - before, 50'000u);
@@ -397,7 +397,7 @@ TEST_P(DriverTest, WatchdogStopsAStalledCore) {
   // longer than the watchdog allows.
   ASSERT_TRUE(driver_->SetWatchdogLimit(50).ok());
   Status error = RunExpectingError(
-      {Li(3, driver_->info().vmem_lines), Instr(Opcode::VSPLAT, 0, 0, 0, 3, 0, 0), Instr(Opcode::SYNC), Halt()});
+      {Li(3, driver_->info().vmem_lines), Assemble(Opcode::VSPLAT, 0, 0, 0, 3, 0, 0), Assemble(Opcode::SYNC), Halt()});
   EXPECT_EQ(error.code(), StatusCode::kDeadlineExceeded) << error;
   EXPECT_NE(error.message().find("WATCHDOG"), std::string::npos) << error;
   ASSERT_TRUE(driver_->SetWatchdogLimit(1'000'000).ok());
@@ -406,7 +406,7 @@ TEST_P(DriverTest, WatchdogStopsAStalledCore) {
 
 TEST_P(DriverTest, LaunchWhileBusyIsRefusedAndResetRecovers) {
   ASSERT_TRUE(driver_->SetWatchdogLimit(0).ok());
-  ASSERT_TRUE(driver_->LoadProgram({Instr(Opcode::JMP, 0, 0, 0, 0, 0, 0)}).ok());
+  ASSERT_TRUE(driver_->LoadProgram({Assemble(Opcode::JMP, 0, 0, 0, 0, 0, 0)}).ok());
   ASSERT_TRUE(driver_->Launch(0).ok());
   transport_->WaitForInterrupt(100);
   EXPECT_EQ(driver_->Launch(0).code(), StatusCode::kFailedPrecondition);
@@ -476,9 +476,9 @@ TEST_P(DriverTest, ProgramMovesDataThroughVmemAndCountsIt) {
   const uint32_t line_bytes = driver_->info().line_bytes;
   const std::vector<uint8_t> data = RandomBytes(8 * line_bytes, 5);
   ASSERT_TRUE(driver_->CopyToHbm(data, 200).ok());
-  DeviceCounters counters = RunOk({Li(1, 200), Li(3, 8), Instr(Opcode::DMA_LD, 0, 1, 0, 3, 0, 1),
-                                   Instr(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_DMA), Li(1, 300),
-                                   Instr(Opcode::DMA_ST, 0, 1, 0, 3, 0, 1), Instr(Opcode::SYNC), Halt()});
+  DeviceCounters counters = RunOk({Li(1, 200), Li(3, 8), Assemble(Opcode::DMA_LD, 0, 1, 0, 3, 0, 1),
+                                   Assemble(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_DMA), Li(1, 300),
+                                   Assemble(Opcode::DMA_ST, 0, 1, 0, 3, 0, 1), Assemble(Opcode::SYNC), Halt()});
   EXPECT_EQ(counters.dma_lines, 16u);
   StatusOr<std::vector<uint8_t>> back = driver_->CopyFromHbm(300, 8);
   ASSERT_TRUE(back.ok()) << back.status();
@@ -505,14 +505,14 @@ TEST_P(DriverTest, HostSemaphoresHandOverDataWhileTheCoreRuns) {
   driver_->ClearSemaphores();
   const std::vector<uint64_t> program = {
       Li(1, in_slot), Li(2, out_slot), Li(3, 1), Li(4, 3),
-      /*4: loop*/ Instr(Opcode::SEMWAIT, 0, 0, 0, 0, 0, csr::SEM_INFEED_FULL),
-      Instr(Opcode::DMA_LD, 0, 1, 0, 3, 0, 1), Instr(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_DMA),
-      Instr(Opcode::VADD, 0, 0, 0, 3, isa::flag::VADD_SRC2_IMM, one),
-      Instr(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_VPU),
-      Instr(Opcode::SEMWAIT, 0, 0, 0, 0, 0, csr::SEM_OUTFEED_FREE), Instr(Opcode::DMA_ST, 0, 2, 0, 3, 0, 1),
-      Instr(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_DMA),
-      Instr(Opcode::SEMPOST, 0, 0, 0, 0, 0, csr::SEM_OUTFEED_FULL), Instr(Opcode::ADDI, 4, 4, 0, 0, 0, 0xffffffffu),
-      Instr(Opcode::BNE, 0, 4, 0, 0, 0, 4), Halt()};
+      /*4: loop*/ Assemble(Opcode::SEMWAIT, 0, 0, 0, 0, 0, csr::SEM_INFEED_FULL),
+      Assemble(Opcode::DMA_LD, 0, 1, 0, 3, 0, 1), Assemble(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_DMA),
+      Assemble(Opcode::VADD, 0, 0, 0, 3, isa::flag::VADD_SRC2_IMM, one),
+      Assemble(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_VPU),
+      Assemble(Opcode::SEMWAIT, 0, 0, 0, 0, 0, csr::SEM_OUTFEED_FREE), Assemble(Opcode::DMA_ST, 0, 2, 0, 3, 0, 1),
+      Assemble(Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_DMA),
+      Assemble(Opcode::SEMPOST, 0, 0, 0, 0, 0, csr::SEM_OUTFEED_FULL), Assemble(Opcode::ADDI, 4, 4, 0, 0, 0, 0xffffffffu),
+      Assemble(Opcode::BNE, 0, 4, 0, 0, 0, 4), Halt()};
   ASSERT_TRUE(driver_->LoadProgram(program).ok());
   driver_->PostSemaphore(csr::SEM_OUTFEED_FREE);
   ASSERT_TRUE(driver_->Launch(0).ok());
@@ -545,7 +545,7 @@ TEST_P(DriverTest, HostSemaphoresHandOverDataWhileTheCoreRuns) {
 TEST_P(DriverTest, AnEmptyInfeedStopsTheCoreWithTheWatchdogAndCountsAsFeedStall) {
   driver_->ClearSemaphores();
   ASSERT_TRUE(driver_->SetWatchdogLimit(5000).ok());
-  Status error = RunExpectingError({Instr(Opcode::SEMWAIT, 0, 0, 0, 0, 0, csr::SEM_INFEED_FULL), Halt()});
+  Status error = RunExpectingError({Assemble(Opcode::SEMWAIT, 0, 0, 0, 0, 0, csr::SEM_INFEED_FULL), Halt()});
   EXPECT_EQ(error.code(), StatusCode::kDeadlineExceeded) << error;
   EXPECT_NE(error.message().find("WATCHDOG"), std::string::npos) << error;
   EXPECT_NE(error.message().find("SEMWAIT"), std::string::npos) << error;
@@ -563,15 +563,15 @@ TEST_P(DriverTest, SemaphoresSaturateNeverGoNegativeAndTheResetClearsThem) {
   driver_->PostSemaphore(csr::HOST_SEMS);  // no such semaphore: ignored
   EXPECT_EQ(driver_->ReadSemaphores(), (std::vector<uint32_t>{0, (1u << csr::SEM_BITS) - 1, 0, 0}));
   // The program's own posts and takes; a post raises the interrupt.
-  RunOk({Instr(Opcode::SEMWAIT, 0, 0, 0, 0, 0, 1), Instr(Opcode::SEMPOST, 0, 0, 0, 0, 0, 3),
-         Instr(Opcode::SEMPOST, 0, 0, 0, 0, 0, 3), Halt()});
+  RunOk({Assemble(Opcode::SEMWAIT, 0, 0, 0, 0, 0, 1), Assemble(Opcode::SEMPOST, 0, 0, 0, 0, 0, 3),
+         Assemble(Opcode::SEMPOST, 0, 0, 0, 0, 0, 3), Halt()});
   EXPECT_EQ(driver_->ReadSemaphores(), (std::vector<uint32_t>{0, (1u << csr::SEM_BITS) - 2, 0, 2}));
   ASSERT_TRUE(driver_->Reset().ok());
   EXPECT_EQ(driver_->ReadSemaphores(), (std::vector<uint32_t>{0, 0, 0, 0}));
 }
 
 TEST_P(DriverTest, ASemaphoreBeyondTheLastIsAnIllegalInstruction) {
-  Status error = RunExpectingError({Instr(Opcode::SEMPOST, 0, 0, 0, 0, 0, csr::SEMS), Halt()});
+  Status error = RunExpectingError({Assemble(Opcode::SEMPOST, 0, 0, 0, 0, 0, csr::SEMS), Halt()});
   EXPECT_EQ(error.code(), StatusCode::kInternal) << error;
   EXPECT_NE(error.message().find("ILLEGAL_INSTR at pc 0"), std::string::npos) << error;
   ExpectUsable();

@@ -49,7 +49,7 @@ void SetBitAt(Bits& bits, unsigned index, bool value) {
 
 uint32_t Program::Emit(isa::Opcode op, uint8_t rd, uint8_t rs1, uint8_t rs2, uint8_t rs3, uint8_t flags,
                        uint32_t imm) {
-  return Raw(testing::Instr(op, rd, rs1, rs2, rs3, flags, imm));
+  return Raw(testing::Assemble(op, rd, rs1, rs2, rs3, flags, imm));
 }
 
 uint32_t Program::Raw(uint64_t word) {
