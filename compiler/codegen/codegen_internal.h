@@ -30,6 +30,7 @@ using hlo::HloOpcode;
 constexpr uint8_t kSyncDma = isa::flag::SYNC_DMA;
 constexpr uint8_t kSyncMxu = isa::flag::SYNC_MXU;
 constexpr uint8_t kSyncVpu = isa::flag::SYNC_VPU;
+constexpr uint8_t kSyncIci = isa::flag::SYNC_ICI;
 constexpr uint8_t kSyncAll = 0;
 
 inline uint32_t FloatBits(float value) {
@@ -421,8 +422,8 @@ class CodeGenerator {
   Status EmitRingCollective(const HloInstruction& instruction);
   Status EmitCollectivePermute(const HloInstruction& instruction);
   // Runs `body` over the lines `left` counts down, in pieces of at most `piece` lines (`count`: this
-  // piece's), after a SYNC DMA each.
-  void ForPieces(Reg left, Reg count, uint32_t piece, const std::function<void()>& body);
+  // piece's), each after a SYNC of `sync` (none: 0).
+  void ForPieces(Reg left, Reg count, uint32_t piece, uint8_t sync, const std::function<void()>& body);
 
   // --- code ---
   StatusOr<ScopedReg> NewReg() { return AllocateScoped(&regs_); }

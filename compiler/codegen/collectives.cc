@@ -14,10 +14,14 @@
 // slot per step and collective, so a peer that runs ahead never overwrites a slot not yet read), in
 // pieces of at most kMaxPieces per chunk, each posting one of the receiver's peer semaphores; the
 // receiver takes one post per piece before it reads the piece. A device's posts to one peer arrive in
-// order (the DMA unit runs an RDMA alone), so counting semaphores keep pieces, steps and successive
-// collectives apart; each device has a semaphore per distinct sender (program.h, PeerSemaphores). Over
+// order (its link engine sends one RDMA after the other), so counting semaphores keep pieces, steps and
+// successive collectives apart; each device has a semaphore per distinct sender (program.h, PeerSemaphores). Over
 // more than two devices half the lines go round the reversed ring, the two halves' steps alternating, so
 // that every link carries both directions (docs/interconnect.md).
+//
+// The pieces alternate between two pairs of VMEM buffers, so that a piece's RDMA streams on the link
+// engine while the DMA unit loads and the VPU combines the next piece; the link engine takes an RDMA
+// only when the one before it has read its lines, which frees the pair the piece after next uses.
 //
 // all-gather is the second half of that ring (a block per device, stored where it belongs in the result
 // and sent on), reduce-scatter the first half with the steps shifted by one, so that each device ends
@@ -41,8 +45,9 @@ namespace {
 // At most this many pieces per chunk: the receiver's semaphore counts to 255, and a sender runs at most
 // about two steps ahead of its receiver.
 constexpr uint32_t kMaxPieces = 32;
-// Lines of a piece when the chunk is long enough: each RDMA waits for the DMA unit, so longer pieces
-// amortize that, shorter ones let the ring start sooner.
+// Lines of a piece when the chunk is long enough: an RDMA to another core than the one before it waits
+// for every acknowledgement of that one (a link round trip), so longer pieces amortize that, shorter
+// ones let the ring start sooner.
 constexpr uint32_t kPieceLines = 512;
 
 // One step of a ring collective: the chunk is (place - chunk_step) mod p of the ring's chunks.
@@ -409,7 +414,8 @@ Status CodeGenerator::EmitRingCollective(const HloInstruction& instruction) {
     piece_lines = std::max(piece_lines, emitted.piece);
     parts.push_back(std::move(emitted));
   }
-  if (2 * piece_lines > options_.vmem_lines) return VmemOverflow(instruction, 2 * uint64_t{piece_lines});
+  // Two pairs of buffers (this device's lines and what arrived), used by turns.
+  if (4 * piece_lines > options_.vmem_lines) return VmemOverflow(instruction, 4 * uint64_t{piece_lines});
   std::optional<std::pair<isa::Opcode, uint8_t>> combine;
   if (instruction.opcode() != HloOpcode::kAllGather) {
     combine = CombineInstruction(AllReduceOpcode(instruction), instruction.shape().element_type);
@@ -425,8 +431,10 @@ Status CodeGenerator::EmitRingCollective(const HloInstruction& instruction) {
   TPU_ASSIGN_OR_RETURN(ScopedReg left, NewReg());      // lines of the chunk still to do
   TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());     // lines of this piece
   TPU_ASSIGN_OR_RETURN(ScopedReg first, NewReg());     // the chunk's first line
+  TPU_ASSIGN_OR_RETURN(ScopedReg pairs, NewReg());     // 2 x piece_lines: own = pairs - own takes turns
   asm_.Li(own, 0);
   asm_.Li(received, piece_lines);
+  asm_.Li(pairs, 2 * piece_lines);
   // Step by step, each part's (both directions of an all-reduce: their sends alternate).
   for (uint32_t s = 0; s < parts.front().schedule.steps.size(); ++s) {
     for (const Part& part : parts) {
@@ -456,7 +464,9 @@ Status CodeGenerator::EmitRingCollective(const HloInstruction& instruction) {
         Patch(asm_.Li(next_core, 0), {0, DeviceValue::kNextCore, ring});
         Patch(asm_.Li(next_slot, 0), chunk_patch(DeviceValue::kNextReceive, 0, slots + s * chunk));
       }
-      ForPieces(left, count, part.piece, [&] {
+      // A piece that sends nothing does not make the link engine take the next RDMA, so the one before
+      // it may still read the pair this piece loads.
+      ForPieces(left, count, part.piece, step.send ? 0 : kSyncIci, [&] {
         if (step.own) asm_.DmaLoad(x, own, count, 1);
         if (step.receive) {
           Patch(asm_.SemWait(0), {0, DeviceValue::kWaitSemaphore, ring});
@@ -479,13 +489,16 @@ Status CodeGenerator::EmitRingCollective(const HloInstruction& instruction) {
         }
         if (step.own) asm_.Add(x, x, count);
         if (step.receive) asm_.Add(slot, slot, count);
+        asm_.Sub(own, pairs, own);
+        asm_.Addi(received, own, piece_lines);
       });
     }
   }
   return OkStatus();
 }
 
-void CodeGenerator::ForPieces(Reg left, Reg count, uint32_t piece, const std::function<void()>& body) {
+void CodeGenerator::ForPieces(Reg left, Reg count, uint32_t piece, uint8_t sync,
+                              const std::function<void()>& body) {
   Assembler::Label top = asm_.NewLabel(), full = asm_.NewLabel(), done = asm_.NewLabel();
   asm_.Bind(top);
   asm_.Beq(left, kZeroReg, done);
@@ -493,8 +506,7 @@ void CodeGenerator::ForPieces(Reg left, Reg count, uint32_t piece, const std::fu
   asm_.Blt(count, left, full);
   asm_.Add(count, left, kZeroReg);
   asm_.Bind(full);
-  // The previous piece's DMAs (an RDMA, a store) have read the VMEM buffers.
-  asm_.Sync(kSyncDma);
+  if (sync != 0) asm_.Sync(sync);
   body();
   asm_.Sub(left, left, count);
   asm_.Jmp(top);
@@ -557,7 +569,7 @@ Status CodeGenerator::EmitCollectivePermute(const HloInstruction& instruction) {
   asm_.Li(count, piece);
   asm_.Vsplat(received, count, 0);
   asm_.Sync(kSyncVpu);
-  ForPieces(left, count, piece, [&] {
+  ForPieces(left, count, piece, kSyncDma, [&] {
     asm_.DmaStore(hbm, received, count, 1);
     asm_.Add(hbm, hbm, count);
   });
@@ -569,7 +581,8 @@ Status CodeGenerator::EmitCollectivePermute(const HloInstruction& instruction) {
   next.offset = plan.slots;
   Patch(asm_.Li(remote, 0), next);
   LoadAddress(hbm, operand, 0);
-  ForPieces(left, count, piece, [&] {
+  // The previous piece's RDMA has read `own`.
+  ForPieces(left, count, piece, kSyncIci, [&] {
     asm_.DmaLoad(hbm, own, count, 1);
     asm_.Sync(kSyncDma);
     Patch(asm_.Emit(isa::Opcode::RDMA, {next_core, remote, own, count, isa::flag::RDMA_POST, 0}),
@@ -582,7 +595,7 @@ Status CodeGenerator::EmitCollectivePermute(const HloInstruction& instruction) {
   Patch(asm_.Li(left, 0), patch);
   asm_.LoadAddress(remote, RegionKind::kReceive, 0, plan.slots);
   LoadAddress(hbm, &instruction, 0);
-  ForPieces(left, count, piece, [&] {
+  ForPieces(left, count, piece, kSyncDma, [&] {
     Patch(asm_.SemWait(0), {0, DeviceValue::kWaitSemaphore, ring});
     asm_.DmaLoad(remote, received, count, 1);
     asm_.Sync(kSyncDma);

@@ -22,8 +22,12 @@ struct Footprint {
   std::vector<Range> reads, writes;
 };
 
-enum Unit { kDma = 0, kMxu = 1, kVpu = 2 };
-const char* const kUnitNames[] = {"DMA", "MXU", "VPU"};
+// In the order of SYNC's flag bits.
+enum Unit { kDma = 0, kMxu = 1, kVpu = 2, kIci = 3, kNumUnits = 4 };
+const char* const kUnitNames[] = {"DMA", "MXU", "VPU", "ICI"};
+static_assert(isa::flag::SYNC_DMA == 1u << kDma && isa::flag::SYNC_MXU == 1u << kMxu &&
+                  isa::flag::SYNC_VPU == 1u << kVpu && isa::flag::SYNC_ICI == 1u << kIci,
+              "units in the order of SYNC's flags");
 
 std::string RangeText(const Range& r) { return "[" + std::to_string(r.begin) + ", " + std::to_string(r.end) + ")"; }
 
@@ -67,8 +71,10 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
   const uint64_t result_latency =
       options.mxu_result_latency != 0 ? options.mxu_result_latency : 2ull * options.lanes + 2;
   std::array<uint32_t, 16> s{};
-  std::array<std::deque<Footprint>, 3> in_flight;  // DMA and VPU: the instructions that may still run
-  const std::array<size_t, 3> in_flight_limit = {std::max<size_t>(1, options.dma_queue), 0, 1};
+  std::array<std::deque<Footprint>, kNumUnits> in_flight;  // DMA, VPU, ICI: the instructions that may still run
+  // The VPU and the link engine take an instruction when the previous one has read and written VMEM;
+  // the DMA unit when fewer than dma_queue are unfinished.
+  const std::array<size_t, kNumUnits> in_flight_limit = {std::max<size_t>(1, options.dma_queue), 0, 1, 1};
   MxuState mxu;
   // What unit u may still be executing.
   auto InFlight = [&](int u) {
@@ -130,7 +136,7 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
       case Opcode::SLD: {
         // The sequencer reads the line at issue: no unit may still write it.
         const Range line{uint64_t{s[in.rs1]} + in.imm, uint64_t{s[in.rs1]} + in.imm + 1};
-        for (int u = 0; u < 3; ++u) {
+        for (int u = 0; u < kNumUnits; ++u) {
           for (const Footprint* busy : InFlight(u)) {
             for (const Range& write : busy->writes) {
               if (line.Overlaps(write)) {
@@ -157,7 +163,7 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
         }
         break;
       case Opcode::SYNC:
-        for (int u = 0; u < 3; ++u) {
+        for (int u = 0; u < kNumUnits; ++u) {
           if (in.flags == 0 || (in.flags & (1u << u))) {
             in_flight[u].clear();
             if (u == kMxu) mxu.Clear();
@@ -169,10 +175,20 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
         fp.writes.push_back({s[in.rs2], s[in.rs2] + count});
         break;
       case Opcode::DMA_ST:
-      case Opcode::RDMA:  // reads this core's VMEM; what it writes is another core's
         unit = kDma;
         fp.reads.push_back({s[in.rs2], s[in.rs2] + count});
         break;
+      case Opcode::RDMA: {  // reads this core's VMEM; what it writes is another core's
+        unit = kIci;
+        fp.reads.push_back({s[in.rs2], s[in.rs2] + count});
+        // The link engine takes an RDMA once every earlier DMA_LD has written VMEM.
+        std::deque<Footprint> stores;
+        for (const Footprint& busy : in_flight[kDma]) {
+          if (busy.writes.empty()) stores.push_back(busy);
+        }
+        in_flight[kDma] = std::move(stores);
+        break;
+      }
       case Opcode::MXU_LW:
         unit = kMxu;
         fp.reads.push_back({s[in.rs1], s[in.rs1] + options.lanes});
@@ -247,7 +263,7 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
           mxu.results = std::move(still);
         }
       }
-      for (int other = 0; other < 3; ++other) {
+      for (int other = 0; other < kNumUnits; ++other) {
         if (other == unit) continue;
         for (const Footprint* busy_ptr : InFlight(other)) {
           const Footprint& busy = *busy_ptr;
@@ -281,8 +297,6 @@ Status CheckUnitSynchronization(const std::vector<uint64_t>& code, const SyncChe
           if (count > 0) mxu.results.push_back({mm_results, 0});
         }
       } else {
-        // The VPU accepts an instruction only when idle (the previous one is complete); the DMA unit
-        // when fewer than dma_queue are unfinished.
         in_flight[unit].push_back(fp);
         if (in_flight[unit].size() > in_flight_limit[unit]) in_flight[unit].pop_front();
       }

@@ -1,5 +1,6 @@
-// One tpusim core: sequencer, IMEM, VMEM and the DMA, MXU and vector units (wiring only).
-// VMEM ports: read 0 DMA, 1 MXU A, 2 MXU B, 3 VPU A, 4 VPU B, 5 MXU W; write 0 DMA, 1 MXU, 2 VPU.
+// One tpusim core: sequencer, IMEM, VMEM and the DMA, link (RDMA), MXU and vector units (wiring only).
+// VMEM ports: read 0 DMA, 1 MXU A, 2 MXU B, 3 VPU A, 4 VPU B, 5 MXU W, 6 sequencer (SLD), 7 link engine;
+// write 0 DMA, 1 MXU, 2 VPU.
 module tpu_core
 #(
   parameter int unsigned ImemAw = $clog2(tpu_pkg::IMEM_WORDS),
@@ -58,7 +59,7 @@ module tpu_core
   input  logic              hbm_rsp_valid_i,
   input  logic [tpu_pkg::LINE_W-1:0] hbm_rsp_rdata_i,
 
-  // RDMA lines to other cores (tpu_dma: net_req_*), acknowledged once written.
+  // RDMA lines to other cores (tpu_rdma: net_req_*), acknowledged once written.
   output logic              net_req_valid_o,
   input  logic              net_req_ready_i,
   output logic [3:0]        net_req_core_o,
@@ -69,16 +70,17 @@ module tpu_core
   input  logic              net_rsp_valid_i
 );
 
-  localparam int unsigned NumRd = 7;
+  localparam int unsigned NumRd = 8;
   localparam int unsigned NumWr = 3;
 
   // Sequencer <-> units.
-  logic              dma_cmd_valid, mxu_cmd_valid, vpu_cmd_valid;
+  logic              dma_cmd_valid, ici_cmd_valid, mxu_cmd_valid, vpu_cmd_valid;
   logic [7:0]        cmd_opcode, cmd_flags;
   logic [31:0]       cmd_rd, cmd_rs1, cmd_rs2, cmd_rs3, cmd_imm;
-  logic              dma_busy, dma_ready, mxu_busy, vpu_busy, mxu_lw_ready, mxu_mm_ready;
+  logic              dma_busy, dma_ready, ici_busy, ici_ready, mxu_busy, vpu_busy, mxu_lw_ready, mxu_mm_ready;
+  logic              loads_pending;
   logic              flush;
-  logic              mxu_row, dma_line, vpu_line;
+  logic              mxu_row, dma_line, ici_line, vpu_line;
 
   logic [ImemAw-1:0] fetch_addr;
   logic [63:0]       fetch_rdata;
@@ -118,6 +120,7 @@ module tpu_core
     .vmem_rd_addr_o   (vm_rd_addr[6*VmemAw +: VmemAw]),
     .vmem_rd_data_i   (vm_rd_data[6*tpu_pkg::LINE_W +: 32]),
     .dma_cmd_valid_o  (dma_cmd_valid),
+    .ici_cmd_valid_o  (ici_cmd_valid),
     .mxu_cmd_valid_o  (mxu_cmd_valid),
     .vpu_cmd_valid_o  (vpu_cmd_valid),
     .cmd_opcode_o     (cmd_opcode),
@@ -129,6 +132,8 @@ module tpu_core
     .cmd_imm_o        (cmd_imm),
     .dma_busy_i       (dma_busy),
     .dma_ready_i      (dma_ready),
+    .ici_busy_i       (ici_busy),
+    .ici_ready_i      (ici_ready),
     .mxu_busy_i       (mxu_busy),
     .mxu_lw_ready_i   (mxu_lw_ready),
     .mxu_mm_ready_i   (mxu_mm_ready),
@@ -136,6 +141,7 @@ module tpu_core
     .flush_o          (flush),
     .mxu_row_i        (mxu_row),
     .dma_line_i       (dma_line),
+    .ici_line_i       (ici_line),
     .vpu_line_i       (vpu_line),
     .perf_cycles_o    (perf_cycles_o),
     .perf_mxu_busy_o  (perf_mxu_busy_o),
@@ -199,10 +205,9 @@ module tpu_core
     .cmd_vmem_i      (cmd_rs2),
     .cmd_count_i     (cmd_rs3),
     .cmd_stride_i    (cmd_imm),
-    .cmd_core_i      (cmd_rd[3:0]),
-    .cmd_post_i      (cmd_flags[tpu_pkg::FLAG_RDMA_POST]),
     .cmd_ready_o     (dma_ready),
     .busy_o          (dma_busy),
+    .loads_pending_o (loads_pending),
     .line_done_o     (dma_line),
     .hbm_req_valid_o (hbm_req_valid_o),
     .hbm_req_ready_i (hbm_req_ready_i),
@@ -211,6 +216,31 @@ module tpu_core
     .hbm_req_wdata_o (hbm_req_wdata_o),
     .hbm_rsp_valid_i (hbm_rsp_valid_i),
     .hbm_rsp_rdata_i (hbm_rsp_rdata_i),
+    .vmem_rd_en_o    (vm_rd_en[0]),
+    .vmem_rd_addr_o  (vm_rd_addr[0*VmemAw +: VmemAw]),
+    .vmem_rd_data_i  (vm_rd_data[0*tpu_pkg::LINE_W +: tpu_pkg::LINE_W]),
+    .vmem_wr_en_o    (vm_wr_en[0]),
+    .vmem_wr_addr_o  (vm_wr_addr[0*VmemAw +: VmemAw]),
+    .vmem_wr_data_o  (vm_wr_data[0*tpu_pkg::LINE_W +: tpu_pkg::LINE_W])
+  );
+
+  tpu_rdma #(
+    .VmemAw (VmemAw)
+  ) u_rdma (
+    .clk_i           (clk_i),
+    .rst_ni          (rst_ni),
+    .flush_i         (flush),
+    .cmd_valid_i     (ici_cmd_valid),
+    .cmd_core_i      (cmd_rd[3:0]),
+    .cmd_line_i      (cmd_rs1),
+    .cmd_vmem_i      (cmd_rs2),
+    .cmd_count_i     (cmd_rs3),
+    .cmd_post_i      (cmd_flags[tpu_pkg::FLAG_RDMA_POST]),
+    .cmd_sem_i       (cmd_imm[$clog2(tpu_pkg::SEMS)-1:0]),
+    .loads_pending_i (loads_pending),
+    .cmd_ready_o     (ici_ready),
+    .busy_o          (ici_busy),
+    .line_done_o     (ici_line),
     .net_req_valid_o (net_req_valid_o),
     .net_req_ready_i (net_req_ready_i),
     .net_req_core_o  (net_req_core_o),
@@ -219,12 +249,9 @@ module tpu_core
     .net_req_post_o  (net_req_post_o),
     .net_req_sem_o   (net_req_sem_o),
     .net_rsp_valid_i (net_rsp_valid_i),
-    .vmem_rd_en_o    (vm_rd_en[0]),
-    .vmem_rd_addr_o  (vm_rd_addr[0*VmemAw +: VmemAw]),
-    .vmem_rd_data_i  (vm_rd_data[0*tpu_pkg::LINE_W +: tpu_pkg::LINE_W]),
-    .vmem_wr_en_o    (vm_wr_en[0]),
-    .vmem_wr_addr_o  (vm_wr_addr[0*VmemAw +: VmemAw]),
-    .vmem_wr_data_o  (vm_wr_data[0*tpu_pkg::LINE_W +: tpu_pkg::LINE_W])
+    .vmem_rd_en_o    (vm_rd_en[7]),
+    .vmem_rd_addr_o  (vm_rd_addr[7*VmemAw +: VmemAw]),
+    .vmem_rd_data_i  (vm_rd_data[7*tpu_pkg::LINE_W +: tpu_pkg::LINE_W])
   );
 
   mxu #(

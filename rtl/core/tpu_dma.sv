@@ -1,12 +1,5 @@
-// Core DMA unit: DMA_LD (HBM -> VMEM) and DMA_ST (VMEM -> HBM) with a strided HBM side, and RDMA (VMEM ->
-// another core's HBM over the chip's core network, net_req_*).
-//
-// RDMA is a store whose writes go to the network instead of this core's HBM: each line is a request
-// naming the destination core, and each is answered by an acknowledgement (net_rsp_valid_i) once it is
-// written there, so the instruction retires, and SYNC DMA returns, when every line has landed. The last
-// line carries the POST flag and semaphore when the instruction has them. Responses of the two ports
-// are not ordered with each other, so an RDMA waits until no other DMA instruction is unfinished and the
-// next instruction waits for it.
+// Core DMA unit: DMA_LD (HBM -> VMEM) and DMA_ST (VMEM -> HBM) with a strided HBM side. (RDMA, VMEM to
+// another core's HBM, runs beside it on the link engine, tpu_rdma.)
 //
 // Two halves that work on different instructions:
 //  - the request side takes one instruction at a time and issues its HBM requests in order (loads:
@@ -20,6 +13,7 @@
 // the next DMA's requests. Sequential semantics are kept: responses return in request order (a load
 // after a load writes VMEM after it; the memory orders accesses to the same line), and a store starts
 // reading VMEM only after every older load has written its lines (loads_waiting_q == 0).
+// loads_pending_o is high while a DMA_LD has not written all its lines (the link engine waits for it).
 // busy_o is high while any instruction is unfinished. flush_i abandons everything: no new requests,
 // buffered lines and queued instructions dropped, responses still outstanding are absorbed and
 // discarded (busy stays high until then).
@@ -27,13 +21,8 @@ module tpu_dma
 #(
   parameter int unsigned VmemAw         = $clog2(tpu_pkg::VMEM_LINES),
   parameter int unsigned MaxOutstanding = 128,
-  // RDMA lines in flight: enough for a line a cycle over an ICI round trip (two hops out and back of
-  // 500 cycles each, docs/interconnect.md); the network's own flow control bounds them too.
-  parameter int unsigned MaxRemoteOutstanding = 4096,
   parameter int unsigned StoreFifoDepth = 4,
-  parameter int unsigned QueueDepth     = tpu_pkg::DMA_QUEUE,
-  parameter int unsigned CoreW          = 4,
-  parameter int unsigned SemW           = $clog2(tpu_pkg::SEMS)
+  parameter int unsigned QueueDepth     = tpu_pkg::DMA_QUEUE
 ) (
   input  logic              clk_i,
   input  logic              rst_ni,
@@ -47,11 +36,10 @@ module tpu_dma
   input  logic [31:0]       cmd_vmem_i,     // s[rs2]: first VMEM line
   // verilator lint_on UNUSEDSIGNAL
   input  logic [31:0]       cmd_count_i,    // s[rs3]: lines
-  input  logic [31:0]       cmd_stride_i,   // imm: HBM line stride (RDMA: the semaphore to post)
-  input  logic [CoreW-1:0]  cmd_core_i,     // RDMA: s[rd], the destination core (checked at issue)
-  input  logic              cmd_post_i,     // RDMA: flag POST
+  input  logic [31:0]       cmd_stride_i,   // imm: HBM line stride
   output logic              cmd_ready_o,    // a command in this cycle is accepted
   output logic              busy_o,
+  output logic              loads_pending_o,
   output logic              line_done_o,    // pulse per line moved
 
   output logic              hbm_req_valid_o,
@@ -62,16 +50,6 @@ module tpu_dma
   input  logic              hbm_rsp_valid_i,
   input  logic [tpu_pkg::LINE_W-1:0] hbm_rsp_rdata_i,
 
-  // RDMA lines to the core network, one acknowledgement per line (in order, no ready).
-  output logic              net_req_valid_o,
-  input  logic              net_req_ready_i,
-  output logic [CoreW-1:0]  net_req_core_o,
-  output logic [31:0]       net_req_line_o,
-  output logic [tpu_pkg::LINE_W-1:0] net_req_data_o,
-  output logic              net_req_post_o,
-  output logic [SemW-1:0]   net_req_sem_o,
-  input  logic              net_rsp_valid_i,
-
   output logic              vmem_rd_en_o,
   output logic [VmemAw-1:0] vmem_rd_addr_o,
   input  logic [tpu_pkg::LINE_W-1:0] vmem_rd_data_i,
@@ -80,20 +58,14 @@ module tpu_dma
   output logic [tpu_pkg::LINE_W-1:0] vmem_wr_data_o
 );
 
-  localparam int unsigned OutW   = $clog2((MaxRemoteOutstanding > MaxOutstanding ? MaxRemoteOutstanding
-                                                                                : MaxOutstanding) + 1);
+  localparam int unsigned OutW   = $clog2(MaxOutstanding + 1);
   localparam int unsigned FifoAw = $clog2(StoreFifoDepth);
   localparam int unsigned QAw    = (QueueDepth > 1) ? $clog2(QueueDepth) : 1;
   localparam int unsigned CtxW   = 1 + VmemAw + 32;  // {store, first VMEM line, lines}
 
   // Request side.
   logic              req_active_q;   // an instruction is issuing requests
-  logic              req_store_q;    // DMA_ST or RDMA: VMEM lines out
-  logic              req_remote_q;   // RDMA: the requests go to the network
-  logic              remote_pending_q;  // an RDMA is unfinished
-  logic [CoreW-1:0]  remote_core_q;
-  logic              remote_post_q;
-  logic [SemW-1:0]   remote_sem_q;
+  logic              req_store_q;    // DMA_ST: VMEM lines out
   logic [31:0]       hbm_addr_q;     // next HBM request line
   logic [31:0]       stride_q;
   logic [31:0]       req_left_q;     // loads: HBM reads to issue; stores: VMEM reads to issue
@@ -111,8 +83,8 @@ module tpu_dma
   logic [31:0]       head_count;
   logic [31:0]       rsp_done_q;     // responses of the head instruction so far
 
-  logic              cmd_fire, cmd_load, cmd_remote;
-  logic              req_valid, req_ready, rsp_valid;
+  logic              cmd_fire, cmd_load;
+  logic              req_valid;
   logic              hbm_fire;
   logic              fifo_empty;
   logic [FifoAw:0]   fifo_count;
@@ -120,9 +92,7 @@ module tpu_dma
   logic              can_read, req_last;
 
   assign cmd_load    = (cmd_opcode_i == tpu_pkg::OP_DMA_LD);
-  assign cmd_remote  = (cmd_opcode_i == tpu_pkg::OP_RDMA);
-  assign cmd_ready_o = !req_active_q && (32'(ctx_count) < 32'(QueueDepth)) && !remote_pending_q &&
-                       !(cmd_remote && !ctx_empty);
+  assign cmd_ready_o = !req_active_q && (32'(ctx_count) < 32'(QueueDepth));
   assign cmd_fire    = cmd_valid_i && cmd_ready_o;
 
   // Stores: every older load complete, and room in the FIFO for the read about to start, counting the
@@ -133,25 +103,14 @@ module tpu_dma
   assign vmem_rd_en_o   = can_read;
   assign vmem_rd_addr_o = vmem_rd_addr_q;
 
-  assign req_valid = req_active_q &&
-                     (outstanding_q < OutW'(req_remote_q ? MaxRemoteOutstanding : MaxOutstanding)) &&
+  assign req_valid = req_active_q && (outstanding_q < OutW'(MaxOutstanding)) &&
                      (req_store_q ? !fifo_empty : (req_left_q != 32'd0));
-  assign req_ready = req_remote_q ? net_req_ready_i : hbm_req_ready_i;
-  assign rsp_valid = hbm_rsp_valid_i || net_rsp_valid_i;
 
   assign hbm_req_write_o = req_store_q;
   assign hbm_req_addr_o  = hbm_addr_q;
   assign hbm_req_wdata_o = fifo_head;
-  assign hbm_req_valid_o = req_valid && !req_remote_q;
-  assign hbm_fire        = req_valid && req_ready;  // a request of either port goes out
-
-  assign net_req_valid_o = req_valid && req_remote_q;
-  assign net_req_core_o  = remote_core_q;
-  assign net_req_line_o  = hbm_addr_q;
-  assign net_req_data_o  = fifo_head;
-  // The last line: nothing left to read and it is the only one buffered.
-  assign net_req_post_o  = remote_post_q && req_left_q == 32'd0 && !rd_inflight_q && fifo_count == 1;
-  assign net_req_sem_o   = remote_sem_q;
+  assign hbm_req_valid_o = req_valid;
+  assign hbm_fire        = req_valid && hbm_req_ready_i;
 
   // The request side is done with its instruction when the last request goes out (a store's last
   // request also empties its FIFO: all its VMEM reads have returned).
@@ -179,7 +138,7 @@ module tpu_dma
 
   // Instructions with lines wait in the context queue until their last response.
   assign ctx_push = cmd_fire && (cmd_count_i != 32'd0);
-  assign ctx_pop  = rsp_valid && !ctx_empty && (rsp_done_q + 32'd1 == head_count);
+  assign ctx_pop  = hbm_rsp_valid_i && !ctx_empty && (rsp_done_q + 32'd1 == head_count);
   assign {head_store, head_vmem, head_count} = ctx_head;
 
   tpu_fifo #(
@@ -201,20 +160,15 @@ module tpu_dma
   );
 
   // Load responses go straight to VMEM (after a flush the queue is empty and they are dropped).
-  assign vmem_wr_en_o   = rsp_valid && !ctx_empty && !head_store;
+  assign vmem_wr_en_o   = hbm_rsp_valid_i && !ctx_empty && !head_store;
   assign vmem_wr_addr_o = head_vmem + VmemAw'(rsp_done_q);
   assign vmem_wr_data_o = hbm_rsp_rdata_i;
-  assign line_done_o    = rsp_valid && !ctx_empty;
+  assign line_done_o    = hbm_rsp_valid_i && !ctx_empty;
 
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
       req_active_q    <= 1'b0;
       req_store_q     <= 1'b0;
-      req_remote_q    <= 1'b0;
-      remote_pending_q <= 1'b0;
-      remote_core_q   <= '0;
-      remote_post_q   <= 1'b0;
-      remote_sem_q    <= '0;
       hbm_addr_q      <= 32'd0;
       stride_q        <= 32'd0;
       req_left_q      <= 32'd0;
@@ -224,30 +178,23 @@ module tpu_dma
       loads_waiting_q <= '0;
       rsp_done_q      <= 32'd0;
     end else begin
-      outstanding_q <= outstanding_q + OutW'(hbm_fire) - OutW'(rsp_valid);
+      outstanding_q <= outstanding_q + OutW'(hbm_fire) - OutW'(hbm_rsp_valid_i);
       rd_inflight_q <= can_read && !flush_i;
       if (flush_i) begin
         req_active_q     <= 1'b0;
-        remote_pending_q <= 1'b0;
         loads_waiting_q  <= '0;
         rsp_done_q       <= 32'd0;
       end else begin
-        if (ctx_pop) remote_pending_q <= 1'b0;  // an RDMA is the only unfinished instruction
-        if (cmd_fire && cmd_remote && cmd_count_i != 32'd0) remote_pending_q <= 1'b1;
         loads_waiting_q <= loads_waiting_q + (QAw+1)'(ctx_push && cmd_load) -
                            (QAw+1)'(ctx_pop && !head_store);
         if (ctx_pop) rsp_done_q <= 32'd0;
-        else if (rsp_valid && !ctx_empty) rsp_done_q <= rsp_done_q + 32'd1;
+        else if (hbm_rsp_valid_i && !ctx_empty) rsp_done_q <= rsp_done_q + 32'd1;
         if (cmd_fire) begin
           // An instruction without lines only occupies the request side for a cycle.
           req_active_q   <= 1'b1;
           req_store_q    <= !cmd_load;
-          req_remote_q   <= cmd_remote;
-          remote_core_q  <= cmd_core_i;
-          remote_post_q  <= cmd_post_i;
-          remote_sem_q   <= cmd_stride_i[SemW-1:0];
           hbm_addr_q     <= cmd_hbm_i;
-          stride_q       <= cmd_remote ? 32'd1 : cmd_stride_i;
+          stride_q       <= cmd_stride_i;
           req_left_q     <= cmd_count_i;
           vmem_rd_addr_q <= cmd_vmem_i[VmemAw-1:0];
         end else if (req_active_q) begin
@@ -263,14 +210,14 @@ module tpu_dma
     end
   end
 
+  assign loads_pending_o = (req_active_q && !req_store_q) || (loads_waiting_q != '0);
   assign busy_o = req_active_q || !ctx_empty || (outstanding_q != '0) || rd_inflight_q;
 
 `ifndef SYNTHESIS
   always_ff @(posedge clk_i) begin
     if (rst_ni) begin
       assert (!(cmd_valid_i && !cmd_ready_o)) else $error("DMA command while not ready");
-      assert (!(rsp_valid && outstanding_q == '0)) else $error("HBM response without request");
-      assert (!(hbm_rsp_valid_i && net_rsp_valid_i)) else $error("responses of both ports at once");
+      assert (!(hbm_rsp_valid_i && outstanding_q == '0)) else $error("HBM response without request");
     end
   end
 `endif

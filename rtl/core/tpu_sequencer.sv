@@ -1,10 +1,10 @@
 // Scalar sequencer: fetches one 64-bit instruction per cycle from IMEM, executes scalar instructions
-// itself and hands DMA/MXU/VPU instructions to their unit with the operand values read at issue.
+// itself and hands DMA/ICI/MXU/VPU instructions to their unit with the operand values read at issue.
 //
 // Fetch: the IMEM read address is the next pc (pc_d), so the word for pc_q is available every cycle and
 // taken branches cost no bubble. SLD takes two cycles: the first reads VMEM (a stall on no unit), the
-// second writes the register and issues. A VPU instruction issues when its unit is not busy; the DMA unit and
-// the MXU say themselves when they take an instruction (both overlap instructions and keep their order). Units raise
+// second writes the register and issues. A VPU instruction issues when its unit is not busy; the DMA unit, the
+// link engine (RDMA) and the MXU say themselves when they take an instruction (both overlap instructions and keep their order). Units raise
 // busy the cycle after cmd_valid, so a following SYNC always sees it.
 //
 // Errors are detected at issue. The offending instruction writes nothing; units already running finish
@@ -50,6 +50,7 @@ module tpu_sequencer
 
   // Command bus shared by the units, one valid per unit.
   output logic              dma_cmd_valid_o,
+  output logic              ici_cmd_valid_o,
   output logic              mxu_cmd_valid_o,
   output logic              vpu_cmd_valid_o,
   output logic [7:0]        cmd_opcode_o,
@@ -61,6 +62,8 @@ module tpu_sequencer
   output logic [31:0]       cmd_imm_o,
   input  logic              dma_busy_i,
   input  logic              dma_ready_i,    // the DMA unit accepts an instruction this cycle
+  input  logic              ici_busy_i,
+  input  logic              ici_ready_i,    // the link engine accepts an RDMA this cycle
   input  logic              mxu_busy_i,
   input  logic              mxu_lw_ready_i,   // the MXU accepts an MXU_LW / MXU_MM this cycle (it may
   input  logic              mxu_mm_ready_i,   // take one while busy with earlier commands)
@@ -70,6 +73,7 @@ module tpu_sequencer
   // Events for the performance counters.
   input  logic              mxu_row_i,
   input  logic              dma_line_i,
+  input  logic              ici_line_i,       // an RDMA line acknowledged (counted in DMA_LINES)
   input  logic              vpu_line_i,
   output logic [63:0]       perf_cycles_o,
   output logic [63:0]       perf_mxu_busy_o,
@@ -87,13 +91,13 @@ module tpu_sequencer
 
   // Issue trace (profilers, sw/driver/execution_profile.h): per cycle of a run, whether the instruction
   // at trace_pc_o issues, else which units it waits for; and the unit events of the counters. Units are
-  // bit 0 DMA, 1 MXU, 2 VPU.
+  // bit 0 DMA (or the link engine), 1 MXU, 2 VPU.
   output logic              trace_run_o,      // the cycle counts in CYCLES
   output logic              trace_issue_o,
   output logic [31:0]       trace_pc_o,
   output logic [2:0]        trace_wait_o,
   output logic [2:0]        trace_unit_o,     // the unit the issuing instruction goes to
-  output logic [2:0]        trace_work_o      // {vpu_line_i, mxu_row_i, dma_line_i}
+  output logic [2:0]        trace_work_o      // {vpu_line_i, mxu_row_i, dma_line_i | ici_line_i}
 );
 
   typedef enum logic [1:0] {
@@ -158,12 +162,14 @@ module tpu_sequencer
     hbm_range_bad = ((count != 32'd0) && (last >= 64'(tpu_pkg::HBM_LINES)));
   endfunction
 
-  // SYNC: the units named in flags ({VPU, MXU, DMA}); none named means all.
-  logic [2:0] sync_named, sync_mask;
+  // SYNC: the units named in flags ({ICI, VPU, MXU, DMA}); none named means all.
+  logic [3:0] sync_named, sync_mask, units_busy;
   logic       units_idle;
-  assign sync_named = {flags[tpu_pkg::FLAG_SYNC_VPU], flags[tpu_pkg::FLAG_SYNC_MXU], flags[tpu_pkg::FLAG_SYNC_DMA]};
-  assign sync_mask  = (sync_named == 3'b000) ? 3'b111 : sync_named;
-  assign units_idle = !dma_busy_i && !mxu_busy_i && !vpu_busy_i;
+  assign sync_named = {flags[tpu_pkg::FLAG_SYNC_ICI], flags[tpu_pkg::FLAG_SYNC_VPU], flags[tpu_pkg::FLAG_SYNC_MXU],
+                       flags[tpu_pkg::FLAG_SYNC_DMA]};
+  assign sync_mask  = (sync_named == 4'b0000) ? 4'b1111 : sync_named;
+  assign units_busy = {ici_busy_i, vpu_busy_i, mxu_busy_i, dma_busy_i};
+  assign units_idle = (units_busy == 4'b0000);
 
   // ---------------------------------------------------------------------------------------------
   // Execute
@@ -197,6 +203,7 @@ module tpu_sequencer
     pc_target       = imm;
     halt_now        = 1'b0;
     dma_cmd_valid_o = 1'b0;
+    ici_cmd_valid_o = 1'b0;
     mxu_cmd_valid_o = 1'b0;
     vpu_cmd_valid_o = 1'b0;
     sld_read        = 1'b0;
@@ -272,7 +279,7 @@ module tpu_sequencer
             end
           end
           tpu_pkg::OP_SYNC: begin
-            if ((sync_mask & {vpu_busy_i, mxu_busy_i, dma_busy_i}) == 3'b000) issue = 1'b1;
+            if ((sync_mask & units_busy) == 4'b0000) issue = 1'b1;
             else stall = 1'b1;
           end
           tpu_pkg::OP_DMA_LD, tpu_pkg::OP_DMA_ST: begin
@@ -297,10 +304,10 @@ module tpu_sequencer
               raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_HBM_ADDR;
             end else if (vmem_range_bad(rs2_val, rs3_val)) begin
               raise = 1'b1; raise_code = tpu_pkg::ERR_BAD_VMEM_ADDR;
-            end else if (!dma_ready_i) begin
+            end else if (!ici_ready_i) begin
               stall = 1'b1;
             end else begin
-              issue = 1'b1; dma_cmd_valid_o = 1'b1;
+              issue = 1'b1; ici_cmd_valid_o = 1'b1;
             end
           end
           tpu_pkg::OP_MXU_LW: begin
@@ -510,21 +517,26 @@ module tpu_sequencer
       cycles_q    <= cycles_q + 64'd1;
       mxu_busy_q  <= mxu_busy_q + 64'(mxu_row_i);
       instret_q   <= instret_q + 32'(issue);
-      dma_lines_q <= dma_lines_q + 32'(dma_line_i);
+      dma_lines_q <= dma_lines_q + 32'(dma_line_i) + 32'(ici_line_i);
       vpu_busy_q  <= vpu_busy_q + 32'(vpu_line_i);
       stall_q     <= stall_q + 32'(stall);
       feed_stall_q <= feed_stall_q + 32'(feed_stall);
     end
   end
 
-  // The units a stalled instruction waits for: its own unit, or for SYNC/HALT those still busy.
+  // The units a stalled instruction waits for: its own unit, or for SYNC/HALT those still busy. The trace
+  // has three unit bits: the link engine shows as DMA.
+  function automatic logic [2:0] TraceUnits(logic [3:0] units);
+    TraceUnits = {units[2], units[1], units[0] | units[3]};
+  endfunction
   always_comb begin
     trace_wait_o = 3'b000;
     if (stall) begin
       unique case (op)
-        tpu_pkg::OP_SYNC:                        trace_wait_o = sync_mask & {vpu_busy_i, mxu_busy_i, dma_busy_i};
-        tpu_pkg::OP_HALT:                        trace_wait_o = {vpu_busy_i, mxu_busy_i, dma_busy_i};
-        tpu_pkg::OP_DMA_LD, tpu_pkg::OP_DMA_ST:  trace_wait_o = 3'b001;
+        tpu_pkg::OP_SYNC:                        trace_wait_o = TraceUnits(sync_mask & units_busy);
+        tpu_pkg::OP_HALT:                        trace_wait_o = TraceUnits(units_busy);
+        tpu_pkg::OP_DMA_LD, tpu_pkg::OP_DMA_ST,
+        tpu_pkg::OP_RDMA:                        trace_wait_o = 3'b001;
         tpu_pkg::OP_MXU_LW, tpu_pkg::OP_MXU_MM:  trace_wait_o = 3'b010;
         tpu_pkg::OP_SLD:                         trace_wait_o = 3'b000;  // its VMEM read
         tpu_pkg::OP_SEMWAIT:                     trace_wait_o = 3'b000;  // the host
@@ -535,8 +547,8 @@ module tpu_sequencer
   assign trace_run_o   = counting;
   assign trace_issue_o = issue;
   assign trace_pc_o    = pc_q;
-  assign trace_unit_o  = {vpu_cmd_valid_o, mxu_cmd_valid_o, dma_cmd_valid_o};
-  assign trace_work_o  = {vpu_line_i, mxu_row_i, dma_line_i};
+  assign trace_unit_o  = {vpu_cmd_valid_o, mxu_cmd_valid_o, dma_cmd_valid_o | ici_cmd_valid_o};
+  assign trace_work_o  = {vpu_line_i, mxu_row_i, dma_line_i | ici_line_i};
 
   assign busy_o           = (state_q != StIdle);
   assign halted_o         = halted_q;
@@ -555,7 +567,7 @@ module tpu_sequencer
   // At most one unit receives a command per cycle.
   always_ff @(posedge clk_i) begin
     if (rst_ni) begin
-      assert ($onehot0({dma_cmd_valid_o, mxu_cmd_valid_o, vpu_cmd_valid_o}))
+      assert ($onehot0({dma_cmd_valid_o, ici_cmd_valid_o, mxu_cmd_valid_o, vpu_cmd_valid_o}))
         else $error("more than one unit command in a cycle");
     end
   end

@@ -99,7 +99,7 @@ void ParseIsa(const std::vector<Line>& lines, Spec& spec) {
     } else if (kind == "opcode") {
       Expect(line, 4);
       const std::string& unit = line.words[3];
-      if (unit != "seq" && unit != "dma" && unit != "mxu" && unit != "vpu") Fail(line, "unknown unit " + unit);
+      if (unit != "seq" && unit != "dma" && unit != "ici" && unit != "mxu" && unit != "vpu") Fail(line, "unknown unit " + unit);
       uint64_t value = ParseNumber(line, line.words[2]);
       for (const Opcode& other : spec.opcodes) {
         if (other.value == value) Fail(line, "opcode value reused by " + other.name);
@@ -153,6 +153,7 @@ void ParseConfig(const std::vector<Line>& lines, Spec& spec) {
 std::string UnitEnum(const std::string& unit) {
   if (unit == "seq") return "Unit::kSequencer";
   if (unit == "dma") return "Unit::kDma";
+  if (unit == "ici") return "Unit::kIci";
   if (unit == "mxu") return "Unit::kMxu";
   return "Unit::kVpu";
 }
@@ -170,7 +171,7 @@ std::string IsaHeader(const Spec& spec) {
   }
   o << "\nenum class Opcode : uint8_t {\n";
   for (const Opcode& op : spec.opcodes) o << "  " << op.name << " = " << Hex(op.value) << ",\n";
-  o << "};\n\nenum class Unit : uint8_t { kSequencer, kDma, kMxu, kVpu };\n\n";
+  o << "};\n\nenum class Unit : uint8_t { kSequencer, kDma, kIci, kMxu, kVpu };\n\n";
   o << "struct OpcodeInfo {\n  Opcode opcode;\n  const char* name;\n  Unit unit;\n};\n\n";
   o << "inline constexpr OpcodeInfo kOpcodes[] = {\n";
   for (const Opcode& op : spec.opcodes) {

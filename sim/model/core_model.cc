@@ -304,19 +304,24 @@ void CoreModel::StopCore() {
   }
 }
 
+namespace {
+// The profile's unit of a core unit: the order is the same, and the link engine counts as DMA.
+uint8_t ProfileUnitOf(int unit) { return unit < kProfileUnits ? static_cast<uint8_t>(unit) : kProfileDma; }
+}  // namespace
+
 void CoreModel::ProfileIssue() {
   PcProfile& word = profile_->pcs[pc_];
   word.issues += 1;
   word.cycles += core_time_ - last_issue_;
   word.stall_cycles += core_time_ - last_issue_ - 1;
-  for (int unit = 0; unit < kNumUnits; ++unit) word.stall_on[unit] += pending_stall_on_[unit];
+  for (int unit = 0; unit < kNumUnits; ++unit) word.stall_on[ProfileUnitOf(unit)] += pending_stall_on_[unit];
   pending_stall_on_.fill(0);
 }
 
 void CoreModel::ProfileInterval(UnitIndex unit, uint64_t begin, uint64_t end, uint32_t lines, uint32_t hbm_line,
                                 uint32_t stride) {
-  profile_->pcs[pc_].work[unit] += lines;
-  profile_->AddInterval(UnitInterval{static_cast<uint8_t>(unit), pc_, begin - run_start_, end - run_start_, lines,
+  profile_->pcs[pc_].work[ProfileUnitOf(unit)] += lines;
+  profile_->AddInterval(UnitInterval{ProfileUnitOf(unit), pc_, begin - run_start_, end - run_start_, lines,
                                      hbm_line, stride});
 }
 
@@ -507,13 +512,15 @@ void CoreModel::Issue(uint64_t word) {
         return;
       }
       if (!CheckVmemRange(reg(in.rs2), count)) return;
-      // The unit takes an RDMA when no other DMA instruction is unfinished, and the next one after it.
-      const uint64_t dma_idle = unit_busy_until_[kDma];
-      if (!WaitUntil(dma_idle, kDma)) return;
-      dma_done_at_.clear();
+      // The link engine takes an RDMA when its previous one has sent its lines (to another core: when
+      // they are all acknowledged) and every earlier DMA_LD has written VMEM.
+      const uint32_t to = reg(in.rd);
+      const uint64_t ici_idle = unit_busy_until_[kIci];
+      const uint64_t loads_done = std::min(dma_last_load_done_, unit_busy_until_[kDma]);
+      const uint64_t accept = std::max(to == ici_core_ ? std::min(ici_accept_at_, ici_idle) : ici_idle, loads_done);
+      if (!WaitUntil(accept, accept == loads_done ? kDma : kIci)) return;
       // The lines land at issue (the model's order); the destination's semaphore is posted, and the
       // instruction done, when the last line has crossed the network and been written and acknowledged.
-      const uint32_t to = reg(in.rd);
       const CoreNetwork::Transit transit = network_->Carry(chip_id_ * config_.num_cores + core_id_, to, core_time_, count);
       const uint64_t posted = transit.last_arrival + config_.hbm_latency + timing_.rdma_overhead +
                               (count == 0 ? 0 : timing_.dma_store_overhead);
@@ -524,19 +531,23 @@ void CoreModel::Issue(uint64_t word) {
         std::memcpy(lines.data(), VmemLine(reg(in.rs2)), lines.size());
         (void)destination.WriteHbm(reg(in.rs1), lines.data(), count);
       }
-      if (post) network_->PostAt(to, in.imm, posted);
-      dma_accept_at_ = done;
-      dma_done_at_.push_back(done);
-      unit_busy_until_[kDma] = done;
-      if (profile_ != nullptr) ProfileInterval(kDma, core_time_, done, static_cast<uint32_t>(count), reg(in.rs1), 1);
+      // An RDMA without lines sends nothing, so it posts nothing either.
+      if (post && count > 0) network_->PostAt(to, in.imm, posted);
+      ici_core_ = to;
+      ici_accept_at_ = core_time_ + count + timing_.rdma_request_gap;
+      unit_busy_until_[kIci] = std::max(ici_idle, count == 0 ? core_time_ + 1 : done);
+      if (profile_ != nullptr && count > 0) {
+        ProfileInterval(kIci, core_time_, done, static_cast<uint32_t>(count), reg(in.rs1), 1);
+      }
       dma_lines_ += static_cast<uint32_t>(count);
       break;
     }
     case Opcode::SYNC: {
-      const uint8_t units = (in.flags & 7u) == 0 ? 7u : (in.flags & 7u);
+      constexpr uint8_t kAllUnits = flag::SYNC_DMA | flag::SYNC_MXU | flag::SYNC_VPU | flag::SYNC_ICI;
+      const uint8_t units = (in.flags & kAllUnits) == 0 ? kAllUnits : (in.flags & kAllUnits);
       uint64_t ready = 0;
       UnitIndex last = kDma;  // the unit that finishes last
-      const uint8_t unit_flags[kNumUnits] = {flag::SYNC_DMA, flag::SYNC_MXU, flag::SYNC_VPU};
+      const uint8_t unit_flags[kNumUnits] = {flag::SYNC_DMA, flag::SYNC_MXU, flag::SYNC_VPU, flag::SYNC_ICI};
       for (int unit = 0; unit < kNumUnits; ++unit) {
         if ((units & unit_flags[unit]) != 0 && unit_busy_until_[unit] > ready) {
           ready = unit_busy_until_[unit];

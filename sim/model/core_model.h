@@ -62,9 +62,12 @@ struct Timing {
   // VADD/VMAX/VSPLAT of C lines: read, compute, write stages, free at T + C + 3; C = 0 at T + 2.
   uint32_t vpu_overhead = 3;
   uint32_t vpu_empty = 2;
-  // RDMA of C lines: done at T + C + hbm_latency + dma_store_overhead + rdma_overhead (the network's
-  // arbiter slices on the way out and back); C = 0 at T + hbm_latency + rdma_overhead.
+  // RDMA of C lines (the link engine): its lines leave one a cycle from T + 1 (the next RDMA to the same
+  // core may issue at T + C + rdma_request_gap); the last is written at the destination at its arrival
+  // + hbm_latency + dma_store_overhead + rdma_overhead (the network's arbiter slices), and the
+  // instruction is done when its acknowledgement is back. Credit stalls on a full link are not modelled.
   uint32_t rdma_overhead = 4;
+  uint32_t rdma_request_gap = 2;
   // Host DMA of C lines: done at start + C + hbm_latency + overhead; the overhead includes the host
   // memory's latency (8 cycles in the chip bench).
   uint32_t hdma_to_hbm_overhead = 11;
@@ -161,7 +164,8 @@ class CoreModel {
   size_t hbm_pages_allocated() const;
 
  private:
-  enum UnitIndex { kDma = 0, kMxu = 1, kVpu = 2, kNumUnits = 3 };
+  // kIci is the link engine (RDMA); profiles and the RTL's issue trace count it as DMA.
+  enum UnitIndex { kDma = 0, kMxu = 1, kVpu = 2, kIci = 3, kNumUnits = 4 };
   // The IRQ_STATUS / IRQ_ENABLE bits that exist.
   static constexpr uint32_t kIrqMask = csr::IRQ_STATUS_CORE_DONE | csr::IRQ_STATUS_CORE_ERROR |
                                        csr::IRQ_STATUS_HDMA_DONE | csr::IRQ_STATUS_HDMA_ERROR |
@@ -249,6 +253,10 @@ class CoreModel {
   // done (oldest first) and when the last load is done. Each is bounded by unit_busy_until_[kDma].
   uint64_t dma_accept_at_ = 0, dma_last_load_done_ = 0;
   std::deque<uint64_t> dma_done_at_;
+  // Link engine: when it takes the next RDMA to ici_core_, the destination of the lines still
+  // unacknowledged (another destination waits for unit_busy_until_[kIci], every acknowledgement).
+  uint64_t ici_accept_at_ = 0;
+  uint32_t ici_core_ = 0;
   // MXU overlap: when an MXU_LW / MXU_MM can issue, when the rows of weight bank b have left the array,
   // and which bank is front. Each is bounded by unit_busy_until_[kMxu] (a flush clears them all).
   uint64_t mxu_lw_ready_ = 0, mxu_mm_ready_ = 0;

@@ -20,6 +20,7 @@ constexpr FlagName kFlagNames[] = {
     {Opcode::SYNC, tpu::isa::flag::SYNC_DMA, "DMA"},
     {Opcode::SYNC, tpu::isa::flag::SYNC_MXU, "MXU"},
     {Opcode::SYNC, tpu::isa::flag::SYNC_VPU, "VPU"},
+    {Opcode::SYNC, tpu::isa::flag::SYNC_ICI, "ICI"},
     {Opcode::MXU_LW, tpu::isa::flag::MXU_LW_TRANSPOSE, "TRANSPOSE"},
     {Opcode::MXU_MM, tpu::isa::flag::MXU_MM_ACC, "ACC"},
     {Opcode::MXU_MM, tpu::isa::flag::MXU_MM_SWAP, "SWAP"},
@@ -124,7 +125,11 @@ std::string Disassemble(uint64_t word) {
     case Opcode::SLD: return name + " " + Reg(in.rd) + ", " + Reg(in.rs1) + ", " + Number(in.imm) + flags;
     case Opcode::SEMWAIT:
     case Opcode::SEMPOST: return name + " " + Number(in.imm) + flags;
-    case Opcode::SYNC: return name + ((in.flags & 7u) == 0 ? " ALL" : "") + flags;
+    case Opcode::SYNC: {
+      constexpr uint8_t kUnits = tpu::isa::flag::SYNC_DMA | tpu::isa::flag::SYNC_MXU | tpu::isa::flag::SYNC_VPU |
+                                 tpu::isa::flag::SYNC_ICI;
+      return name + ((in.flags & kUnits) == 0 ? " ALL" : "") + flags;
+    }
     case Opcode::DMA_LD:
     case Opcode::DMA_ST:
       return name + " " + Reg(in.rs1) + ", " + Reg(in.rs2) + ", " + Reg(in.rs3) + ", " + Number(in.imm) + flags;

@@ -155,7 +155,7 @@ Status Driver::SetWatchdogLimit(uint32_t cycles) {
 
 uint32_t Driver::WatchdogLimit() { return transport_.MmioRead(Reg(csr::WATCHDOG_LIMIT)); }
 
-Status Driver::Launch(uint32_t start_pc) {
+Status Driver::Launch(uint32_t start_pc, bool charge_latency) {
   TPU_RETURN_IF_ERROR(RequireDiscovered());
   if (transport_.MmioRead(Reg(csr::STATUS)) & csr::STATUS_BUSY) {
     return FailedPrecondition("cannot launch: the core is still busy with the previous program");
@@ -168,7 +168,7 @@ Status Driver::Launch(uint32_t start_pc) {
   transport_.MmioWrite(Reg(csr::IRQ_STATUS), kCoreIrqs);
   latched_irqs_ &= ~kCoreIrqs;
   transport_.MmioWrite(Reg(csr::START_PC), start_pc);
-  transport_.Advance(host_link_.launch_latency_cycles);
+  if (charge_latency) transport_.Advance(host_link_.launch_latency_cycles);
   transport_.MmioWrite(Reg(csr::DOORBELL), 1);
   return OkStatus();
 }

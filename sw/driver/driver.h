@@ -93,8 +93,10 @@ class Driver {
   Status SetWatchdogLimit(uint32_t cycles);
   uint32_t WatchdogLimit();
 
-  // Rings the doorbell: the core starts at `start_pc`. FailedPrecondition if it is still busy.
-  Status Launch(uint32_t start_pc = 0);
+  // Rings the doorbell: the core starts at `start_pc`. FailedPrecondition if it is still busy. The host
+  // link's launch latency is charged first unless `charge_latency` is false: the devices of one
+  // replicated execution are one enqueue, their doorbells go out together.
+  Status Launch(uint32_t start_pc = 0, bool charge_latency = true);
 
   // The host link every later transfer and launch is charged for (default: none).
   void set_host_link(const HostLinkModel& link) { host_link_ = link; }

@@ -272,10 +272,10 @@ class DeviceRun {
     return OkStatus();
   }
 
-  // Rings the doorbell.
-  Status Launch() {
+  // Rings the doorbell; `first` of an execution's devices pays the host link's launch latency for all.
+  Status Launch(bool first) {
     Driver& driver = state_->driver;
-    TPU_RETURN_IF_ERROR(driver.Launch(0));
+    TPU_RETURN_IF_ERROR(driver.Launch(0, first));
     TPU_LOG(INFO) << "Execute " << program_.module_name << " on " << device_->name() << ": " << code_.size()
                   << " instruction words";
     running_ = true;
@@ -469,7 +469,7 @@ Status RunOnDevices(const std::vector<DeviceRun*>& runs, uint64_t timeout_cycles
     if (failed == nullptr && !(status = run->Load()).ok()) failed = run;
   }
   for (DeviceRun* run : runs) {
-    if (failed == nullptr && !(status = run->Launch()).ok()) failed = run;
+    if (failed == nullptr && !(status = run->Launch(run == runs.front())).ok()) failed = run;
   }
   const uint64_t start = transport.Cycles();
   auto remaining = [&] {

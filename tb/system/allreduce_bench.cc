@@ -6,7 +6,8 @@
 // direction): an ICI link between chips (sim/model/ici.h), the core network (a line per cycle) on one
 // chip. cycles are the slowest device's. Every device's result is checked against the sum on the host.
 //
-// Flags: --config=v2 --backend=model --bytes=4194304 --chips=0 (0: the configuration's board).
+// Flags: --config=v2 --backend=model --bytes=4194304 --chips=0 (0: the configuration's board), --per-device=1
+// (a line per device before: its cycles, stalls and semaphore waits).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
   const uint64_t bytes = std::strtoull(Flag(argc, argv, "bytes", "4194304").c_str(), nullptr, 10);
   runtime::ClientOptions options;
   options.chips = static_cast<uint32_t>(std::atoi(Flag(argc, argv, "chips", "0").c_str()));
+  const bool per_device = Flag(argc, argv, "per-device", "0") == "1";
   StatusOr<std::unique_ptr<runtime::Client>> made = runtime::Client::Create(backend, config, options);
   if (!made.ok()) return Fail(made.status().ToString());
   runtime::Client& client = **made;
@@ -86,6 +88,12 @@ int main(int argc, char** argv) {
   uint64_t cycles = 0;
   for (size_t d = 0; d < cores; ++d) {
     cycles = std::max(cycles, (*results)[d].counters.cycles);
+    if (per_device) {
+      const DeviceCounters& c = (*results)[d].counters;
+      std::printf("allreduce_device device=%zu cycles=%llu stall_cycles=%llu semaphore_wait_cycles=%llu\n", d,
+                  static_cast<unsigned long long>(c.cycles), static_cast<unsigned long long>(c.stall_cycles),
+                  static_cast<unsigned long long>(c.feed_stall_cycles));
+    }
     StatusOr<hlo::Literal> out = (*results)[d].outputs.at(0)->ToLiteral();
     if (!out.ok()) return Fail(out.status().ToString());
     for (uint64_t i = 0; i < elements; ++i) {
