@@ -10,6 +10,9 @@
 #   programs  tb/core ChipDiff.RandomProgramsMatchTheReferenceModel: REGRESS_CHIP_PROGRAMS random
 #             programs on the verilated chip and the reference model, byte for byte
 #   hbm       tb/hbm/hbm_bench: every traffic pattern, REGRESS_HBM_BURSTS bursts each
+#   runtime   sw/runtime/runtime_stress: REGRESS_RUNTIME_OPS random runtime API operations on the model (a
+#             one-chip tiny board and the eight devices of a v2-8) and REGRESS_RUNTIME_RTL_OPS on the
+#             verilated chip: every byte checked, no HBM left in use
 #   numerics  sim/numerics/numerics_exhaustive against the host FPU (REGRESS_NUMERICS_PAIRS random pairs
 #             per operation, and every bf16 product and fp32 -> bf16 input: --all-bf16) and tb/numerics'
 #             exhaustive sweeps of the RTL units against the library (TPU_NUMERICS_EXHAUSTIVE=1)
@@ -23,18 +26,20 @@
 set -uo pipefail
 
 if [ $# -lt 1 ]; then
-  echo "usage: $0 BUILD_DIR [synth|opcodes|programs|hbm|numerics ...]" >&2
+  echo "usage: $0 BUILD_DIR [synth|opcodes|programs|hbm|runtime|numerics ...]" >&2
   exit 2
 fi
 build=$(cd "$1" && pwd) || exit 2
 shift
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(synth opcodes programs hbm numerics)
+[ ${#parts[@]} -gt 0 ] || parts=(synth opcodes programs hbm runtime numerics)
 
 seed=${REGRESS_SEED:-1}
 diff_iterations=${REGRESS_DIFF_ITERATIONS:-60}
 chip_programs=${REGRESS_CHIP_PROGRAMS:-5000}
 hbm_bursts=${REGRESS_HBM_BURSTS:-2000000}
+runtime_ops=${REGRESS_RUNTIME_OPS:-100000}
+runtime_rtl_ops=${REGRESS_RUNTIME_RTL_OPS:-5000}
 numerics_pairs=${REGRESS_NUMERICS_PAIRS:-100000000}
 jobs=${REGRESS_JOBS:-1}
 logs=$build/regress
@@ -70,6 +75,16 @@ part_hbm() {
   echo "replay: $build/tb/hbm/hbm_bench $hbm_bursts $seed"
   "$build/tb/hbm/hbm_bench" "$hbm_bursts" "$seed"
 }
+part_runtime() {
+  need runtime_stress || return 1
+  local stress=$build/sw/runtime/runtime_stress
+  for run in "--ops=$runtime_ops --seed=$seed --config=tiny" "--ops=$runtime_ops --seed=$seed --config=v2" \
+             "--ops=$runtime_rtl_ops --seed=$seed --config=tiny --backend=rtl"; do
+    echo "replay: $stress $run"
+    # shellcheck disable=SC2086
+    TPU_LOG_DIR=disabled "$stress" $run || return 1
+  done
+}
 part_numerics() {
   need numerics_exhaustive numerics_rtl_test || return 1
   echo "replay: $build/sim/numerics/numerics_exhaustive --pairs=$numerics_pairs --seed=$seed --all-bf16"
@@ -84,7 +99,7 @@ start_all=$SECONDS
 echo "regress seed=$seed parts=${parts[*]} logs=$logs"
 for part in "${parts[@]}"; do
   if ! declare -F "part_$part" > /dev/null; then
-    echo "regress: unknown part '$part' (parts: synth opcodes programs hbm numerics)" >&2
+    echo "regress: unknown part '$part' (parts: synth opcodes programs hbm runtime numerics)" >&2
     exit 2
   fi
 done
