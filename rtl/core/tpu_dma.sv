@@ -1,3 +1,5 @@
+`include "tpu_assert.svh"
+
 // Core DMA unit: DMA_LD (HBM -> VMEM) and DMA_ST (VMEM -> HBM) with a strided HBM side. (RDMA, VMEM to
 // another core's HBM, runs beside it on the link engine, tpu_rdma.)
 //
@@ -212,6 +214,12 @@ module tpu_dma
 
   assign loads_pending_o = (req_active_q && !req_store_q) || (loads_waiting_q != '0);
   assign busy_o = req_active_q || !ctx_empty || (outstanding_q != '0) || rd_inflight_q;
+
+  // A request waits, unchanged, until HBM takes it (a flush may withdraw it); the sequencer checked the
+  // range at issue.
+  `TPU_ASSERT_STABLE(HbmReqHeld, hbm_req_valid_o, hbm_req_ready_i,
+                     {hbm_req_write_o, hbm_req_addr_o, hbm_req_wdata_o}, clk_i, rst_ni && !flush_i)
+  `TPU_ASSERT(HbmReqInRange, !hbm_req_valid_o || hbm_req_addr_o < 32'(tpu_pkg::HBM_LINES))
 
 `ifndef SYNTHESIS
   always_ff @(posedge clk_i) begin

@@ -1,3 +1,5 @@
+`include "tpu_assert.svh"
+
 // Link engine: RDMA, lines of this core's VMEM into another board core's HBM over the chip's core network
 // (net_req_*), beside the DMA unit so that a send streams while the DMA unit loads and stores.
 //
@@ -155,15 +157,12 @@ module tpu_rdma
   assign line_done_o = net_rsp_valid_i;
   assign busy_o      = active_q || (outstanding_q != '0) || rd_inflight_q;
 
-`ifndef SYNTHESIS
-  always_ff @(posedge clk_i) begin
-    if (rst_ni) begin
-      assert (!(cmd_valid_i && !cmd_ready_o)) else $error("RDMA command while not ready");
-      assert (!(net_rsp_valid_i && outstanding_q == '0)) else $error("acknowledgement without a line");
-      assert (!(rd_inflight_q && active_q && fifo_count == (FifoAw+1)'(FifoDepth)))
-        else $error("link engine FIFO overflow");
-    end
-  end
-`endif
+  `TPU_ASSERT(CommandOnlyWhenReady, !(cmd_valid_i && !cmd_ready_o))
+  `TPU_ASSERT(AcknowledgementOfALineSent, !(net_rsp_valid_i && outstanding_q == '0))
+  `TPU_ASSERT(ReadOnlyIntoRoom, !(rd_inflight_q && active_q && fifo_count == (FifoAw+1)'(FifoDepth)))
+  // A line waits, unchanged, until the network takes it (a flush may withdraw it).
+  `TPU_ASSERT_STABLE(NetReqHeld, net_req_valid_o, net_req_ready_i,
+                     {net_req_core_o, net_req_line_o, net_req_data_o, net_req_post_o, net_req_sem_o}, clk_i,
+                     rst_ni && !flush_i)
 
 endmodule

@@ -1,3 +1,5 @@
+`include "tpu_assert.svh"
+
 // Register slice for a valid/ready request channel: one entry, full throughput (a new request is taken
 // in the cycle the held one leaves). Its output obeys the rule that a presented request stays presented,
 // unchanged, until accepted, even when the master behind it withdraws (a unit aborted by soft reset):
@@ -34,5 +36,7 @@ module tpu_req_slice #(
 
   assign out_valid_o = valid_q;
   assign out_data_o  = data_q;
+
+  `TPU_ASSERT_STABLE(OutHeld, out_valid_o, out_ready_i, out_data_o)
 
 endmodule

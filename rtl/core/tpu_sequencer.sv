@@ -1,3 +1,5 @@
+`include "tpu_assert.svh"
+
 // Scalar sequencer: fetches one 64-bit instruction per cycle from IMEM, executes scalar instructions
 // itself and hands DMA/ICI/MXU/VPU instructions to their unit with the operand values read at issue.
 //
@@ -562,6 +564,11 @@ module tpu_sequencer
   assign perf_vpu_busy_o  = vpu_busy_q;
   assign perf_stall_o     = stall_q;
   assign perf_feed_stall_o = feed_stall_q;
+
+  `TPU_ASSERT(StateLegal, state_q == StIdle || state_q == StRun || state_q == StDrain)
+  // Units issue only while running.
+  `TPU_ASSERT(CommandsOnlyWhileRunning,
+              state_q == StRun || !(dma_cmd_valid_o || ici_cmd_valid_o || mxu_cmd_valid_o || vpu_cmd_valid_o))
 
 `ifndef SYNTHESIS
   // At most one unit receives a command per cycle.
