@@ -15,9 +15,9 @@
 // pieces of at most kMaxPieces per chunk, each posting one of the receiver's peer semaphores; the
 // receiver takes one post per piece before it reads the piece. A device's posts to one peer arrive in
 // order (its link engine sends one RDMA after the other), so counting semaphores keep pieces, steps and
-// successive collectives apart; each device has a semaphore per distinct sender (program.h, PeerSemaphores). Over
-// more than two devices half the lines go round the reversed ring, the two halves' steps alternating, so
-// that every link carries both directions (docs/interconnect.md).
+// successive collectives apart; each device has a semaphore per distinct sender (program.h,
+// PeerSemaphores). Over more than two devices half the lines go round the reversed ring, the two halves'
+// steps alternating, so that every link carries both directions (docs/interconnect.md).
 //
 // The pieces alternate between two pairs of VMEM buffers, so that a piece's RDMA streams on the link
 // engine while the DMA unit loads and the VPU combines the next piece; the link engine takes an RDMA

@@ -174,7 +174,8 @@ class Stress {
   bool Upload() {
     const int device = Device();
     const PrimitiveType type = rng_() % 2 ? PrimitiveType::F32 : PrimitiveType::S32;
-    const Shape shape = Shape::Make(type, {1 + static_cast<int64_t>(rng_() % 40), 1 + static_cast<int64_t>(rng_() % 300)});
+    const int64_t rows = 1 + static_cast<int64_t>(rng_() % 40), columns = 1 + static_cast<int64_t>(rng_() % 300);
+    const Shape shape = Shape::Make(type, {rows, columns});
     Literal literal(shape);
     for (size_t i = 0; i < literal.size_bytes(); ++i) literal.untyped_data()[i] = static_cast<uint8_t>(rng_());
     StatusOr<std::unique_ptr<Buffer>> buffer = client_.BufferFromHostLiteral(literal, device);

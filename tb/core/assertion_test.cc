@@ -90,7 +90,8 @@ TEST_F(LinkEngineAssertions, AnAcknowledgementOfNoLineFires) {
   // "[time] TOP.tpu_rdma.<assertion>: <condition> does not hold"
   EXPECT_NE(printed.find("tpu_rdma.AcknowledgementOfALineSent: "), std::string::npos) << printed;
   EXPECT_NE(printed.find("does not hold"), std::string::npos) << printed;
-  EXPECT_TRUE(std::regex_search(printed, std::regex("\\[[0-9]+\\] TOP\\.tpu_rdma\\."))) << "the time first: " << printed;
+  EXPECT_TRUE(std::regex_search(printed, std::regex("\\[[0-9]+\\] TOP\\.tpu_rdma\\.")))
+      << "the time first: " << printed;
 }
 
 TEST_F(LinkEngineAssertions, ACommandWhileNotReadyFires) {
