@@ -1517,6 +1517,33 @@ TEST(SyncCheckerTest, ScalarLoadWaitsForTheUnitAndLoopsOnData) {
   EXPECT_TRUE(CheckUnitSynchronization(code, {}).ok()) << CheckUnitSynchronization(code, {});
 }
 
+TEST(SyncCheckerTest, TheLinkEngineReadsAfterLoadsAndIsWaitedForWithSyncIci) {
+  // DMA_LD lines 0..3, RDMA them to core 1: no SYNC needed (the engine waits for earlier loads). Then a
+  // DMA_LD into the same lines while the RDMA may still read them: a race that only SYNC ICI removes
+  // (SYNC DMA does not); a second RDMA in between also retires the first one's reads.
+  std::vector<uint64_t> code;
+  auto emit = [&](isa::Opcode op, uint8_t rd, uint8_t rs1, uint8_t rs2, uint8_t rs3, uint8_t flags, uint32_t imm) {
+    code.push_back(Word(op, rd, rs1, rs2, rs3, flags, imm));
+  };
+  emit(isa::Opcode::LI, 3, 0, 0, 0, 0, 4);       // s3: 4 lines
+  emit(isa::Opcode::LI, 4, 0, 0, 0, 0, 1);       // s4: core 1
+  emit(isa::Opcode::LI, 5, 0, 0, 0, 0, 8);       // s5: VMEM line 8
+  emit(isa::Opcode::DMA_LD, 0, 0, 0, 3, 0, 1);
+  emit(isa::Opcode::RDMA, 4, 0, 0, 3, isa::flag::RDMA_POST, 4);
+  emit(isa::Opcode::DMA_LD, 0, 0, 0, 3, 0, 1);   // pc 5
+  emit(isa::Opcode::HALT, 0, 0, 0, 0, 0, 0);
+  Status status = CheckUnitSynchronization(code, {});
+  EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("write-after-read race: pc 5 (DMA)"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("(ICI)"), std::string::npos) << status;
+  code.insert(code.begin() + 5, Word(isa::Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_DMA, 0));
+  EXPECT_FALSE(CheckUnitSynchronization(code, {}).ok()) << "SYNC DMA does not wait for the link engine";
+  code[5] = Word(isa::Opcode::SYNC, 0, 0, 0, 0, isa::flag::SYNC_ICI, 0);
+  EXPECT_TRUE(CheckUnitSynchronization(code, {}).ok()) << CheckUnitSynchronization(code, {});
+  code[5] = Word(isa::Opcode::RDMA, 4, 0, 5, 3, 0, 0);  // another RDMA, of lines 8..11
+  EXPECT_TRUE(CheckUnitSynchronization(code, {}).ok()) << CheckUnitSynchronization(code, {});
+}
+
 // --- GEMMs on the MXU pipeline (dot.cc) ---
 
 // dot(a[m,k], b) with b [k,n] or, transposed, [n,k]; operands of `in` type, result of `out` type.
