@@ -5,9 +5,10 @@
 //
 // Fetch: the IMEM read address is the next pc (pc_d), so the word for pc_q is available every cycle and
 // taken branches cost no bubble. SLD takes two cycles: the first reads VMEM (a stall on no unit), the
-// second writes the register and issues. A VPU instruction issues when its unit is not busy; the DMA unit, the
-// link engine (RDMA) and the MXU say themselves when they take an instruction (both overlap instructions and keep their order). Units raise
-// busy the cycle after cmd_valid, so a following SYNC always sees it.
+// second writes the register and issues. A VPU instruction issues when its unit is not busy; the DMA unit,
+// the link engine (RDMA) and the MXU say themselves when they take an instruction (each overlaps
+// instructions and keeps their order). Units raise busy the cycle after cmd_valid, so a following SYNC
+// always sees it.
 //
 // Errors are detected at issue. The offending instruction writes nothing; units already running finish
 // their earlier instructions (drain) so memory holds exactly the effect of every issued instruction,
