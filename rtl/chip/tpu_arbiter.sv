@@ -1,3 +1,4 @@
+`include "tpu_assert.svh"
 // Shares one request port among Masters masters, round robin: the master after the last one granted
 // comes first. The port answers every accepted request once, in order, without a ready, so the arbiter
 // remembers who issued each outstanding request in a FIFO and routes each response to the head's owner.
@@ -114,12 +115,10 @@ module tpu_arbiter
     end
   end
 
-`ifndef SYNTHESIS
-  always_ff @(posedge clk_i) begin
-    if (rst_ni) begin
-      assert (!(rsp_valid_i && owners_empty)) else $error("response without a request");
-    end
-  end
-`endif
+  // One grant a cycle, to a master that asks; every response to the one master that owns it.
+  `TPU_ASSERT(ResponseToARequest, !(rsp_valid_i && owners_empty))
+  `TPU_ASSERT(OneGrant, $onehot0(m_req_ready_o))
+  `TPU_ASSERT(GrantToARequester, (m_req_ready_o & ~m_req_valid_i) == '0)
+  `TPU_ASSERT(ResponseToOneMaster, $onehot0(m_rsp_valid_o) && ((|m_rsp_valid_o) == rsp_valid_i))
 
 endmodule

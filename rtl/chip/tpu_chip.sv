@@ -1,3 +1,4 @@
+`include "tpu_assert.svh"
 // tpusim chip top (docs/architecture.md): NUM_CORES cores (tpu_tile: CSR block, core, host DMA engine,
 // HBM arbiter), each with its own MMIO window, interrupt line and HBM port; the arbiter that shares the
 // chip's one host port among the cores' host DMA engines; and the core network that carries RDMA lines
@@ -388,22 +389,14 @@ module tpu_chip
     .rsp_data_i    ({host_rsp_error_i, host_rsp_rdata_i})
   );
 
-`ifndef SYNTHESIS
-  always_ff @(posedge clk_i) begin
-    if (rst_ni) begin
-      assert (num_chips_i == 3'd1 || num_chips_i == 3'd2 || num_chips_i == 3'd4)
-        else $error("a board has 1, 2 or 4 chips");
-      assert (32'(chip_id_i) < 32'(num_chips_i)) else $error("chip id past the board");
-      // On a ring a packet passed on keeps its direction: what port p receives for another chip leaves
-      // through the other port.
-      for (int unsigned p = 0; p < Ports; p++) begin
-        assert (!(ici_rx_valid_i[p] && !rx_here[p] && rx_prev[p] != (p == 0)))
-          else $error("ICI packet would turn back");
-      end
-      assert ((ici_rx_ack_i[0 +: IciAckW] & ici_rx_ack_i[IciAckW +: IciAckW]) == '0)
-        else $error("one core acknowledged on both ports");
-    end
+  // The straps describe a board of 1, 2 or 4 chips with this one on it.
+  `TPU_ASSERT(BoardOf124Chips, num_chips_i == 3'd1 || num_chips_i == 3'd2 || num_chips_i == 3'd4)
+  `TPU_ASSERT(ChipOnTheBoard, 32'(chip_id_i) < 32'(num_chips_i))
+  // On a ring a packet passed on keeps its direction: what port p receives for another chip leaves
+  // through the other port.
+  for (genvar p = 0; p < Ports; p++) begin : gen_rx_direction
+    `TPU_ASSERT(PassedOnPacketKeepsItsDirection, !(ici_rx_valid_i[p] && !rx_here[p] && rx_prev[p] != (p == 0)))
   end
-`endif
+  `TPU_ASSERT(AckOnOnePort, (ici_rx_ack_i[0 +: IciAckW] & ici_rx_ack_i[IciAckW +: IciAckW]) == '0)
 
 endmodule

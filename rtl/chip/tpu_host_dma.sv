@@ -1,3 +1,4 @@
+`include "tpu_assert.svh"
 // Host DMA engine: moves lines between host memory (host port, byte addresses) and HBM (line addresses).
 //
 // Checks before starting (docs/csr.md): the host address is line aligned (BAD_HOST_ADDR) and
@@ -199,13 +200,10 @@ module tpu_host_dma
   assign error_o = error_q;
   assign code_o  = code_q;
 
-`ifndef SYNTHESIS
-  always_ff @(posedge clk_i) begin
-    if (rst_ni) begin
-      assert (!(host_rsp_valid_i && host_out_q == '0)) else $error("host response without request");
-      assert (!(hbm_rsp_valid_i && hbm_out_q == '0)) else $error("HBM response without request");
-    end
-  end
-`endif
+  `TPU_ASSERT(HostResponseToARequest, !(host_rsp_valid_i && host_out_q == '0))
+  `TPU_ASSERT(HbmResponseToARequest, !(hbm_rsp_valid_i && hbm_out_q == '0))
+  // The descriptor's range was checked at start (BAD_DMA otherwise), so no request leaves HBM.
+  `TPU_ASSERT(HbmReqInRange, !hbm_req_valid_o || hbm_req_addr_o < 32'(tpu_pkg::HBM_LINES))
+  `TPU_ASSERT(BusyWhileRequesting, !(host_req_valid_o || hbm_req_valid_o) || active_q)
 
 endmodule

@@ -1,3 +1,4 @@
+`include "tpu_assert.svh"
 // The sending half of one ICI link port (docs/interconnect.md): picks the next packet among the one the
 // other port passes on (forwarded, first) and this chip's cores' (injected, lowest core first), and puts it
 // on the link, one packet a cycle, from a register.
@@ -66,13 +67,10 @@ module tpu_ici_tx
   assign tx_valid_o  = valid_q;
   assign tx_packet_o = packet_q;
 
-`ifndef SYNTHESIS
-  always_ff @(posedge clk_i) begin
-    if (rst_ni) begin
-      assert (!(tx_credit_i && credits_q == credits_i)) else $error("ICI credit returned that was never taken");
-      assert ($onehot0(inj_ready_o)) else $error("two injected packets in one cycle");
-    end
-  end
-`endif
+  // A credit comes back only for a packet sent; one packet enters the port a cycle; nothing is sent
+  // without a credit.
+  `TPU_ASSERT(CreditOfAPacketSent, !(tx_credit_i && credits_q == credits_i))
+  `TPU_ASSERT(OneInjectionPerCycle, $onehot0(inj_ready_o))
+  `TPU_ASSERT(CreditsInRange, credits_q <= credits_i)
 
 endmodule

@@ -221,13 +221,7 @@ module tpu_dma
                      {hbm_req_write_o, hbm_req_addr_o, hbm_req_wdata_o}, clk_i, rst_ni && !flush_i)
   `TPU_ASSERT(HbmReqInRange, !hbm_req_valid_o || hbm_req_addr_o < 32'(tpu_pkg::HBM_LINES))
 
-`ifndef SYNTHESIS
-  always_ff @(posedge clk_i) begin
-    if (rst_ni) begin
-      assert (!(cmd_valid_i && !cmd_ready_o)) else $error("DMA command while not ready");
-      assert (!(hbm_rsp_valid_i && outstanding_q == '0)) else $error("HBM response without request");
-    end
-  end
-`endif
+  `TPU_ASSERT(CommandOnlyWhenReady, !(cmd_valid_i && !cmd_ready_o))
+  `TPU_ASSERT(ResponseToARequest, !(hbm_rsp_valid_i && outstanding_q == '0))
 
 endmodule

@@ -1,3 +1,4 @@
+`include "tpu_assert.svh"
 // Synchronous FIFO with a registered storage array and combinational head (first-word fall-through).
 // flush_i empties it. Pushing while full or popping while empty is a caller bug (asserted).
 module tpu_fifo #(
@@ -46,13 +47,9 @@ module tpu_fifo #(
   assign full_o  = (count_q == (Aw+1)'(Depth));
   assign count_o = count_q;
 
-`ifndef SYNTHESIS
-  always_ff @(posedge clk_i) begin
-    if (rst_ni && !flush_i) begin
-      assert (!(push_i && full_o && !pop_i)) else $error("push into a full FIFO");
-      assert (!(pop_i && empty_o)) else $error("pop from an empty FIFO");
-    end
-  end
-`endif
+  // The users look at full_o and empty_o first (a flush empties the FIFO whatever is pushed or popped).
+  `TPU_ASSERT(NoPushIntoFull, !(push_i && full_o && !pop_i), clk_i, rst_ni && !flush_i)
+  `TPU_ASSERT(NoPopFromEmpty, !(pop_i && empty_o), clk_i, rst_ni && !flush_i)
+  `TPU_ASSERT(CountInRange, count_q <= (Aw+1)'(Depth))
 
 endmodule

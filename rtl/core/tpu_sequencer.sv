@@ -571,14 +571,8 @@ module tpu_sequencer
   `TPU_ASSERT(CommandsOnlyWhileRunning,
               state_q == StRun || !(dma_cmd_valid_o || ici_cmd_valid_o || mxu_cmd_valid_o || vpu_cmd_valid_o))
 
-`ifndef SYNTHESIS
-  // At most one unit receives a command per cycle.
-  always_ff @(posedge clk_i) begin
-    if (rst_ni) begin
-      assert ($onehot0({dma_cmd_valid_o, ici_cmd_valid_o, mxu_cmd_valid_o, vpu_cmd_valid_o}))
-        else $error("more than one unit command in a cycle");
-    end
-  end
-`endif
+  // At most one unit receives a command per cycle; a semaphore is taken only while it is non-zero.
+  `TPU_ASSERT(OneCommandPerCycle, $onehot0({dma_cmd_valid_o, ici_cmd_valid_o, mxu_cmd_valid_o, vpu_cmd_valid_o}))
+  `TPU_ASSERT(TakeOnlyANonZeroSemaphore, !sem_take_o || sem_nonzero_i[sem_idx_o])
 
 endmodule

@@ -1,3 +1,4 @@
+`include "tpu_assert.svh"
 // Vector unit: lane-wise binary ops (VADD VSUB VMUL VMAX VMIN VAND VOR VXOR VSHL VSHRL VSHRA VCMP, fp32 or s32 with INT;
 // second operand from VMEM, broadcast from one line, or an immediate), VSEL, the unary VCVT, VEXP, VLOG,
 // VRSQRT and VRCP, VSPLAT and the block transpose VTRANS. Three stages: read request -> lane arithmetic on the returned lines -> write.
@@ -286,5 +287,8 @@ module tpu_vpu
   assign wr_data_o = s2_data_q;
   assign line_o    = s2_valid_q;
   assign busy_o    = active_q || s1_valid_q || s1_mask_q || s1_row_q || s2_valid_q;
+
+  // The VPU has no ready: the sequencer issues only while it is idle (a command then would be lost).
+  `TPU_ASSERT(CommandOnlyWhenIdle, !(cmd_valid_i && busy_o), clk_i, rst_ni && !flush_i)
 
 endmodule

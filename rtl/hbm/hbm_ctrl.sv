@@ -1,3 +1,4 @@
+`include "tpu_assert.svh"
 // HBM2 channel controller: an AXI-style front end (AR/R, AW/W/B with bursts and IDs) feeding a read
 // queue and a write queue, an FR-FCFS scheduler with an open-page policy, write draining between a
 // high and a low watermark, per-bank JEDEC timing state and all-bank refresh, behind a DFI-like
@@ -837,19 +838,13 @@ module hbm_ctrl #(
     if (wr_push && !wr_merge) wq_burst_q[wq_free] <= bq_tail_q;
   end
 
-`ifndef SYNTHESIS
-  // Protocol checks: read data only for reads in flight; queue bookkeeping stays consistent.
-  always_ff @(posedge clk_i) begin
-    if (rst_ni) begin
-      assert (!dfi_rddata_valid_i || rd_inflight_q != '0)
-        else $error("hbm_ctrl: read data with no read in flight");
-      assert (!(fwd_fire && col_cmd == ColRd)) else $error("hbm_ctrl: two response slots in one cycle");
-      assert (!(wr_merge && wq_issue[wr_prev_idx])) else $error("hbm_ctrl: merge into a write being issued");
-      assert (!(rq_fwd != '0 && (rq_fwd & ~rq_fwd_src) != '0)) else $error("hbm_ctrl: forwarded read without a full source");
-      assert (!(row_cmd == RowAct && open_q[row_bank])) else $error("hbm_ctrl: ACT to an open bank");
-      assert (!(col_cmd != ColNop && !open_q[col_bank])) else $error("hbm_ctrl: column command to a closed bank");
-    end
-  end
-`endif
+  // Protocol checks: read data only for reads in flight; queue bookkeeping stays consistent; banks are
+  // opened only when closed and accessed only when open.
+  `TPU_ASSERT(ReadDataOfAReadInFlight, !dfi_rddata_valid_i || rd_inflight_q != '0)
+  `TPU_ASSERT(OneResponseSlotPerCycle, !(fwd_fire && col_cmd == ColRd))
+  `TPU_ASSERT(NoMergeIntoAnIssuingWrite, !(wr_merge && wq_issue[wr_prev_idx]))
+  `TPU_ASSERT(ForwardOnlyFromAFullSource, !(rq_fwd != '0 && (rq_fwd & ~rq_fwd_src) != '0))
+  `TPU_ASSERT(ActivateOnlyAClosedBank, !(row_cmd == RowAct && open_q[row_bank]))
+  `TPU_ASSERT(ColumnOnlyToAnOpenBank, !(col_cmd != ColNop && !open_q[col_bank]))
 /* verilator tracing_on */
 endmodule

@@ -1,3 +1,4 @@
+`include "tpu_assert.svh"
 // The chip's line-addressed HBM port (docs/architecture.md: one response per accepted request, in request
 // order, no ready) on CHANNELS AXI-style channel controllers (rtl/hbm/hbm_ctrl.sv), which answer reads
 // (R) and writes (B) by ID, reordered by their schedulers and across channels.
@@ -238,6 +239,11 @@ module hbm_line_adapter #(
     assert (BPL <= (1 << LEN_W)) else $fatal(1, "hbm_line_adapter: a line needs more beats than a burst holds");
   end
 `endif
+
+  // The address channels' id, address and length are shared by the channel controllers: one valid at
+  // a time.
+  `TPU_ASSERT(OneReadAddressAtATime, $onehot0(ar_valid_o))
+  `TPU_ASSERT(OneWriteAddressAtATime, $onehot0(aw_valid_o))
 
 /* verilator tracing_on */
 endmodule

@@ -1,3 +1,4 @@
+`include "tpu_assert.svh"
 // Matrix unit (MXU): executes MXU_LW and MXU_MM (docs/isa.md) on a weight-stationary N x N systolic
 // array (mxu_array) with VMEM as its memory. A weight load runs beside a matrix multiply, and
 // consecutive multiplies stream with no bubble; the results are those of executing the commands one
@@ -304,19 +305,15 @@ module mxu #(
   initial begin
     assert (CntW <= 32) else $fatal(1, "mxu: VMEM_AW too large");
   end
-  assert property (@(posedge clk_i) disable iff (!rst_ni) cmd_lw |-> lw_ready_o)
-    else $error("mxu: MXU_LW issued while a load runs");
-  assert property (@(posedge clk_i) disable iff (!rst_ni) cmd_mm |-> mm_ready_o)
-    else $error("mxu: MXU_MM issued while not ready");
-  assert property (@(posedge clk_i) disable iff (!rst_ni)
-                   cmd_valid_i |-> (cmd_opcode_i == tpu_pkg::OP_MXU_LW || cmd_opcode_i == tpu_pkg::OP_MXU_MM))
-    else $error("mxu: opcode 0x%02x is not an MXU instruction", cmd_opcode_i);
-  assert property (@(posedge clk_i) disable iff (!rst_ni)
-                   cmd_mm |-> (cmd_count_i >> CntW) == '0)
-    else $error("mxu: count %0d beyond VMEM", cmd_count_i);
-  // The row tags beside the array and the array itself agree on which rows are in flight.
-  assert property (@(posedge clk_i) disable iff (!rst_ni) array_out_valid == pipe_valid_q[Latency-1])
-    else $error("mxu: row tags out of step with the array");
 `endif
+
+  // Commands only when ready and only MXU opcodes; counts within VMEM; the row tags beside the array and
+  // the array itself agree on which rows are in flight.
+  `TPU_ASSERT(LoadOnlyWhenReady, !cmd_lw || lw_ready_o)
+  `TPU_ASSERT(MultiplyOnlyWhenReady, !cmd_mm || mm_ready_o)
+  `TPU_ASSERT(OnlyMxuOpcodes,
+              !cmd_valid_i || cmd_opcode_i == tpu_pkg::OP_MXU_LW || cmd_opcode_i == tpu_pkg::OP_MXU_MM)
+  `TPU_ASSERT(CountWithinVmem, !cmd_mm || (cmd_count_i >> CntW) == '0)
+  `TPU_ASSERT(RowTagsFollowTheArray, array_out_valid == pipe_valid_q[Latency-1])
 
 endmodule

@@ -13,7 +13,7 @@ for s in $settings; do
   dir="$work/wq_${depth}_${hi}_${lo}"
   if [ ! -x "$dir/hbm_bench" ]; then
     verilator --cc --exe --build -j 1 -O3 --x-assign fast --x-initial fast -Wno-fatal --assert \
-      --top-module hbm_ctrl --prefix Vhbm_ctrl --Mdir "$dir" -o hbm_bench \
+      -I"$src/rtl/include" --top-module hbm_ctrl --prefix Vhbm_ctrl --Mdir "$dir" -o hbm_bench \
       -GWQ_DEPTH="$depth" -GWQ_HI="$hi" -GWQ_LO="$lo" \
       -CFLAGS "-O2 -std=c++17 -I$src" -LDFLAGS -pthread \
       "$src/rtl/hbm/hbm_ctrl.sv" "$src/tb/hbm/hbm_harness.cc" "$src/tb/hbm/hbm_bench.cc" \

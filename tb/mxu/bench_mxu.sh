@@ -19,7 +19,7 @@ for n in $sizes; do
   thread_args=(); [ "$threads" -gt 1 ] && thread_args=(--threads "$threads")
   start=$(date +%s.%N)
   if ! verilator --cc --exe --build -j "$jobs" -O3 --x-assign fast --x-initial fast -Wno-fatal "${thread_args[@]}" \
-      --top-module mxu --prefix Vmxu -GN="$n" -GVMEM_AW="$vmem_aw" -Mdir "$dir" -o mxu_perf \
+      -I"$src/rtl/include" --top-module mxu --prefix Vmxu -GN="$n" -GVMEM_AW="$vmem_aw" -Mdir "$dir" -o mxu_perf \
       -MAKEFLAGS "OPT_FAST=$opt OPT_GLOBAL=-O2 OPT_SLOW=-O1" \
       -CFLAGS "-std=c++17 -DMXU_N=$n -DMXU_VMEM_LINES=$vmem_lines -I$src -I$gen" \
       "$gen/tpu_pkg.sv" "$src/rtl/numerics/tpu_fp_pkg.sv" "$src/rtl/mxu/mxu_array.sv" "$src/rtl/mxu/mxu.sv" \
