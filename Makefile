@@ -8,7 +8,7 @@ APT_PACKAGES := verilator libsystemc-dev gtkwave yosys libboost-dev googletest l
   python3-dev python3-venv dataset-fashion-mnist chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps venv build test test-sanitize regress sim wave lint synth bench-mxu bench-hbm bench-gemm bench-workloads train bench-parity bench-steps-per-execution bench-determinism bench-allreduce fuzz clean
+.PHONY: all deps venv build test test-sanitize coverage regress sim wave lint synth bench-mxu bench-hbm bench-gemm bench-workloads train bench-parity bench-steps-per-execution bench-determinism bench-allreduce fuzz clean
 
 all: build
 
@@ -53,6 +53,17 @@ $(SANITIZE_DIR)/CMakeCache.txt: | deps venv
 test-sanitize: deps venv $(SANITIZE_DIR)/CMakeCache.txt
 	cmake --build $(SANITIZE_DIR) -j$(JOBS)
 	tb/sanitize/run_tests.sh $(SANITIZE_DIR) $(JOBS)
+
+# Line and toggle coverage of rtl/ (tb/coverage/run.sh): the verilated models instrumented (-DTPU_COVERAGE=ON)
+# in their own build directory, the regression run there, the counts merged with verilator_coverage and
+# reported per module; ends with `coverage line_pct=L toggle_pct=T`. Report: build/coverage-<config>/coverage/.
+COVERAGE_DIR := build/coverage-$(CONFIG)
+$(COVERAGE_DIR)/CMakeCache.txt: | deps venv
+	cmake -S . -B $(COVERAGE_DIR) -DTPU_CONFIG=$(CONFIG) -DTPU_COVERAGE=ON
+
+coverage: deps venv $(COVERAGE_DIR)/CMakeCache.txt
+	cmake --build $(COVERAGE_DIR) -j$(JOBS)
+	tb/coverage/run.sh $(COVERAGE_DIR) $(JOBS)
 
 # The long tier (tb/regress/run.sh): synthesis, the randomized differential tests at high iteration counts,
 # the HBM bench and the exhaustive numerics, seeded by REGRESS_SEED; ends with `regress parts=N failures=F`.

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "Vtpu_chip.h"
+#include "sysc/verilated_coverage.h"
 #include "tpu_config.h"
 #include "tpu_csr.h"
 #include "verilated.h"
@@ -72,6 +73,12 @@ Platform* Platform::Create(const PlatformOptions& options) {
   }
   // Tracing must be allowed before the model exists; it costs nothing until a trace file is opened.
   Verilated::traceEverOn(true);
+  // The platform's models live until the process ends; their coverage is written then (coverage builds).
+  static const bool coverage_at_exit = [] {
+    Verilated::threadContextp();  // exists before the handler is registered, so outlives it
+    return std::atexit([] { tpu::WriteVerilatedCoverage(Verilated::threadContextp()); }) == 0;
+  }();
+  (void)coverage_at_exit;
   std::vector<std::unique_ptr<Vtpu_chip>> chips;
   for (unsigned chip = 0; chip < options.chips; ++chip)
     chips.push_back(std::make_unique<Vtpu_chip>(chip == 0 ? "tpu" : ("tpu" + std::to_string(chip)).c_str()));

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "Vtpu_chip.h"
+#include "sysc/verilated_coverage.h"
 #include "Vtpu_chip___024root.h"
 #include "sw/driver/test_instructions.h"
 #include "tpu_config.h"
@@ -91,7 +92,10 @@ ChipHarness::ChipHarness(const HarnessOptions& options)
   Reset();
 }
 
-ChipHarness::~ChipHarness() { top_->final(); }
+ChipHarness::~ChipHarness() {
+  top_->final();
+  WriteVerilatedCoverage(context_.get());
+}
 
 uint32_t ChipHarness::lanes() const { return kLanes; }
 

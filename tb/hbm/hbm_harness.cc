@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "Vhbm_ctrl.h"
+#include "sysc/verilated_coverage.h"
 #include "verilated.h"
 
 namespace tpu::hbm_tb {
@@ -433,6 +434,7 @@ RunResult Run(Pattern pattern, const RunOptions& options) {
   result.row_hit_pct = columns > 0 ? 100.0 * double(device.row_hits()) / columns : 0;
   result.pins_pct = 100.0 * columns * config.tBURST / double(result.cycles);
   result.refresh_pct = 100.0 * double(device.commands(RowCmd::kRef) * uint64_t(config.tRFC)) / double(cycle);
+  WriteVerilatedCoverage(context.get());
   return result;
 }
 

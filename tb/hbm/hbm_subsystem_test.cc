@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "Vhbm_subsystem.h"
+#include "sysc/verilated_coverage.h"
 #include "sysc/hbm_config.h"
 #include "tb/hbm/hbm_dfi.h"
 #include "verilated.h"
@@ -35,6 +36,8 @@ class SubsystemBench {
     top_->rst_ni = 1;
     top_->eval();
   }
+
+  ~SubsystemBench() { WriteVerilatedCoverage(context_.get()); }
 
   HbmDram& dram() { return dram_; }
   uint64_t cycle() const { return cycle_; }

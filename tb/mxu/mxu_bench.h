@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "Vmxu.h"
+#include "sysc/verilated_coverage.h"
 #include "sim/numerics/numerics.h"
 #include "tpu_config.h"
 #include "tpu_isa.h"
@@ -155,7 +156,10 @@ class MxuBench {
     top_->clk_i = 0;
     top_->eval();
   }
-  ~MxuBench() { top_->final(); }
+  ~MxuBench() {
+    top_->final();
+    tpu::WriteVerilatedCoverage(context_.get());
+  }
 
   Vmem& vmem() { return vmem_; }
   uint64_t cycle() const { return cycle_; }
