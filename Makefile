@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 BUILD_DIR ?= build/$(CONFIG)
 SIM_DIR := build/sim
 
-APT_PACKAGES := verilator libsystemc-dev gtkwave yosys libboost-dev googletest libgtest-dev cmake g++ clang libclang-rt-dev make \
+APT_PACKAGES := verilator libsystemc-dev gtkwave yosys z3 libboost-dev googletest libgtest-dev cmake g++ clang libclang-rt-dev make \
   python3-dev python3-venv dataset-fashion-mnist chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
