@@ -12,8 +12,9 @@
 //
 // Fairness is counted in grant opportunities, the cycles in which the port lets the arbiter grant
 // (fewer than two requests in flight and the port's register free or being emptied): a master that
-// holds its request is granted at the latest in its third opportunity (Masters of them). With a port
-// that is always ready and answers at once every cycle is an opportunity, so that is three cycles.
+// holds its request is granted at the latest in its third opportunity (Masters of them): within three
+// cycles while the port keeps every cycle an opportunity (always ready, never MaxOutstanding requests
+// unanswered). Counting cycles instead would measure the port, whose stalls the arbiter cannot help.
 //
 // Mutations (run_bmc.sh --mutate; each one must make a property fail):
 //   MUTATE_ARB_STARVE    master 2's request reaches the arbiter only while no other master requests
