@@ -6,8 +6,8 @@
 #
 # Per block: bounded model checking from reset for DEPTH cycles (default: the block's own, below), then
 # k-induction of at most DEPTH steps, which, with the bounded check as its base case, proves the
-# properties for every reachable state, then every cover statement reached within DEPTH cycles (the
-# properties are not vacuous). One line per block and a total:
+# properties for every reachable state, then every cover statement reached within DEPTH cycles or the
+# block's own depth if that is more (the properties are not vacuous). One line per block and a total:
 #   bmc block=B depth=D result=pass|FAIL proof=bounded|induction seconds=S
 #   bmc blocks=N failures=F seconds=S
 # proof=induction: proven in every reachable state; proof=bounded: only in the first D cycles after reset
@@ -199,12 +199,15 @@ check_block() {
         detail+=" invariants do not exclude, reachable or not (log $base.induction.log)"
       else
         rm -f "$base.induction.vcd"
-        smtbmc -c -t "$depth" "$base.smt2" > "$base.cover.log" 2>&1 || true
-        local unreached
+        # Covers to the block's own depth at least, so that a small DEPTH does not miss them.
+        local unreached cover_depth
+        cover_depth=$(block_depth "$block")
+        [ "$depth" -lt "$cover_depth" ] || cover_depth=$depth
+        smtbmc -c -t "$cover_depth" "$base.smt2" > "$base.cover.log" 2>&1 || true
         unreached=$(sed -nE 's/.*Unreached cover statement at ([A-Za-z0-9_]+).*/\1/p' "$base.cover.log" | paste -sd, -)
         if [ -n "$unreached" ] || ! grep -q 'Status: PASSED' "$base.cover.log"; then
           result=FAIL
-          detail="covers not reached in $depth cycles: ${unreached:-see $base.cover.log}"
+          detail="covers not reached in $cover_depth cycles: ${unreached:-see $base.cover.log}"
         fi
       fi
     fi
