@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 BUILD_DIR ?= build/$(CONFIG)
 SIM_DIR := build/sim
 
-APT_PACKAGES := verilator libsystemc-dev gtkwave yosys libboost-dev googletest libgtest-dev cmake g++ clang libclang-rt-dev make \
+APT_PACKAGES := verilator libsystemc-dev gtkwave yosys z3 libboost-dev googletest libgtest-dev cmake g++ clang libclang-rt-dev make \
   python3-dev python3-venv dataset-fashion-mnist chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -67,7 +67,7 @@ coverage: deps venv $(COVERAGE_DIR)/CMakeCache.txt
 
 # The long tier (tb/regress/run.sh): synthesis, the randomized differential tests at high iteration counts,
 # the HBM bench and the exhaustive numerics, seeded by REGRESS_SEED; ends with `regress parts=N failures=F`.
-# REGRESS_PARTS picks parts (synth opcodes programs hbm numerics); docs/performance.md has the figures.
+# REGRESS_PARTS picks parts (synth formal opcodes programs hbm runtime numerics); docs/performance.md has the figures.
 REGRESS_PARTS ?=
 regress: build
 	REGRESS_JOBS=$(JOBS) tb/regress/run.sh $(BUILD_DIR) $(REGRESS_PARTS)

@@ -75,7 +75,8 @@ module tpu_csr
 
   localparam logic [31:0] WatchdogReset = 32'd1000000;
   localparam int unsigned IrqBits = 5;
-  localparam logic [IrqBits-1:0] IrqEnableReset = '1;
+  // Written out: Yosys 0.23 reads a typed parameter's '1 as 1 (5'h01), not as every bit set.
+  localparam logic [IrqBits-1:0] IrqEnableReset = {IrqBits{1'b1}};
   localparam int unsigned SemBits = tpu_pkg::SEM_BITS;
 
   logic [31:0] start_pc_q, watchdog_q;

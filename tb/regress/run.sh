@@ -5,6 +5,8 @@
 #
 # Parts (all by default, in this order):
 #   synth     `make synth`: Yosys on the units, the 8x8 MXU, the HBM blocks and the whole chip
+#   formal    tb/formal/run_bmc.sh: bounded model checking and induction of the FIFO, the request slice,
+#             the arbiter and the CSR block, then its --mutate run (every injected fault must be caught)
 #   opcodes   tb/compiler/opcode_diff_test: every opcode's random HLO modules on the interpreter, the model
 #             and the verilated chip, REGRESS_DIFF_ITERATIONS cases per opcode
 #   programs  tb/core ChipDiff.RandomProgramsMatchTheReferenceModel: REGRESS_CHIP_PROGRAMS random
@@ -17,7 +19,8 @@
 #             per operation, and every bf16 product and fp32 -> bf16 input: --all-bf16) and tb/numerics'
 #             exhaustive sweeps of the RTL units against the library (TPU_NUMERICS_EXHAUSTIVE=1)
 #
-# Every part draws its random values from REGRESS_SEED (default 1) and prints the command that replays it.
+# Every part draws its random values from REGRESS_SEED (default 1; formal has none) and prints the command
+# that replays it.
 # Each part's output goes to BUILD_DIR/regress/<part>.log (its tail is shown when it fails); the run ends
 # with one line per part and a total:
 #   regress part=P status=ok|FAILED seconds=S
@@ -26,13 +29,14 @@
 set -uo pipefail
 
 if [ $# -lt 1 ]; then
-  echo "usage: $0 BUILD_DIR [synth|opcodes|programs|hbm|runtime|numerics ...]" >&2
+  echo "usage: $0 BUILD_DIR [synth|formal|opcodes|programs|hbm|runtime|numerics ...]" >&2
   exit 2
 fi
 build=$(cd "$1" && pwd) || exit 2
 shift
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(synth opcodes programs hbm runtime numerics)
+[ ${#parts[@]} -gt 0 ] || parts=(synth formal opcodes programs hbm runtime numerics)
+src=$(cd "$(dirname "$0")/../.." && pwd)
 
 seed=${REGRESS_SEED:-1}
 diff_iterations=${REGRESS_DIFF_ITERATIONS:-60}
@@ -54,6 +58,15 @@ need() {
 part_synth() {
   echo "replay: cmake --build $build --target synth"
   cmake --build "$build" --target synth
+}
+part_formal() {
+  # The build's generated package (its configuration's CSR map), when the build has been configured.
+  local env=(FORMAL_DIR="$build/formal")
+  [ ! -f "$build/gen/tpu_pkg.sv" ] || env+=(FORMAL_PKG="$build/gen/tpu_pkg.sv")
+  echo "replay: ${env[*]} $src/tb/formal/run_bmc.sh"
+  env "${env[@]}" "$src/tb/formal/run_bmc.sh" || return 1
+  echo "replay: ${env[*]} $src/tb/formal/run_bmc.sh --mutate"
+  env "${env[@]}" "$src/tb/formal/run_bmc.sh" --mutate
 }
 part_opcodes() {
   need opcode_diff_test || return 1
@@ -99,7 +112,7 @@ start_all=$SECONDS
 echo "regress seed=$seed parts=${parts[*]} logs=$logs"
 for part in "${parts[@]}"; do
   if ! declare -F "part_$part" > /dev/null; then
-    echo "regress: unknown part '$part' (parts: synth opcodes programs hbm runtime numerics)" >&2
+    echo "regress: unknown part '$part' (parts: synth formal opcodes programs hbm runtime numerics)" >&2
     exit 2
   fi
 done
