@@ -70,7 +70,9 @@ Status ReadCoverage(std::istream& in, const std::string& name, std::map<std::str
     const size_t rtl = file.rfind("/rtl/");
     if (rtl == std::string::npos && file.rfind("rtl/", 0) != 0) continue;
     point.file = rtl == std::string::npos ? file : file.substr(rtl + 1);
+    // Verilator names a parameterized copy MODULE__<params>; they are one module here.
     point.module = page.substr(slash + 1);
+    point.module = point.module.substr(0, point.module.find("__"));
     point.line = std::atoi(keys["l"].c_str());
     point.what = keys["o"];
     const std::string key = std::string(KindName(point.kind)) + "|" + point.module + "|" + point.file + "|" +

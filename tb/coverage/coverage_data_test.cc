@@ -27,13 +27,14 @@ TEST(CoverageData, PointsFoldOverInstancesAndSkipFilesOutsideRtl) {
   const auto points = Read(
       "# SystemC::Coverage-3\n" +
       PointLine("v_line/tpu_fifo", "/src/rtl/core/tpu_fifo.sv", 10, "if", "TOP.a.u_fifo", 0) +
-      PointLine("v_line/tpu_fifo", "/src/rtl/core/tpu_fifo.sv", 10, "if", "TOP.b.u_fifo", 3) +
+      PointLine("v_line/tpu_fifo__W8", "/src/rtl/core/tpu_fifo.sv", 10, "if", "TOP.b.u_fifo", 3) +
       PointLine("v_toggle/tpu_fifo", "/src/rtl/core/tpu_fifo.sv", 4, "count_q[0]", "TOP.a.u_fifo", 0) +
       PointLine("v_line/tpu_pkg", "/build/gen/tpu_pkg.sv", 1, "block", "TOP", 0));
   ASSERT_EQ(points.size(), 2u);
   const Summary summary = Summarize(points, {});
   EXPECT_EQ(summary.total.lines, 1u);
-  EXPECT_EQ(summary.total.lines_hit, 1u);  // one instance hit it
+  EXPECT_EQ(summary.total.lines_hit, 1u);  // one instance (of another parameterization) hit it
+  EXPECT_EQ(summary.modules.count("tpu_fifo"), 1u);
   EXPECT_EQ(summary.total.toggles, 1u);
   EXPECT_EQ(summary.total.toggles_hit, 0u);
   ASSERT_EQ(summary.uncovered.size(), 1u);
