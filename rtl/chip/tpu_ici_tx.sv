@@ -67,8 +67,8 @@ module tpu_ici_tx
   assign tx_valid_o  = valid_q;
   assign tx_packet_o = packet_q;
 
-  // A credit comes back only for a packet sent; one packet enters the port a cycle; nothing is sent
-  // without a credit.
+  // A credit comes back only for a packet sent, so the count never exceeds the link's; one packet
+  // enters the port a cycle.
   `TPU_ASSERT(CreditOfAPacketSent, !(tx_credit_i && credits_q == credits_i))
   `TPU_ASSERT(OneInjectionPerCycle, $onehot0(inj_ready_o))
   `TPU_ASSERT(CreditsInRange, credits_q <= credits_i)
