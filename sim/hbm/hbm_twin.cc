@@ -1,0 +1,533 @@
+#include "sim/hbm/hbm_twin.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace tpu {
+
+namespace {
+
+bool Reached(int64_t t, int64_t now) { return now >= t; }
+
+}  // namespace
+
+HbmTwin::HbmTwin(const HbmGeometry& geometry, const DramConfig& timing)
+    : geometry_(geometry),
+      timing_(timing),
+      queue_depth_(geometry.queue_depth()),
+      wq_hi_(geometry.queue_depth() * 3 / 4),
+      wq_lo_(geometry.queue_depth() / 4),
+      lines_per_beat_(geometry.lines_per_beat()),
+      beats_per_line_(geometry.beats_per_line()) {
+  if (queue_depth_ > kMaxQueue || timing.banks() > kMaxBanks || lines_per_beat_ > 8 ||
+      geometry.channels > kMaxChannels) {
+    throw std::invalid_argument("HbmTwin: geometry beyond the twin's sizes");
+  }
+  Reset(0);
+}
+
+void HbmTwin::Reset(uint64_t cycle) {
+  state_ = State();
+  state_.chip_now = cycle;
+  state_.channels.assign(size_t(geometry_.channels), Channel());
+  state_.w_pending.assign(size_t(geometry_.channels), false);
+  state_.w_beat.assign(size_t(geometry_.channels), 0);
+  state_.w_strobe.assign(size_t(geometry_.channels), 0);
+  ahead_valid_ = false;
+}
+
+HbmTwin::ChannelOutput HbmTwin::Outputs(const Channel& c, int64_t now) const {
+  ChannelOutput out;
+  for (int i = queue_depth_ - 1; i >= 0; --i) {
+    if (!c.rq[size_t(i)].valid) out.rq_free = i;
+    if (!c.wq[size_t(i)].valid) out.wq_free = i;
+    else ++out.wq_count;
+  }
+  out.rd_push = c.rd_busy && !c.rd_wait && out.rq_free >= 0;
+  out.rd_burst_done = out.rd_push && c.rd_left == 0;
+  out.ar_ready = !c.rd_busy || out.rd_burst_done;
+  out.w_ready = c.wr_busy && !c.wr_wait && out.wq_free >= 0 && c.bq_count < kWriteResponses;
+  out.r_valid = c.rsp_alloc != 0 && c.rsp_have[size_t(c.rsp_head)];
+  out.r_id = c.rsp_id[size_t(c.rsp_head)];
+  out.b_valid = c.bq_count != 0 && c.bq_left[size_t(c.bq_head)] == 0;
+  out.b_id = c.bq_id[size_t(c.bq_head)];
+  out.rddata_valid = c.rd_count != 0 && c.rd_due[size_t(c.rd_head)] <= now;
+  return out;
+}
+
+void HbmTwin::StepChannel(Channel& c, int64_t now, const ChannelOutput& out, const ChannelInput& in,
+                          Counters& counters) const {
+  const DramConfig& t = timing_;
+  const int q = queue_depth_;
+  const bool wr_push = in.w && out.w_ready;
+  const bool wr_burst_done = wr_push && in.w_last;
+  const bool nothing_queued = out.wq_count == 0 && !c.rd_busy && !c.wr_busy && c.rsp_alloc == 0 &&
+                              c.bq_count == 0 && c.rd_count == 0 && !in.ar && !in.aw &&
+                              std::none_of(c.rq.begin(), c.rq.begin() + q, [](const ReadEntry& e) { return e.valid; });
+  if (nothing_queued && !c.ref_pending) {
+    // Only the refresh interval runs.
+    c.write_mode = false;
+    if (c.refi_count == t.tREFI - 1) {
+      c.ref_pending = true;
+      c.refi_count = 0;
+    } else {
+      ++c.refi_count;
+    }
+    return;
+  }
+
+  // ---- Scheduler: what each entry may do in this cycle (hbm_ctrl.sv's always_comb).
+  const bool faw_ok = Reached(c.faw[0] + t.tFAW, now);
+  const bool rsp_credit = c.rsp_alloc < kResponseSlots;
+  bool rq_blocked[kMaxQueue], rq_bank_wait[kMaxQueue], rq_fwd_src[kMaxQueue], rq_fwd_ready[kMaxQueue];
+  bool rq_hit[kMaxQueue], wq_blocked[kMaxQueue], wq_wait_rd[kMaxQueue], wq_hit[kMaxQueue];
+  uint64_t bank_hit_pending = 0;
+  uint64_t wq_src_of_read = 0;
+  bool rq_any_unblocked = false, rq_any_wait_wr = false, wq_any_unblocked = false;
+  for (int i = 0; i < q; ++i) {
+    const ReadEntry& e = c.rq[size_t(i)];
+    rq_blocked[i] = rq_bank_wait[i] = rq_fwd_src[i] = rq_fwd_ready[i] = rq_hit[i] = false;
+    if (!e.valid) continue;
+    for (int j = 0; j < q; ++j) {
+      const ReadEntry& o = c.rq[size_t(j)];
+      if (o.valid && o.age < e.age && o.id == e.id) {
+        rq_blocked[i] = true;
+        if (o.bank == e.bank) rq_bank_wait[i] = true;
+      }
+    }
+    rq_fwd_src[i] = e.src_valid && c.wq[e.src].strobe == (1u << lines_per_beat_) - 1;
+    rq_fwd_ready[i] = rq_fwd_src[i] && !rq_blocked[i];
+    if (e.src_valid) {
+      wq_src_of_read |= uint64_t{1} << e.src;
+      rq_blocked[i] = true;
+    }
+    const Bank& b = c.banks[e.bank];
+    rq_hit[i] = b.open && b.row == e.row;
+    if (!rq_blocked[i]) rq_any_unblocked = true;
+    if (e.src_valid && !rq_fwd_src[i]) rq_any_wait_wr = true;
+    if (!e.src_valid && !rq_bank_wait[i] && rq_hit[i] && !c.write_mode) bank_hit_pending |= uint64_t{1} << e.bank;
+  }
+  for (int i = 0; i < q; ++i) {
+    const WriteEntry& e = c.wq[size_t(i)];
+    wq_blocked[i] = wq_wait_rd[i] = wq_hit[i] = false;
+    if (!e.valid) continue;
+    wq_wait_rd[i] = e.read_wait != 0;
+    wq_blocked[i] = e.prev_valid || wq_wait_rd[i];
+    const Bank& b = c.banks[e.bank];
+    wq_hit[i] = b.open && b.row == e.row;
+    if (!wq_blocked[i]) wq_any_unblocked = true;
+    if (!wq_wait_rd[i] && wq_hit[i] && c.write_mode) bank_hit_pending |= uint64_t{1} << e.bank;
+  }
+
+  // Oldest ready first: column bus for hits, row bus for misses (entries waiting for the other kind last).
+  int rd_issue = -1, wr_issue = -1, row_entry = -1, fwd = -1;
+  bool row_from_reads = false, row_sel_waiting = true;
+  auto row_candidate = [&](bool open, bool hit, bool waits_for_other, int bank) {
+    if (hit) return false;
+    if (open) return !waits_for_other && !(bank_hit_pending >> bank & 1) && Reached(c.banks[size_t(bank)].pre_ok, now);
+    return faw_ok && Reached(c.banks[size_t(bank)].act_ok, now);
+  };
+  // A better row candidate: not waiting for the other kind beats waiting; then the older one.
+  auto take_row = [&](int i, bool waiting, uint64_t age, uint64_t best_age) {
+    if (row_entry < 0 || (row_sel_waiting && !waiting) || (row_sel_waiting == waiting && age < best_age)) {
+      row_entry = i;
+      row_sel_waiting = waiting;
+    }
+  };
+  if (!c.write_mode && !c.ref_pending) {
+    for (int i = 0; i < q; ++i) {
+      const ReadEntry& e = c.rq[size_t(i)];
+      if (!e.valid) continue;
+      const Bank& b = c.banks[e.bank];
+      if (!rq_blocked[i] && rq_hit[i] && rsp_credit && Reached(b.col_ok, now) &&
+          Reached(c.rd_ok[size_t(t.group_of(e.bank))], now)) {
+        if (rd_issue < 0 || e.age < c.rq[size_t(rd_issue)].age) rd_issue = i;
+      }
+      if (!rq_fwd_src[i] && row_candidate(b.open, rq_hit[i], e.src_valid, e.bank)) {
+        take_row(i, e.src_valid, e.age, row_entry >= 0 ? c.rq[size_t(row_entry)].age : 0);
+      }
+    }
+    row_from_reads = true;
+  } else if (c.write_mode && !c.ref_pending) {
+    for (int i = 0; i < q; ++i) {
+      const WriteEntry& e = c.wq[size_t(i)];
+      if (!e.valid) continue;
+      const Bank& b = c.banks[e.bank];
+      if (!wq_blocked[i] && wq_hit[i] && Reached(b.col_ok, now) && Reached(c.wr_ok[size_t(t.group_of(e.bank))], now)) {
+        if (wr_issue < 0 || e.age < c.wq[size_t(wr_issue)].age) wr_issue = i;
+      }
+      if (row_candidate(b.open, wq_hit[i], wq_wait_rd[i], e.bank)) {
+        take_row(i, wq_wait_rd[i], e.age, row_entry >= 0 ? c.wq[size_t(row_entry)].age : 0);
+      }
+    }
+  }
+  // Forwarding: the oldest read whose source covers its beat, in a cycle without RD.
+  for (int i = 0; i < q; ++i) {
+    if (rq_fwd_ready[i] && (fwd < 0 || c.rq[size_t(i)].age < c.rq[size_t(fwd)].age)) fwd = i;
+  }
+  const bool fwd_fire = fwd >= 0 && rsp_credit && rd_issue < 0;
+
+  enum class Row { kNop, kAct, kPre, kPrea, kRef } row_cmd = Row::kNop;
+  int row_bank = 0;
+  uint32_t row_addr = 0;
+  if (row_entry >= 0) {
+    row_bank = row_from_reads ? c.rq[size_t(row_entry)].bank : c.wq[size_t(row_entry)].bank;
+    row_addr = row_from_reads ? c.rq[size_t(row_entry)].row : c.wq[size_t(row_entry)].row;
+    row_cmd = c.banks[size_t(row_bank)].open ? Row::kPre : Row::kAct;
+  }
+  const int banks = t.banks();
+  if (c.ref_pending) {
+    bool all_closed = true, prea_ok = true;
+    for (int b = 0; b < banks; ++b) {
+      if (!c.banks[size_t(b)].open) continue;
+      all_closed = false;
+      if (!Reached(c.banks[size_t(b)].pre_ok, now)) prea_ok = false;
+    }
+    if (!all_closed) row_cmd = prea_ok ? Row::kPrea : Row::kNop;
+    else row_cmd = Reached(c.ref_ok, now) ? Row::kRef : Row::kNop;
+  }
+
+  // ---- Timing state.
+  const int groups = banks >> t.ba_bits;
+  switch (row_cmd) {
+    case Row::kAct: {
+      const int group = t.group_of(row_bank);
+      for (int b = 0; b < banks; ++b) {
+        const int gap = b == row_bank ? t.tRC : (t.group_of(b) == group ? t.tRRD_L : t.tRRD_S);
+        c.banks[size_t(b)].act_ok = std::max(c.banks[size_t(b)].act_ok, now + gap);
+      }
+      Bank& bank = c.banks[size_t(row_bank)];
+      bank.open = true;
+      bank.row = row_addr;
+      bank.col_ok = now + t.tRCD;
+      bank.pre_ok = now + t.tRAS;
+      c.faw = {c.faw[1], c.faw[2], c.faw[3], now};
+      ++counters.activates;
+      break;
+    }
+    case Row::kPre: {
+      Bank& bank = c.banks[size_t(row_bank)];
+      bank.open = false;
+      bank.act_ok = std::max(bank.act_ok, now + t.tRP);
+      c.ref_ok = std::max(c.ref_ok, now + t.tRP);
+      break;
+    }
+    case Row::kPrea:
+      for (int b = 0; b < banks; ++b) {
+        c.banks[size_t(b)].act_ok = std::max(c.banks[size_t(b)].act_ok, now + t.tRP);
+        c.banks[size_t(b)].open = false;
+      }
+      c.ref_ok = std::max(c.ref_ok, now + t.tRP);
+      break;
+    case Row::kRef:
+      for (int b = 0; b < banks; ++b) c.banks[size_t(b)].act_ok = std::max(c.banks[size_t(b)].act_ok, now + t.tRFC);
+      c.ref_ok = now + t.tRFC;
+      ++counters.refreshes;
+      break;
+    case Row::kNop:
+      break;
+  }
+  const int ccd_s = std::max(t.tCCD_S, t.tBURST), ccd_l = std::max(t.tCCD_L, t.tBURST);
+  if (rd_issue >= 0) {
+    const int bank = c.rq[size_t(rd_issue)].bank, group = t.group_of(bank);
+    for (int g = 0; g < groups; ++g) {
+      c.rd_ok[size_t(g)] = std::max(c.rd_ok[size_t(g)], now + (g == group ? ccd_l : ccd_s));
+      c.wr_ok[size_t(g)] = std::max(c.wr_ok[size_t(g)], now + t.tRTW);
+    }
+    c.banks[size_t(bank)].pre_ok = std::max(c.banks[size_t(bank)].pre_ok, now + t.tRTP);
+  }
+  if (wr_issue >= 0) {
+    const int bank = c.wq[size_t(wr_issue)].bank, group = t.group_of(bank);
+    for (int g = 0; g < groups; ++g) {
+      c.wr_ok[size_t(g)] = std::max(c.wr_ok[size_t(g)], now + (g == group ? ccd_l : ccd_s));
+      c.rd_ok[size_t(g)] =
+          std::max(c.rd_ok[size_t(g)], now + t.tCWL + t.tBURST + (g == group ? t.tWTR_L : t.tWTR_S));
+    }
+    c.banks[size_t(bank)].pre_ok = std::max(c.banks[size_t(bank)].pre_ok, now + t.tCWL + t.tBURST + t.tWR);
+  }
+  // Write draining with hysteresis between the watermarks.
+  if (!c.write_mode) {
+    c.write_mode = wq_any_unblocked && (out.wq_count >= wq_hi_ || !rq_any_unblocked || rq_any_wait_wr);
+  } else {
+    c.write_mode = wq_any_unblocked && !(out.wq_count <= wq_lo_ && rq_any_unblocked && !rq_any_wait_wr);
+  }
+  if (c.refi_count == t.tREFI - 1) c.ref_pending = true;
+  if (row_cmd == Row::kRef) c.ref_pending = false;
+  c.refi_count = c.refi_count == t.tREFI - 1 ? 0 : c.refi_count + 1;
+
+  // ---- Same-line lookups for the beats pushed now: the youngest queued write of the line not issued now.
+  int rd_src = -1, wr_prev = -1;
+  for (int j = 0; j < q; ++j) {
+    const WriteEntry& e = c.wq[size_t(j)];
+    if (!e.valid || !e.newest || j == wr_issue) continue;
+    if (out.rd_push && e.beat == c.rd_beat) rd_src = j;
+    if (wr_push && e.beat == c.wr_beat) wr_prev = j;
+  }
+  const bool wr_merge = wr_push && wr_prev >= 0 && !(wq_src_of_read >> wr_prev & 1) &&
+                        !(out.rd_push && c.rd_beat == c.wr_beat);
+
+  // ---- Read queue and responses.
+  uint32_t rq_leave = 0;
+  if (rd_issue >= 0) {
+    ReadEntry& e = c.rq[size_t(rd_issue)];
+    e.valid = false;
+    rq_leave |= 1u << rd_issue;
+    const int slot = c.rsp_tail;
+    c.rsp_id[size_t(slot)] = e.id;
+    c.rsp_last[size_t(slot)] = e.last;
+    const int ring = (c.rd_head + c.rd_count) % kResponseSlots;
+    c.rd_slot[size_t(ring)] = uint8_t(slot);
+    c.rd_due[size_t(ring)] = now + t.tCL + t.tBURST + 1;  // the device's data, sampled the next cycle
+    ++c.rd_count;
+    c.rsp_tail = (c.rsp_tail + 1) % kResponseSlots;
+    ++c.rsp_alloc;
+    ++counters.reads;
+  } else if (fwd_fire) {
+    ReadEntry& e = c.rq[size_t(fwd)];
+    e.valid = false;
+    rq_leave |= 1u << fwd;
+    const int slot = c.rsp_tail;
+    c.rsp_id[size_t(slot)] = e.id;
+    c.rsp_last[size_t(slot)] = e.last;
+    c.rsp_have[size_t(slot)] = true;
+    c.rsp_tail = (c.rsp_tail + 1) % kResponseSlots;
+    ++c.rsp_alloc;
+    ++counters.forwarded;
+  }
+  if (out.rddata_valid) {
+    c.rsp_have[c.rd_slot[size_t(c.rd_head)]] = true;
+    c.rd_head = (c.rd_head + 1) % kResponseSlots;
+    --c.rd_count;
+  }
+  if (out.r_valid) {
+    c.rsp_have[size_t(c.rsp_head)] = false;
+    c.rsp_head = (c.rsp_head + 1) % kResponseSlots;
+    --c.rsp_alloc;
+  }
+  if (wr_issue >= 0) {
+    for (int i = 0; i < q; ++i) {
+      if (c.rq[size_t(i)].src_valid && c.rq[size_t(i)].src == wr_issue) c.rq[size_t(i)].src_valid = false;
+      if (c.wq[size_t(i)].prev_valid && c.wq[size_t(i)].prev == wr_issue) c.wq[size_t(i)].prev_valid = false;
+    }
+  }
+  if (rq_leave != 0) {
+    for (int i = 0; i < q; ++i) c.wq[size_t(i)].read_wait &= ~rq_leave;
+  }
+  if (out.rd_push) {
+    ReadEntry& e = c.rq[size_t(out.rq_free)];
+    const HbmGeometry::BeatFields fields = geometry_.SplitBeat(c.rd_beat);
+    e.valid = true;
+    e.id = c.rd_id;
+    e.beat = c.rd_beat;
+    e.bank = uint8_t(fields.bank);
+    e.row = fields.row;
+    e.last = c.rd_left == 0;
+    e.src_valid = rd_src >= 0;
+    e.src = uint8_t(rd_src >= 0 ? rd_src : 0);
+    e.age = c.next_age++;
+  }
+
+  // ---- Write queue and write responses.
+  if (wr_issue >= 0) {
+    WriteEntry& e = c.wq[size_t(wr_issue)];
+    e.valid = false;
+    --c.bq_left[e.burst];
+    ++counters.writes;
+  }
+  if (wr_merge) {
+    c.wq[size_t(wr_prev)].strobe |= in.w_strobe;
+    ++counters.merged;
+  } else if (wr_push) {
+    WriteEntry& e = c.wq[size_t(out.wq_free)];
+    const HbmGeometry::BeatFields fields = geometry_.SplitBeat(c.wr_beat);
+    e.valid = true;
+    e.beat = c.wr_beat;
+    e.bank = uint8_t(fields.bank);
+    e.row = fields.row;
+    e.newest = true;
+    if (wr_prev >= 0) c.wq[size_t(wr_prev)].newest = false;
+    e.strobe = in.w_strobe;
+    e.prev_valid = wr_prev >= 0;
+    e.prev = uint8_t(wr_prev >= 0 ? wr_prev : 0);
+    e.age = c.next_age++;
+    e.burst = uint8_t(c.bq_tail);
+    ++c.bq_left[size_t(c.bq_tail)];
+    // The queued reads of its line (one pushed in this cycle too) are older than the new write.
+    e.read_wait = 0;
+    for (int i = 0; i < q; ++i) {
+      if (c.rq[size_t(i)].valid && c.rq[size_t(i)].beat == c.wr_beat) e.read_wait |= 1u << i;
+    }
+  }
+  if (out.b_valid) {
+    c.bq_head = (c.bq_head + 1) % kWriteResponses;
+    --c.bq_count;
+  }
+  if (wr_burst_done) {
+    c.bq_id[size_t(c.bq_tail)] = c.wr_id;
+    c.bq_tail = (c.bq_tail + 1) % kWriteResponses;
+    ++c.bq_count;
+  }
+
+  // ---- Burst splitters (one beat a cycle; same-line order between the two follows acceptance).
+  const bool ar_accept = in.ar && out.ar_ready;
+  const bool aw_accept = in.aw && (!c.wr_busy || wr_burst_done);
+  if (ar_accept) c.rd_wait = c.wr_busy && !wr_burst_done;
+  else if (wr_burst_done) c.rd_wait = false;
+  if (aw_accept) c.wr_wait = ar_accept || (c.rd_busy && !out.rd_burst_done);
+  else if (out.rd_burst_done) c.wr_wait = false;
+  if (ar_accept) {
+    c.rd_busy = true;
+    c.rd_id = in.id;
+    c.rd_beat = in.beat;
+    c.rd_left = uint32_t(beats_per_line_ - 1);
+  } else if (out.rd_push) {
+    ++c.rd_beat;
+    if (c.rd_left == 0) c.rd_busy = false;
+    else --c.rd_left;
+  }
+  if (aw_accept) {
+    c.wr_busy = true;
+    c.wr_id = in.id;
+    c.wr_beat = in.beat;
+  } else if (wr_push) {
+    ++c.wr_beat;
+    if (in.w_last) c.wr_busy = false;
+  }
+}
+
+bool HbmTwin::Cycle(State& s, const PortRequest* request) const {
+  const int channels = geometry_.channels;
+  const int64_t now = s.hbm_now;
+  ChannelOutput out[kMaxChannels];
+  for (int c = 0; c < channels; ++c) out[c] = Outputs(s.channels[size_t(c)], now);
+
+  // Adapter: W beats of the pending write lines, then the buffered request to its channel.
+  ChannelInput in[kMaxChannels];
+  bool w_free[kMaxChannels];
+  for (int c = 0; c < channels; ++c) {
+    in[c].w = s.w_pending[size_t(c)];
+    in[c].w_last = beats_per_line_ == 1 || s.w_beat[size_t(c)] == beats_per_line_ - 1;
+    in[c].w_strobe = beats_per_line_ > 1 ? uint8_t((1u << lines_per_beat_) - 1) : s.w_strobe[size_t(c)];
+    w_free[c] = !s.w_pending[size_t(c)] || (out[c].w_ready && in[c].w_last);
+  }
+  const bool tag_free = s.tag_tail - s.tag_head != uint64_t(kTags);
+  int ch = 0;
+  bool accept = false;
+  if (s.buf_valid) {
+    const uint64_t unit = s.buf_line / uint64_t(lines_per_beat_);
+    ch = geometry_.ChannelOf(unit);
+    const Channel& target = s.channels[size_t(ch)];
+    const bool aw_ready = !target.wr_busy || (in[ch].w && out[ch].w_ready && in[ch].w_last);
+    const bool chan_ready = s.buf_write ? (aw_ready && w_free[ch]) : out[ch].ar_ready;
+    accept = tag_free && chan_ready;
+    if (accept) {
+      ChannelInput& input = in[ch];
+      (s.buf_write ? input.aw : input.ar) = true;
+      input.id = uint8_t(s.tag_tail % kTags);
+      input.beat = uint32_t(geometry_.LocalBeat(s.buf_line));
+    }
+  }
+  const bool req_ready = !s.buf_valid || accept;
+  // The answer of this cycle, from the reorder buffer's state.
+  const bool rsp_valid = s.tag_head != s.tag_tail && s.tag_done[size_t(s.tag_head % kTags)];
+
+  for (int c = 0; c < channels; ++c) StepChannel(s.channels[size_t(c)], now, out[c], in[c], s.counters);
+
+  // Adapter state.
+  for (int c = 0; c < channels; ++c) {
+    if (out[c].r_valid) {
+      uint8_t& beats = s.tag_beats[out[c].r_id];
+      if (beats_per_line_ == 1 || beats == beats_per_line_ - 1) s.tag_done[out[c].r_id] = true;
+      ++beats;
+    }
+    if (out[c].b_valid) s.tag_done[out[c].b_id] = true;
+  }
+  if (rsp_valid) {
+    s.tag_done[size_t(s.tag_head % kTags)] = false;
+    ++s.tag_head;
+    ++s.answered;
+    s.last_answer_cycle = s.chip_now;
+  }
+  for (int c = 0; c < channels; ++c) {
+    if (s.w_pending[size_t(c)] && out[c].w_ready) {
+      ++s.w_beat[size_t(c)];
+      if (in[c].w_last) {
+        s.w_pending[size_t(c)] = false;
+        s.w_beat[size_t(c)] = 0;
+      }
+    }
+  }
+  if (accept) {
+    s.tag_beats[size_t(s.tag_tail % kTags)] = 0;
+    ++s.tag_tail;
+    if (s.buf_write) {
+      s.w_pending[size_t(ch)] = true;
+      s.w_strobe[size_t(ch)] = uint8_t(1u << (s.buf_line % uint64_t(lines_per_beat_)));
+    }
+  }
+  const bool taken = request != nullptr && req_ready;
+  if (taken) {
+    s.buf_valid = true;
+    s.buf_write = request->write;
+    s.buf_line = request->line;
+    ++s.taken;
+    ++s.counters.requests;
+  } else if (accept) {
+    s.buf_valid = false;
+  }
+  ++s.chip_now;
+  ++s.hbm_now;
+  ++s.counters.clocked_cycles;
+  return taken;
+}
+
+void HbmTwin::AdvanceTo(State& s, uint64_t cycle) const {
+  while (s.chip_now < cycle) {
+    if (Idle(s)) {  // nothing in flight: the subsystem's clock stands still
+      s.chip_now = cycle;
+      return;
+    }
+    Cycle(s, nullptr);
+  }
+}
+
+HbmTwin::StreamTiming HbmTwin::Stream(uint64_t start, bool write, uint64_t first_line, uint64_t count,
+                                      uint64_t stride) {
+  StreamTiming timing;
+  if (ahead_valid_ && start >= ahead_.chip_now) std::swap(state_, ahead_);
+  ahead_valid_ = false;
+  AdvanceTo(state_, start);
+  if (count == 0) {
+    timing.last_accepted = timing.last_answer = state_.chip_now;
+    return timing;
+  }
+  for (uint64_t i = 0; i < count; ++i) {
+    const PortRequest request{write, first_line + i * stride};
+    while (!Cycle(state_, &request)) {
+    }
+  }
+  timing.last_accepted = state_.chip_now - 1;
+  ahead_ = state_;
+  while (ahead_.answered < state_.taken) Cycle(ahead_, nullptr);
+  ahead_valid_ = true;
+  timing.last_answer = ahead_.last_answer_cycle;
+  return timing;
+}
+
+void HbmTwin::RunUntil(uint64_t cycle) {
+  if (ahead_valid_ && cycle >= ahead_.chip_now) std::swap(state_, ahead_);
+  ahead_valid_ = false;
+  AdvanceTo(state_, cycle);
+}
+
+int HbmTwin::queued_reads(int channel) const {
+  const Channel& c = state_.channels[size_t(channel)];
+  return int(std::count_if(c.rq.begin(), c.rq.begin() + queue_depth_, [](const ReadEntry& e) { return e.valid; }));
+}
+
+int HbmTwin::queued_writes(int channel) const {
+  const Channel& c = state_.channels[size_t(channel)];
+  return int(std::count_if(c.wq.begin(), c.wq.begin() + queue_depth_, [](const WriteEntry& e) { return e.valid; }));
+}
+
+}  // namespace tpu
