@@ -9,6 +9,9 @@ namespace {
 
 bool Reached(int64_t t, int64_t now) { return now >= t; }
 
+// Index of the lowest set bit of a non-zero mask.
+int Lowest(uint32_t mask) { return __builtin_ctz(mask); }
+
 }  // namespace
 
 HbmTwin::HbmTwin(const HbmGeometry& geometry, const DramConfig& timing)
@@ -18,7 +21,9 @@ HbmTwin::HbmTwin(const HbmGeometry& geometry, const DramConfig& timing)
       wq_hi_(geometry.queue_depth() * 3 / 4),
       wq_lo_(geometry.queue_depth() / 4),
       lines_per_beat_(geometry.lines_per_beat()),
-      beats_per_line_(geometry.beats_per_line()) {
+      beats_per_line_(geometry.beats_per_line()),
+      outputs_(size_t(geometry.channels)),
+      inputs_(size_t(geometry.channels)) {
   if (queue_depth_ > kMaxQueue || timing.banks() > kMaxBanks || lines_per_beat_ > 8 ||
       geometry.channels > kMaxChannels) {
     throw std::invalid_argument("HbmTwin: geometry beyond the twin's sizes");
@@ -38,11 +43,10 @@ void HbmTwin::Reset(uint64_t cycle) {
 
 HbmTwin::ChannelOutput HbmTwin::Outputs(const Channel& c, int64_t now) const {
   ChannelOutput out;
-  for (int i = queue_depth_ - 1; i >= 0; --i) {
-    if (!c.rq[size_t(i)].valid) out.rq_free = i;
-    if (!c.wq[size_t(i)].valid) out.wq_free = i;
-    else ++out.wq_count;
-  }
+  const uint32_t all = (uint32_t{1} << queue_depth_) - 1;
+  if ((c.rq_valid & all) != all) out.rq_free = Lowest(~c.rq_valid);
+  if ((c.wq_valid & all) != all) out.wq_free = Lowest(~c.wq_valid);
+  out.wq_count = __builtin_popcount(c.wq_valid);
   out.rd_push = c.rd_busy && !c.rd_wait && out.rq_free >= 0;
   out.rd_burst_done = out.rd_push && c.rd_left == 0;
   out.ar_ready = !c.rd_busy || out.rd_burst_done;
@@ -61,9 +65,8 @@ void HbmTwin::StepChannel(Channel& c, int64_t now, const ChannelOutput& out, con
   const int q = queue_depth_;
   const bool wr_push = in.w && out.w_ready;
   const bool wr_burst_done = wr_push && in.w_last;
-  const bool nothing_queued = out.wq_count == 0 && !c.rd_busy && !c.wr_busy && c.rsp_alloc == 0 &&
-                              c.bq_count == 0 && c.rd_count == 0 && !in.ar && !in.aw &&
-                              std::none_of(c.rq.begin(), c.rq.begin() + q, [](const ReadEntry& e) { return e.valid; });
+  const bool nothing_queued = c.wq_valid == 0 && c.rq_valid == 0 && !c.rd_busy && !c.wr_busy &&
+                              c.rsp_alloc == 0 && c.bq_count == 0 && c.rd_count == 0 && !in.ar && !in.aw;
   if (nothing_queued && !c.ref_pending) {
     // Only the refresh interval runs.
     c.write_mode = false;
@@ -84,17 +87,11 @@ void HbmTwin::StepChannel(Channel& c, int64_t now, const ChannelOutput& out, con
   uint64_t bank_hit_pending = 0;
   uint64_t wq_src_of_read = 0;
   bool rq_any_unblocked = false, rq_any_wait_wr = false, wq_any_unblocked = false;
-  for (int i = 0; i < q; ++i) {
+  for (uint32_t m = c.rq_valid; m != 0; m &= m - 1) {
+    const int i = Lowest(m);
     const ReadEntry& e = c.rq[size_t(i)];
-    rq_blocked[i] = rq_bank_wait[i] = rq_fwd_src[i] = rq_fwd_ready[i] = rq_hit[i] = false;
-    if (!e.valid) continue;
-    for (int j = 0; j < q; ++j) {
-      const ReadEntry& o = c.rq[size_t(j)];
-      if (o.valid && o.age < e.age && o.id == e.id) {
-        rq_blocked[i] = true;
-        if (o.bank == e.bank) rq_bank_wait[i] = true;
-      }
-    }
+    rq_blocked[i] = (e.older_same_id & c.rq_valid) != 0;
+    rq_bank_wait[i] = (e.older_same_bank & c.rq_valid) != 0;
     rq_fwd_src[i] = e.src_valid && c.wq[e.src].strobe == (1u << lines_per_beat_) - 1;
     rq_fwd_ready[i] = rq_fwd_src[i] && !rq_blocked[i];
     if (e.src_valid) {
@@ -107,10 +104,9 @@ void HbmTwin::StepChannel(Channel& c, int64_t now, const ChannelOutput& out, con
     if (e.src_valid && !rq_fwd_src[i]) rq_any_wait_wr = true;
     if (!e.src_valid && !rq_bank_wait[i] && rq_hit[i] && !c.write_mode) bank_hit_pending |= uint64_t{1} << e.bank;
   }
-  for (int i = 0; i < q; ++i) {
+  for (uint32_t m = c.wq_valid; m != 0; m &= m - 1) {
+    const int i = Lowest(m);
     const WriteEntry& e = c.wq[size_t(i)];
-    wq_blocked[i] = wq_wait_rd[i] = wq_hit[i] = false;
-    if (!e.valid) continue;
     wq_wait_rd[i] = e.read_wait != 0;
     wq_blocked[i] = e.prev_valid || wq_wait_rd[i];
     const Bank& b = c.banks[e.bank];
@@ -135,9 +131,9 @@ void HbmTwin::StepChannel(Channel& c, int64_t now, const ChannelOutput& out, con
     }
   };
   if (!c.write_mode && !c.ref_pending) {
-    for (int i = 0; i < q; ++i) {
+    for (uint32_t m = c.rq_valid; m != 0; m &= m - 1) {
+      const int i = Lowest(m);
       const ReadEntry& e = c.rq[size_t(i)];
-      if (!e.valid) continue;
       const Bank& b = c.banks[e.bank];
       if (!rq_blocked[i] && rq_hit[i] && rsp_credit && Reached(b.col_ok, now) &&
           Reached(c.rd_ok[size_t(t.group_of(e.bank))], now)) {
@@ -149,9 +145,9 @@ void HbmTwin::StepChannel(Channel& c, int64_t now, const ChannelOutput& out, con
     }
     row_from_reads = true;
   } else if (c.write_mode && !c.ref_pending) {
-    for (int i = 0; i < q; ++i) {
+    for (uint32_t m = c.wq_valid; m != 0; m &= m - 1) {
+      const int i = Lowest(m);
       const WriteEntry& e = c.wq[size_t(i)];
-      if (!e.valid) continue;
       const Bank& b = c.banks[e.bank];
       if (!wq_blocked[i] && wq_hit[i] && Reached(b.col_ok, now) && Reached(c.wr_ok[size_t(t.group_of(e.bank))], now)) {
         if (wr_issue < 0 || e.age < c.wq[size_t(wr_issue)].age) wr_issue = i;
@@ -162,7 +158,8 @@ void HbmTwin::StepChannel(Channel& c, int64_t now, const ChannelOutput& out, con
     }
   }
   // Forwarding: the oldest read whose source covers its beat, in a cycle without RD.
-  for (int i = 0; i < q; ++i) {
+  for (uint32_t m = c.rq_valid; m != 0; m &= m - 1) {
+    const int i = Lowest(m);
     if (rq_fwd_ready[i] && (fwd < 0 || c.rq[size_t(i)].age < c.rq[size_t(fwd)].age)) fwd = i;
   }
   const bool fwd_fire = fwd >= 0 && rsp_credit && rd_issue < 0;
@@ -257,9 +254,10 @@ void HbmTwin::StepChannel(Channel& c, int64_t now, const ChannelOutput& out, con
 
   // ---- Same-line lookups for the beats pushed now: the youngest queued write of the line not issued now.
   int rd_src = -1, wr_prev = -1;
-  for (int j = 0; j < q; ++j) {
+  for (uint32_t m = c.wq_valid; m != 0; m &= m - 1) {
+    const int j = Lowest(m);
     const WriteEntry& e = c.wq[size_t(j)];
-    if (!e.valid || !e.newest || j == wr_issue) continue;
+    if (!e.newest || j == wr_issue) continue;
     if (out.rd_push && e.beat == c.rd_beat) rd_src = j;
     if (wr_push && e.beat == c.wr_beat) wr_prev = j;
   }
@@ -269,8 +267,7 @@ void HbmTwin::StepChannel(Channel& c, int64_t now, const ChannelOutput& out, con
   // ---- Read queue and responses.
   uint32_t rq_leave = 0;
   if (rd_issue >= 0) {
-    ReadEntry& e = c.rq[size_t(rd_issue)];
-    e.valid = false;
+    const ReadEntry& e = c.rq[size_t(rd_issue)];
     rq_leave |= 1u << rd_issue;
     const int slot = c.rsp_tail;
     c.rsp_id[size_t(slot)] = e.id;
@@ -283,8 +280,7 @@ void HbmTwin::StepChannel(Channel& c, int64_t now, const ChannelOutput& out, con
     ++c.rsp_alloc;
     ++counters.reads;
   } else if (fwd_fire) {
-    ReadEntry& e = c.rq[size_t(fwd)];
-    e.valid = false;
+    const ReadEntry& e = c.rq[size_t(fwd)];
     rq_leave |= 1u << fwd;
     const int slot = c.rsp_tail;
     c.rsp_id[size_t(slot)] = e.id;
@@ -311,12 +307,25 @@ void HbmTwin::StepChannel(Channel& c, int64_t now, const ChannelOutput& out, con
     }
   }
   if (rq_leave != 0) {
-    for (int i = 0; i < q; ++i) c.wq[size_t(i)].read_wait &= ~rq_leave;
+    c.rq_valid &= ~rq_leave;
+    for (int i = 0; i < q; ++i) {
+      c.wq[size_t(i)].read_wait &= ~rq_leave;
+      c.rq[size_t(i)].older_same_id &= ~rq_leave;
+      c.rq[size_t(i)].older_same_bank &= ~rq_leave;
+    }
   }
   if (out.rd_push) {
     ReadEntry& e = c.rq[size_t(out.rq_free)];
     const HbmGeometry::BeatFields fields = geometry_.SplitBeat(c.rd_beat);
-    e.valid = true;
+    // Every entry still queued is older than the new one.
+    e.older_same_id = e.older_same_bank = 0;
+    for (uint32_t m = c.rq_valid; m != 0; m &= m - 1) {
+      const int j = Lowest(m);
+      if (c.rq[size_t(j)].id != c.rd_id) continue;
+      e.older_same_id |= 1u << j;
+      if (c.rq[size_t(j)].bank == fields.bank) e.older_same_bank |= 1u << j;
+    }
+    c.rq_valid |= 1u << out.rq_free;
     e.id = c.rd_id;
     e.beat = c.rd_beat;
     e.bank = uint8_t(fields.bank);
@@ -329,9 +338,8 @@ void HbmTwin::StepChannel(Channel& c, int64_t now, const ChannelOutput& out, con
 
   // ---- Write queue and write responses.
   if (wr_issue >= 0) {
-    WriteEntry& e = c.wq[size_t(wr_issue)];
-    e.valid = false;
-    --c.bq_left[e.burst];
+    c.wq_valid &= ~(1u << wr_issue);
+    --c.bq_left[c.wq[size_t(wr_issue)].burst];
     ++counters.writes;
   }
   if (wr_merge) {
@@ -340,7 +348,7 @@ void HbmTwin::StepChannel(Channel& c, int64_t now, const ChannelOutput& out, con
   } else if (wr_push) {
     WriteEntry& e = c.wq[size_t(out.wq_free)];
     const HbmGeometry::BeatFields fields = geometry_.SplitBeat(c.wr_beat);
-    e.valid = true;
+    c.wq_valid |= 1u << out.wq_free;
     e.beat = c.wr_beat;
     e.bank = uint8_t(fields.bank);
     e.row = fields.row;
@@ -354,8 +362,8 @@ void HbmTwin::StepChannel(Channel& c, int64_t now, const ChannelOutput& out, con
     ++c.bq_left[size_t(c.bq_tail)];
     // The queued reads of its line (one pushed in this cycle too) are older than the new write.
     e.read_wait = 0;
-    for (int i = 0; i < q; ++i) {
-      if (c.rq[size_t(i)].valid && c.rq[size_t(i)].beat == c.wr_beat) e.read_wait |= 1u << i;
+    for (uint32_t m = c.rq_valid; m != 0; m &= m - 1) {
+      if (c.rq[size_t(Lowest(m))].beat == c.wr_beat) e.read_wait |= 1u << Lowest(m);
     }
   }
   if (out.b_valid) {
@@ -398,13 +406,14 @@ void HbmTwin::StepChannel(Channel& c, int64_t now, const ChannelOutput& out, con
 bool HbmTwin::Cycle(State& s, const PortRequest* request) const {
   const int channels = geometry_.channels;
   const int64_t now = s.hbm_now;
-  ChannelOutput out[kMaxChannels];
-  for (int c = 0; c < channels; ++c) out[c] = Outputs(s.channels[size_t(c)], now);
+  std::vector<ChannelOutput>& out = outputs_;
+  for (int c = 0; c < channels; ++c) out[size_t(c)] = Outputs(s.channels[size_t(c)], now);
 
   // Adapter: W beats of the pending write lines, then the buffered request to its channel.
-  ChannelInput in[kMaxChannels];
+  std::vector<ChannelInput>& in = inputs_;
   bool w_free[kMaxChannels];
   for (int c = 0; c < channels; ++c) {
+    in[size_t(c)] = ChannelInput();
     in[c].w = s.w_pending[size_t(c)];
     in[c].w_last = beats_per_line_ == 1 || s.w_beat[size_t(c)] == beats_per_line_ - 1;
     in[c].w_strobe = beats_per_line_ > 1 ? uint8_t((1u << lines_per_beat_) - 1) : s.w_strobe[size_t(c)];
@@ -521,13 +530,11 @@ void HbmTwin::RunUntil(uint64_t cycle) {
 }
 
 int HbmTwin::queued_reads(int channel) const {
-  const Channel& c = state_.channels[size_t(channel)];
-  return int(std::count_if(c.rq.begin(), c.rq.begin() + queue_depth_, [](const ReadEntry& e) { return e.valid; }));
+  return __builtin_popcount(state_.channels[size_t(channel)].rq_valid);
 }
 
 int HbmTwin::queued_writes(int channel) const {
-  const Channel& c = state_.channels[size_t(channel)];
-  return int(std::count_if(c.wq.begin(), c.wq.begin() + queue_depth_, [](const WriteEntry& e) { return e.valid; }));
+  return __builtin_popcount(state_.channels[size_t(channel)].wq_valid);
 }
 
 }  // namespace tpu

@@ -82,13 +82,15 @@ class HbmTwin {
 
  private:
   struct ReadEntry {
-    bool valid = false, last = false, src_valid = false;
+    bool last = false, src_valid = false;
     uint8_t id = 0, src = 0, bank = 0;
     uint32_t beat = 0, row = 0;
     uint64_t age = 0;  // push order: smaller is older
+    // Older queued reads of its ID (R order per ID), and those of them on its bank.
+    uint32_t older_same_id = 0, older_same_bank = 0;
   };
   struct WriteEntry {
-    bool valid = false, newest = false, prev_valid = false;
+    bool newest = false, prev_valid = false;
     uint8_t prev = 0, burst = 0, bank = 0;
     uint8_t strobe = 0;       // one bit per line of the beat (narrow lines); full when all set
     uint32_t beat = 0, row = 0;
@@ -107,6 +109,7 @@ class HbmTwin {
     uint32_t rd_beat = 0, wr_beat = 0, rd_left = 0;
     std::array<ReadEntry, kMaxQueue> rq{};
     std::array<WriteEntry, kMaxQueue> wq{};
+    uint32_t rq_valid = 0, wq_valid = 0;  // queued entries, one bit each
     uint64_t next_age = 0;
     std::array<Bank, kMaxBanks> banks{};
     std::array<int64_t, kMaxBanks> rd_ok{}, wr_ok{};  // per bank group
@@ -175,6 +178,9 @@ class HbmTwin {
   DramConfig timing_;
   int queue_depth_, wq_hi_, wq_lo_;
   int lines_per_beat_, beats_per_line_;
+  // Per-cycle scratch of Cycle, one element per channel.
+  mutable std::vector<ChannelOutput> outputs_;
+  mutable std::vector<ChannelInput> inputs_;
   State state_;
   // The committed state run on without requests until the last stream's last answer; adopted by the next
   // stream that starts after it.
