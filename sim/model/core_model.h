@@ -10,9 +10,14 @@
 //  - a cycle estimate that mirrors the RTL's concurrency: each unit has a busy-until time, an instruction
 //    for a busy unit stalls issue, SYNC and HALT wait for the units. The perf counters report this estimate;
 //  - the issue trace of that estimate while profiling (set_profile), the record the chip's trace port gives.
-// What it does not model: HBM timing beyond a fixed latency, bus contention between the core's DMA unit and
-// the host DMA engine, and the order of memory accesses inside a unit (programs that race get the
-// "executed at issue" answer).
+//  - with config.hbm_timing, HBM time from a cycle-level twin of the core's HBM subsystem (sim/hbm/hbm_twin.h:
+//    the line adapter, each channel's FR-FCFS controller with its queues, write draining, merging and
+//    forwarding, refresh and JEDEC timing): each DMA_LD/DMA_ST and host DMA presents its lines to the twin
+//    one a cycle from its start and is done after its last line's answer; without it, a fixed hbm_latency.
+// What it does not model: the port's round-robin arbitration between the core's DMA unit and the host DMA
+// engine (the twin serves their streams first come, first served, and a stream's answer times do not see
+// streams that start after it), HBM timing of RDMA writes arriving from other cores (fixed hbm_latency),
+// and the order of memory accesses inside a unit (programs that race get the "executed at issue" answer).
 //
 // Time only advances through the chip (NextEvent/RunEvent/SetTime); MMIO accesses and backdoor accesses take
 // no device time.
@@ -25,6 +30,7 @@
 #include <memory>
 #include <vector>
 
+#include "sim/hbm/hbm_twin.h"
 #include "sim/model/chip_config.h"
 #include "sim/model/host_memory.h"
 #include "sim/model/mxu_kernel.h"
@@ -72,6 +78,14 @@ struct Timing {
   // memory's latency (8 cycles in the chip bench).
   uint32_t hdma_to_hbm_overhead = 11;
   uint32_t hdma_to_host_overhead = 9;
+  // With the HBM twin (config.hbm_timing): line i of a DMA that starts in cycle S reaches the twin's port
+  // (hbm_line_adapter's request) no earlier than S + hbm_port_delay + i (the core's arbiter slice and the
+  // platform's request register), and the DMA is done hbm_answer_delay + overhead - hbm_port_delay
+  // cycles after the port answered its last line, so that a memory answering every line after the fixed
+  // latency gives the formulas above. A host DMA's lines reach the port from start + hdma_port_delay.
+  uint32_t hbm_port_delay = 2;
+  uint32_t hbm_answer_delay = 1;
+  uint32_t hdma_port_delay = 2;
   // The first instruction issues this many cycles after the doorbell write.
   uint32_t doorbell_to_fetch = 1;
 };
@@ -217,6 +231,7 @@ class CoreModel {
   std::vector<uint64_t> imem_;
   std::vector<uint32_t> vmem_;
   std::unique_ptr<SparseMemory> hbm_;
+  std::unique_ptr<HbmTwin> hbm_twin_;  // HBM timing (config.hbm_timing); null: the fixed latency
   HostMemory* host_;
   CoreNetwork* network_;
 
