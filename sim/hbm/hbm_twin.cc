@@ -490,13 +490,43 @@ bool HbmTwin::Cycle(State& s, const PortRequest* request) const {
   return taken;
 }
 
+void HbmTwin::StepWithoutRequest(State& s, uint64_t limit) const {
+  // Quiet: no request buffered, no answer at the head of the reorder buffer, and every channel with
+  // nothing queued or being split, no write response, no refresh pending and only RDs whose data has
+  // not arrived: then only the devices' read pipelines and the refresh counters move.
+  int64_t quiet = int64_t(limit);
+  const bool answer_due = s.tag_head != s.tag_tail && s.tag_done[size_t(s.tag_head % kTags)];
+  if (s.buf_valid || answer_due) quiet = 1;
+  for (size_t c = 0; c < s.channels.size() && quiet > 1; ++c) {
+    const Channel& ch = s.channels[c];
+    if (ch.rq_valid != 0 || ch.wq_valid != 0 || ch.rd_busy || ch.wr_busy || ch.bq_count != 0 || ch.ref_pending ||
+        s.w_pending[c] || ch.rsp_alloc != ch.rd_count) {
+      quiet = 1;
+      break;
+    }
+    if (ch.rd_count != 0) quiet = std::min(quiet, ch.rd_due[size_t(ch.rd_head)] - s.hbm_now);
+    quiet = std::min(quiet, int64_t(timing_.tREFI - 1 - ch.refi_count));
+  }
+  if (quiet <= 1) {
+    Cycle(s, nullptr);
+    return;
+  }
+  for (Channel& ch : s.channels) {
+    ch.refi_count += int(quiet);
+    ch.write_mode = false;
+  }
+  s.chip_now += uint64_t(quiet);
+  s.hbm_now += quiet;
+  s.counters.clocked_cycles += uint64_t(quiet);
+}
+
 void HbmTwin::AdvanceTo(State& s, uint64_t cycle) const {
   while (s.chip_now < cycle) {
-    if (Idle(s)) {  // nothing in flight: the subsystem's clock stands still
+    if (NothingInFlight(s)) {  // nothing in flight: the subsystem's clock stands still
       s.chip_now = cycle;
       return;
     }
-    Cycle(s, nullptr);
+    StepWithoutRequest(s, cycle - s.chip_now);
   }
 }
 
@@ -517,7 +547,7 @@ HbmTwin::StreamTiming HbmTwin::Stream(uint64_t start, bool write, uint64_t first
   }
   timing.last_accepted = state_.chip_now - 1;
   ahead_ = state_;
-  while (ahead_.answered < state_.taken) Cycle(ahead_, nullptr);
+  while (ahead_.answered < state_.taken) StepWithoutRequest(ahead_, ~uint64_t{0} >> 2);
   ahead_valid_ = true;
   timing.last_answer = ahead_.last_answer_cycle;
   return timing;

@@ -172,7 +172,10 @@ class HbmTwin {
   bool Cycle(State& s, const PortRequest* request) const;
   // Runs cycles without requests until `cycle` (skipping idle time at once).
   void AdvanceTo(State& s, uint64_t cycle) const;
-  static bool Idle(const State& s) { return s.taken == s.answered; }
+  // One cycle without a request, or several at once while nothing can happen in them but reads in the
+  // devices and the refresh counters advancing (at most `limit`).
+  void StepWithoutRequest(State& s, uint64_t limit) const;
+  static bool NothingInFlight(const State& s) { return s.taken == s.answered; }
 
   HbmGeometry geometry_;
   DramConfig timing_;
