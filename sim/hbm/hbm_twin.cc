@@ -456,6 +456,10 @@ bool HbmTwin::Cycle(State& s, const PortRequest* request) const {
     ++s.tag_head;
     ++s.answered;
     s.last_answer_cycle = s.chip_now;
+    while (s.streams_answered < s.streams && s.stream_end[s.streams_answered % kStreamsKept] <= s.answered) {
+      s.stream_answer[s.streams_answered % kStreamsKept] = s.chip_now;
+      ++s.streams_answered;
+    }
   }
   for (int c = 0; c < channels; ++c) {
     if (s.w_pending[size_t(c)] && out[c].w_ready) {
@@ -546,11 +550,21 @@ HbmTwin::StreamTiming HbmTwin::Stream(uint64_t start, bool write, uint64_t first
     }
   }
   timing.last_accepted = state_.chip_now - 1;
+  timing.stream = state_.streams;
+  if (state_.streams - state_.streams_answered == kStreamsKept) ++state_.streams_answered;  // forget the oldest
+  state_.stream_end[state_.streams % kStreamsKept] = state_.taken;
+  ++state_.streams;
   ahead_ = state_;
   while (ahead_.answered < state_.taken) StepWithoutRequest(ahead_, ~uint64_t{0} >> 2);
   ahead_valid_ = true;
   timing.last_answer = ahead_.last_answer_cycle;
   return timing;
+}
+
+uint64_t HbmTwin::LastAnswer(uint64_t stream) const {
+  const State& s = ahead_valid_ ? ahead_ : state_;
+  if (stream >= s.streams_answered || stream + kStreamsKept < s.streams) return 0;
+  return s.stream_answer[stream % kStreamsKept];
 }
 
 void HbmTwin::RunUntil(uint64_t cycle) {

@@ -43,6 +43,7 @@ class HbmTwin {
   static constexpr int kMaxQueue = 16;
   static constexpr int kMaxBanks = 16;
   static constexpr int kMaxChannels = 16;
+  static constexpr int kStreamsKept = 32;
 
   explicit HbmTwin(const HbmGeometry& geometry, const DramConfig& timing);
   explicit HbmTwin(const HbmGeometry& geometry) : HbmTwin(geometry, geometry.channel_config()) {}
@@ -50,6 +51,7 @@ class HbmTwin {
   struct StreamTiming {
     uint64_t last_accepted = 0;  // cycle the port took the stream's last request
     uint64_t last_answer = 0;    // cycle the port answered it (every earlier request is answered by then)
+    uint64_t stream = 0;         // the stream's number, for LastAnswer
   };
   // `count` requests for lines first_line + i * stride (all reads or all writes), presented at the port
   // one a cycle from cycle `start` on, each until the port takes it. Streams are taken in call order: one
@@ -57,6 +59,10 @@ class HbmTwin {
   // are served first come, first served). The answer times assume no later request: a later stream may
   // delay them (it shares queues and banks), which this result does not see.
   StreamTiming Stream(uint64_t start, bool write, uint64_t first_line, uint64_t count, uint64_t stride);
+
+  // The cycle the port answered the last request of stream `stream`, as the latest Stream call sees it
+  // (a later stream can delay it); 0 when the twin no longer knows (more than kStreamsKept streams ago).
+  uint64_t LastAnswer(uint64_t stream) const;
 
   // Runs the committed state on without requests until `cycle` (for inspection).
   void RunUntil(uint64_t cycle);
@@ -143,6 +149,9 @@ class HbmTwin {
     std::vector<uint8_t> w_beat, w_strobe;
     uint64_t taken = 0, answered = 0;  // requests taken at the port, answers given
     uint64_t last_answer_cycle = 0;
+    // Streams: the number of requests taken with each one's last, the cycle of its answer (ring).
+    uint64_t streams = 0, streams_answered = 0;
+    std::array<uint64_t, kStreamsKept> stream_end{}, stream_answer{};
     std::vector<Channel> channels;
     Counters counters;
   };

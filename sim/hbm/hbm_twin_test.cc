@@ -175,6 +175,19 @@ TEST(HbmTwinScheduling, HalfLineWritesMergeAndReadsAreForwarded) {
   EXPECT_EQ(twin.counters().writes, 1u);  // one WR for both lines
 }
 
+TEST(HbmTwinTiming, LaterStreamsCanDelayAnEarlierAnswer) {
+  const HbmGeometry g = Tiny();
+  HbmTwin twin(g);
+  uint64_t cycle = twin.Stream(0, false, LineAt(g, 0, 0), 1, 1).last_accepted + 1;  // opens row 0 of bank 0
+  // Row 1 of the same bank: its PRE waits for tRAS after row 0's ACT.
+  const HbmTwin::StreamTiming conflict = twin.Stream(cycle, false, LineAt(g, 0, 256), 1, 1);
+  EXPECT_EQ(twin.LastAnswer(conflict.stream), conflict.last_answer);
+  // Younger row hits on row 0 keep the bank open (FR-FCFS), so the conflict's answer comes later.
+  cycle = conflict.last_accepted + 1;
+  for (uint64_t beat = 1; beat <= 8; ++beat) cycle = twin.Stream(cycle, false, LineAt(g, 0, beat), 1, 1).last_accepted + 1;
+  EXPECT_GT(twin.LastAnswer(conflict.stream), conflict.last_answer);
+}
+
 TEST(HbmTwinTiming, SequentialStreamsUseBothChannels) {
   const HbmGeometry g = Tiny();
   HbmTwin twin(g);

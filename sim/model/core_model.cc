@@ -207,6 +207,7 @@ void CoreModel::SoftReset() {
   hdma_busy_ = false;  // an aborted host DMA moves nothing (the model moves data on completion)
   unit_busy_until_.fill(cycle_);
   dma_done_at_.clear();
+  dma_streams_.clear();
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -593,6 +594,7 @@ void CoreModel::Issue(uint64_t word) {
       if (!WaitUntil(accept, kDma)) return;
       while (!dma_done_at_.empty() && std::min(dma_done_at_.front(), dma_idle) <= core_time_) {
         dma_done_at_.pop_front();
+        dma_streams_.pop_front();
       }
       const bool load = info->opcode == Opcode::DMA_LD;
       ExecuteDma(load, reg(in.rs1), reg(in.rs2), reg(in.rs3), in.imm);
@@ -607,16 +609,26 @@ void CoreModel::Issue(uint64_t word) {
         // The cycle after the last request left and the cycle the last answer arrived, as a memory of
         // fixed latency would give them.
         uint64_t requests_out = start + count, answered = start + count + config_.hbm_latency;
+        DmaStream stream;
         if (hbm_twin_ != nullptr) {
           const HbmTwin::StreamTiming port =
               hbm_twin_->Stream(start + timing_.hbm_port_delay, !load, reg(in.rs1), count, in.imm);
           requests_out = port.last_accepted + 1 - timing_.hbm_port_delay;
-          answered = port.last_answer + (load ? timing_.hbm_load_answer_delay : timing_.hbm_store_answer_delay) -
-                     timing_.hbm_port_delay;
+          const uint32_t answer_delay = load ? timing_.hbm_load_answer_delay : timing_.hbm_store_answer_delay;
+          answered = port.last_answer + answer_delay - timing_.hbm_port_delay;
+          stream = {port.stream, answer_delay + overhead - timing_.hbm_port_delay, load};
+          // The unfinished DMAs before it: its requests may have delayed their last answers.
+          for (size_t i = 0; i < dma_streams_.size(); ++i) {
+            const uint64_t answer = dma_streams_[i].stream == kNoStream ? 0 : hbm_twin_->LastAnswer(dma_streams_[i].stream);
+            if (answer == 0 || answer + dma_streams_[i].after_answer <= dma_done_at_[i]) continue;
+            dma_done_at_[i] = answer + dma_streams_[i].after_answer;
+            if (dma_streams_[i].load) dma_last_load_done_ = std::max(dma_last_load_done_, dma_done_at_[i]);
+          }
         }
         const uint64_t done = std::max(dma_idle, answered + overhead);
         dma_accept_at_ = requests_out + gap;
         dma_done_at_.push_back(done);
+        dma_streams_.push_back(stream);
         unit_busy_until_[kDma] = done;
         if (load) dma_last_load_done_ = done;
         if (profile_ != nullptr) ProfileInterval(kDma, start, done, static_cast<uint32_t>(count), reg(in.rs1), in.imm);

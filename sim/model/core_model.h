@@ -271,6 +271,16 @@ class CoreModel {
   // done (oldest first) and when the last load is done. Each is bounded by unit_busy_until_[kDma].
   uint64_t dma_accept_at_ = 0, dma_last_load_done_ = 0;
   std::deque<uint64_t> dma_done_at_;
+  // With the HBM twin, beside each dma_done_at_: the twin's stream and what follows its last answer, so
+  // that a later DMA whose requests delay that answer (they share the controllers' queues and banks)
+  // moves the done time (kNoStream: the fixed latency).
+  static constexpr uint64_t kNoStream = ~uint64_t{0};
+  struct DmaStream {
+    uint64_t stream = kNoStream;
+    uint64_t after_answer = 0;
+    bool load = false;
+  };
+  std::deque<DmaStream> dma_streams_;
   // Link engine: when it takes the next RDMA to ici_core_, the destination of the lines still
   // unacknowledged (another destination waits for unit_busy_until_[kIci], every acknowledgement).
   uint64_t ici_accept_at_ = 0;
