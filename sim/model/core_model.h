@@ -14,8 +14,9 @@
 //    the line adapter, each channel's FR-FCFS controller with its queues, write draining, merging and
 //    forwarding, refresh and JEDEC timing): each DMA_LD/DMA_ST and host DMA presents its lines to the twin
 //    one a cycle from its start and is done after its last line's answer; without it, a fixed hbm_latency.
+//    A DMA's done time moves when the next DMA's requests delay its last answer (HbmTwin::LastAnswer).
 // What it does not model: the port's round-robin arbitration between the core's DMA unit and the host DMA
-// engine (the twin serves their streams first come, first served, and a stream's answer times do not see
+// engine (the twin serves their streams first come, first served, and a host DMA's done time does not see
 // streams that start after it), HBM timing of RDMA writes arriving from other cores (fixed hbm_latency),
 // and the order of memory accesses inside a unit (programs that race get the "executed at issue" answer).
 //
