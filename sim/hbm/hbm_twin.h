@@ -18,9 +18,9 @@
 //    tRTP, tRRD_S/L, tFAW, tCCD_S/L, tWTR_S/L, tRTW; read data CL + tBURST after RD);
 //  - the platform's clock gating (sysc/hbm_memory.cc): while no request is in flight HBM time stands
 //    still, so neither refresh nor timing counters advance.
-// What it does not model: data; the chip-side pipeline around the port (the request register of
-// sysc/hbm_memory.cc, the core's arbiter slice), which the model's Timing offsets carry; requests
-// presented by two masters at once (the caller serializes them, see Stream).
+// What it does not model: data; the chip-side pipeline in front of the port (the core's arbiter slice),
+// which the model's Timing offsets carry; requests of two masters interleaved at the port (the caller's
+// streams are served one after the other, see Stream).
 #ifndef SIM_HBM_HBM_TWIN_H_
 #define SIM_HBM_HBM_TWIN_H_
 
