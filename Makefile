@@ -8,7 +8,7 @@ APT_PACKAGES := verilator libsystemc-dev gtkwave yosys z3 libboost-dev googletes
   python3-dev python3-venv dataset-fashion-mnist chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps venv build test test-sanitize coverage regress sim wave lint synth bench-mxu bench-hbm bench-gemm bench-workloads train bench-parity bench-steps-per-execution bench-determinism bench-allreduce fuzz clean
+.PHONY: all deps venv build test test-sanitize coverage regress sim wave lint synth bench-mxu bench-hbm bench-gemm bench-workloads bench-fidelity train bench-parity bench-steps-per-execution bench-determinism bench-allreduce fuzz clean
 
 all: build
 
@@ -107,6 +107,10 @@ bench-gemm: deps venv
 # Every training step and model on the v2 reference model against its MXU/VPU/HBM bound.
 bench-workloads: build
 	cmake --build $(BUILD_DIR) --target bench-workloads
+
+# The reference model's cycles (HBM twin on and off) against the rtl backend's, workload by workload.
+bench-fidelity: build
+	cmake --build $(BUILD_DIR) --target bench-fidelity
 
 # libFuzzer targets (tb/fuzz): HLO text through the compiler and interpreter, random programs on the model.
 FUZZ_SECONDS ?= 60

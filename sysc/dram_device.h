@@ -12,21 +12,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/hbm/hbm_geometry.h"
+
 namespace tpu {
 
-// Geometry and timing of one channel; defaults are DRAMSim3's HBM2_8Gb_x128 (docs/hbm.md).
-struct DramConfig {
-  int pc_bits = 0, bg_bits = 2, ba_bits = 2, row_bits = 15, col_bits = 4;  // col = 64-byte burst
-  int burst_bytes = 64;
-  int tCL = 14, tCWL = 4, tBURST = 2, tRCD = 14, tRP = 14, tRAS = 34, tRC = 48, tWR = 16, tRTP = 6;
-  int tRRD_S = 4, tRRD_L = 6, tFAW = 30, tCCD_S = 1, tCCD_L = 2, tWTR_S = 6, tWTR_L = 8, tRTW = 13;
-  int tREFI = 3900, tRFC = 260;
-  int max_postponed_refreshes = 8;  // JEDEC allows up to 8 postponed REF commands
-
-  int banks() const { return 1 << (pc_bits + bg_bits + ba_bits); }
-  int group_of(int bank) const { return bank >> ba_bits; }
-  uint64_t bytes() const { return uint64_t(burst_bytes) << (col_bits + row_bits + pc_bits + bg_bits + ba_bits); }
-};
+// DramConfig (geometry and timing of one channel) is in sim/hbm/hbm_geometry.h, shared with the
+// reference model's HBM twin.
 
 // Command codes as driven on the DFI-like buses.
 enum class RowCmd : uint8_t { kNop = 0, kAct = 1, kPre = 2, kPrea = 3, kRef = 4 };

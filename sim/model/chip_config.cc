@@ -26,6 +26,10 @@ ChipConfig ChipConfig::Build() {
   config.hbm_latency = static_cast<uint32_t>(tpu::cfg::kHbmLatency);
   config.dma_queue = static_cast<uint32_t>(tpu::cfg::kDmaQueue);
   config.hbm_channels = static_cast<uint32_t>(tpu::cfg::kHbmChannels);
+  config.hbm_col_bits = static_cast<uint32_t>(tpu::cfg::kHbmColBits);
+  config.hbm_bg_bits = static_cast<uint32_t>(tpu::cfg::kHbmBgBits);
+  config.hbm_ba_bits = static_cast<uint32_t>(tpu::cfg::kHbmBaBits);
+  config.hbm_row_bits = static_cast<uint32_t>(tpu::cfg::kHbmRowBits);
   return config;
 }
 
@@ -101,6 +105,10 @@ StatusOr<ChipConfig> ChipConfig::FromFile(const std::string& path) {
   fits &= get32("HBM_LATENCY", &config.hbm_latency);
   fits &= get32("DMA_QUEUE", &config.dma_queue);
   fits &= get32("HBM_CHANNELS", &config.hbm_channels);
+  fits &= get32("HBM_COL_BITS", &config.hbm_col_bits);
+  fits &= get32("HBM_BG_BITS", &config.hbm_bg_bits);
+  fits &= get32("HBM_BA_BITS", &config.hbm_ba_bits);
+  fits &= get32("HBM_ROW_BITS", &config.hbm_row_bits);
   config.hbm_lines = get("HBM_LINES");
   config.host_mem_bytes = get("HOST_MEM_BYTES");
   if (!missing.empty()) return InvalidArgument(path + ": missing parameters: " + missing);
@@ -123,7 +131,25 @@ Status ChipConfig::Validate() const {
   if (hbm_lines == 0 || hbm_lines > 0xFFFFFFFFull) return bad("HBM_LINES must be 1..2^32-1");
   if (host_mem_bytes == 0) return bad("HOST_MEM_BYTES must be non-zero");
   if (dma_queue == 0 || dma_queue > 64) return bad("DMA_QUEUE must be 1..64");
+  if (hbm_channels == 0 || hbm_channels > 16 || (hbm_channels & (hbm_channels - 1)) != 0) {
+    return bad("HBM_CHANNELS must be a power of two, 1..16");
+  }
+  if (hbm_col_bits == 0 || hbm_col_bits > 8 || hbm_bg_bits > 4 || hbm_ba_bits > 4 || hbm_bg_bits + hbm_ba_bits > 4 ||
+      hbm_row_bits == 0 || hbm_row_bits > 20) {
+    return bad("HBM_*_BITS out of range");
+  }
   return OkStatus();
+}
+
+HbmGeometry ChipConfig::hbm_geometry() const {
+  HbmGeometry geometry;
+  geometry.channels = static_cast<int>(hbm_channels);
+  geometry.line_bytes = static_cast<int>(line_bytes());
+  geometry.col_bits = static_cast<int>(hbm_col_bits);
+  geometry.bg_bits = static_cast<int>(hbm_bg_bits);
+  geometry.ba_bits = static_cast<int>(hbm_ba_bits);
+  geometry.row_bits = static_cast<int>(hbm_row_bits);
+  return geometry;
 }
 
 }  // namespace tpu::model

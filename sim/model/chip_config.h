@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "sim/hbm/hbm_geometry.h"
 #include "sw/base/status.h"
 
 namespace tpu::model {
@@ -23,8 +24,15 @@ struct ChipConfig {
   uint32_t hbm_latency = 0;     // cycles of the memory behind the HBM port
   uint32_t dma_queue = 0;       // DMA instructions in flight (the next issues while earlier ones finish)
   uint32_t hbm_channels = 0;    // HBM channels (32 bytes per cycle each at the pin peak, docs/hbm.md)
+  // Per channel (docs/hbm.md): 64-byte column bursts, 2^col per row, 2^(bg+ba) banks, 2^row rows.
+  uint32_t hbm_col_bits = 0, hbm_bg_bits = 0, hbm_ba_bits = 0, hbm_row_bits = 0;
+  // A model option, not a parameter of the chip: true times HBM accesses with the twin of the HBM
+  // subsystem (sim/hbm/hbm_twin.h), false with the fixed hbm_latency.
+  bool hbm_timing = false;
 
   uint32_t line_bytes() const { return lanes * 4; }
+  // The HBM's line mapping (sim/hbm/hbm_geometry.h).
+  HbmGeometry hbm_geometry() const;
 
   // The configuration tpu_config.h was generated from (this build's TPU_CONFIG).
   static ChipConfig Build();

@@ -66,12 +66,14 @@ TEST(ChipConfigTest, BadNamesAndFiles) {
   const std::string good =
       "param LANES 4\nparam VMEM_LINES 64\nparam IMEM_WORDS 32\nparam HBM_LINES 1024\nparam NUM_CORES 1\n"
       "param SREGS 16\nparam HBM_LATENCY 3\nparam DMA_QUEUE 2\nparam HBM_CHANNELS 2\nparam HOST_MEM_BYTES 0x1000 # hex works\n"
-      "param BOARD_CHIPS 2\n";
+      "param BOARD_CHIPS 2\nparam HBM_COL_BITS 4\nparam HBM_BG_BITS 2\nparam HBM_BA_BITS 2\nparam HBM_ROW_BITS 11\n";
   StatusOr<ChipConfig> ok = write(good);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ(ok->name, "model_config_test");
   EXPECT_EQ(ok->host_mem_bytes, 0x1000u);
   EXPECT_EQ(ok->hbm_channels, 2u);
+  EXPECT_EQ(ok->hbm_row_bits, 11u);
+  EXPECT_EQ(ok->hbm_geometry().bytes(), 2u * (64u << (4 + 2 + 2 + 11)));
 
   StatusOr<ChipConfig> missing = write("param LANES 4\n");
   EXPECT_EQ(missing.status().code(), StatusCode::kInvalidArgument);
@@ -83,6 +85,7 @@ TEST(ChipConfigTest, BadNamesAndFiles) {
   EXPECT_EQ(write(good + "param BOARD_CHIPS 3\n").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(write(good + "param NUM_CORES 5\n").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(write(good + "param LANES 0\n").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(write(good + "param HBM_CHANNELS 3\n").status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(write(good + "param HBM_LINES 0x100000000\n").status().code(), StatusCode::kInvalidArgument);
   std::remove(path.c_str());
   EXPECT_EQ(ChipConfig::FromFile(path).status().code(), StatusCode::kNotFound);

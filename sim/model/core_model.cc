@@ -40,6 +40,7 @@ CoreModel::CoreModel(const ChipConfig& config, const Timing& timing, uint32_t co
       imem_(config.imem_words, 0),
       vmem_(static_cast<size_t>(config.vmem_lines) * config.lanes, 0),
       hbm_(std::make_unique<SparseMemory>(config.hbm_lines * config.line_bytes())),
+      hbm_twin_(config.hbm_timing ? std::make_unique<HbmTwin>(config.hbm_geometry()) : nullptr),
       host_(host),
       network_(network),
       mxu_chunk_rows_(std::max(1u, kMxuChunkElements / config.lanes)),
@@ -206,6 +207,7 @@ void CoreModel::SoftReset() {
   hdma_busy_ = false;  // an aborted host DMA moves nothing (the model moves data on completion)
   unit_busy_until_.fill(cycle_);
   dma_done_at_.clear();
+  dma_streams_.clear();
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -234,8 +236,15 @@ void CoreModel::StartHostDma(uint32_t ctrl) {
   hdma_host_ = host;
   hdma_hbm_ = hdma_hbm_line_;
   hdma_count_ = hdma_lines_;
-  hdma_done_at_ = cycle_ + (hdma_to_host_ ? timing_.hdma_to_host_overhead : timing_.hdma_to_hbm_overhead) +
-                  config_.hbm_latency + hdma_count_;
+  const uint32_t overhead = hdma_to_host_ ? timing_.hdma_to_host_overhead : timing_.hdma_to_hbm_overhead;
+  if (hbm_twin_ != nullptr && hdma_count_ > 0) {
+    const HbmTwin::StreamTiming port =
+        hbm_twin_->Stream(cycle_ + timing_.hdma_port_delay, !hdma_to_host_, hdma_hbm_, hdma_count_, 1);
+    const uint32_t answer_delay = hdma_to_host_ ? timing_.hbm_load_answer_delay : timing_.hbm_store_answer_delay;
+    hdma_done_at_ = port.last_answer + answer_delay + overhead - timing_.hdma_port_delay;
+  } else {
+    hdma_done_at_ = cycle_ + overhead + config_.hbm_latency + hdma_count_;
+  }
 }
 
 void CoreModel::CompleteHostDma() {
@@ -585,6 +594,7 @@ void CoreModel::Issue(uint64_t word) {
       if (!WaitUntil(accept, kDma)) return;
       while (!dma_done_at_.empty() && std::min(dma_done_at_.front(), dma_idle) <= core_time_) {
         dma_done_at_.pop_front();
+        dma_streams_.pop_front();
       }
       const bool load = info->opcode == Opcode::DMA_LD;
       ExecuteDma(load, reg(in.rs1), reg(in.rs2), reg(in.rs3), in.imm);
@@ -594,10 +604,31 @@ void CoreModel::Issue(uint64_t word) {
       } else {
         const uint64_t start =
             load ? core_time_ : std::max(core_time_, std::min(dma_last_load_done_, dma_idle));
-        const uint64_t done = std::max(
-            dma_idle, start + count + config_.hbm_latency + (load ? timing_.dma_load_overhead : timing_.dma_store_overhead));
-        dma_accept_at_ = start + count + (load ? timing_.dma_load_request_gap : timing_.dma_store_request_gap);
+        const uint32_t overhead = load ? timing_.dma_load_overhead : timing_.dma_store_overhead;
+        const uint32_t gap = load ? timing_.dma_load_request_gap : timing_.dma_store_request_gap;
+        // The cycle after the last request left and the cycle the last answer arrived, as a memory of
+        // fixed latency would give them.
+        uint64_t requests_out = start + count, answered = start + count + config_.hbm_latency;
+        DmaStream stream;
+        if (hbm_twin_ != nullptr) {
+          const HbmTwin::StreamTiming port =
+              hbm_twin_->Stream(start + timing_.hbm_port_delay, !load, reg(in.rs1), count, in.imm);
+          requests_out = port.last_accepted + 1 - timing_.hbm_port_delay;
+          const uint32_t answer_delay = load ? timing_.hbm_load_answer_delay : timing_.hbm_store_answer_delay;
+          answered = port.last_answer + answer_delay - timing_.hbm_port_delay;
+          stream = {port.stream, answer_delay + overhead - timing_.hbm_port_delay, load};
+          // The unfinished DMAs before it: its requests may have delayed their last answers.
+          for (size_t i = 0; i < dma_streams_.size(); ++i) {
+            const uint64_t answer = dma_streams_[i].stream == kNoStream ? 0 : hbm_twin_->LastAnswer(dma_streams_[i].stream);
+            if (answer == 0 || answer + dma_streams_[i].after_answer <= dma_done_at_[i]) continue;
+            dma_done_at_[i] = answer + dma_streams_[i].after_answer;
+            if (dma_streams_[i].load) dma_last_load_done_ = std::max(dma_last_load_done_, dma_done_at_[i]);
+          }
+        }
+        const uint64_t done = std::max(dma_idle, answered + overhead);
+        dma_accept_at_ = requests_out + gap;
         dma_done_at_.push_back(done);
+        dma_streams_.push_back(stream);
         unit_busy_until_[kDma] = done;
         if (load) dma_last_load_done_ = done;
         if (profile_ != nullptr) ProfileInterval(kDma, start, done, static_cast<uint32_t>(count), reg(in.rs1), in.imm);

@@ -116,7 +116,7 @@ const char kUsage[] =
     "  tpusim run FILE.hlo [--backend=rtl|model] [--config=NAME] [--chips=1|2|4] [--seed=N] [--outputs=DIR]\n"
     "                      [--trace=FILE.fst] [--trace-start=CYCLE] [--trace-stop=CYCLE] [--trace-depth=D]\n"
     "                      [--timeout-cycles=N] [--batch=N] [--fill-elided-constants] [--root=NAME]\n"
-    "                      [--dump-dir=DIR] [--dot-passes=0|1|3|6]\n"
+    "                      [--dump-dir=DIR] [--dot-passes=0|1|3|6] [--hbm-timing=on|off]\n"
     "  tpusim profile FILE.hlo [the flags of run but --trace*] [--trace=OUT.json] [--report=OUT.html]\n"
     "                      [--top=N]\n"
     "  tpusim info [--backend=rtl|model] [--config=NAME] [--chips=1|2|4]\n"
@@ -148,6 +148,8 @@ const char kUsage[] =
     "        --trace=OUT.json writes the timeline in the Chrome trace format (Perfetto, chrome://tracing):\n"
     "        a track of HLO operations and one per unit in device time, the host's steps in host time.\n"
     "        --report=OUT.html writes a page with the utilization timeline, the findings and the op table.\n"
+    "        --hbm-timing=on|off (model backend): on (default) times HBM with the twin of the chip's HBM\n"
+    "        subsystem (controllers, banks, refresh; docs/hbm.md), off with the fixed HBM_LATENCY.\n"
     "        --chips=N runs a board of N chips joined by ICI links (docs/interconnect.md): a device per\n"
     "        core of every chip.\n"
     "info    prints the devices and the configuration registers the driver discovers.\n"
@@ -170,7 +172,7 @@ bool ParseFlags(int argc, char** argv, Flags* flags, std::string* error) {
   static const char* const kKnown[] = {"backend", "config",      "seed",        "outputs",        "trace",
                                        "trace-start", "trace-stop", "trace-depth", "timeout-cycles",
                                        "perturb-output", "batch", "root", "fill-elided-constants", "dump-dir",
-                                       "dot-passes",  "report",     "top",         "chips"};
+                                       "dot-passes",  "report",     "top",         "chips",       "hbm-timing"};
   // Flags that take no value.
   static const char* const kSwitches[] = {"fill-elided-constants"};
   if (argc < 2) {
@@ -275,6 +277,11 @@ StatusOr<std::unique_ptr<runtime::Client>> MakeClient(const Flags& flags, bool w
     return InvalidArgument("--chips must be 1, 2 or 4 (a board of that many chips), not " + std::to_string(chips));
   }
   options.chips = static_cast<uint32_t>(chips);
+  const std::string hbm_timing = FlagOr(flags, "hbm-timing", "on");
+  if (hbm_timing != "on" && hbm_timing != "off") {
+    return InvalidArgument("--hbm-timing must be on or off, not '" + hbm_timing + "'");
+  }
+  options.model_hbm_timing = hbm_timing == "on";
   const std::string backend = FlagOr(flags, "backend", "model");
   if (!options.trace_file.empty() && backend != "rtl") {
     return InvalidArgument("--trace needs --backend=rtl (the reference model has no waveform)");

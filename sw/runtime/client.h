@@ -61,6 +61,9 @@ struct ClientOptions {
   // Chips on the board (1, 2 or 4; sim/model/ici.h): a device per core of every chip. 0: the
   // configuration's BOARD_CHIPS (tiny: 1, v2: 4, a v2-8).
   uint32_t chips = 0;
+  // The model backend's HBM timing (sim/model/chip_config.h, hbm_timing): true, the twin of the HBM
+  // subsystem (sim/hbm/hbm_twin.h); false, the fixed HBM_LATENCY of the configuration.
+  bool model_hbm_timing = true;
 };
 
 // One TPU core as the runtime exposes it ("TPU:0").

@@ -23,6 +23,7 @@ StatusOr<std::unique_ptr<Transport>> CreateTransport(const std::string& backend,
                                                      const ClientOptions& options) {
   if (backend == "model") {
     TPU_ASSIGN_OR_RETURN(model::ChipConfig chip, model::ChipConfig::Named(config));
+    chip.hbm_timing = options.model_hbm_timing;
     const uint32_t chips = options.chips != 0 ? options.chips : chip.board_chips;
     TPU_RETURN_IF_ERROR(ici::CheckBoardChips(chips));
     return std::unique_ptr<Transport>(std::make_unique<model::ModelTransport>(chip, chips));
