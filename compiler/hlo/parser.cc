@@ -635,8 +635,15 @@ Status Parser::ParseInstruction(HloComputation* computation, std::vector<Pending
   if (!Consume('(')) return Expected("'(' after the opcode " + opcode_text);
   if (opcode == HloOpcode::kParameter) {
     int64_t number;
+    SkipSpace();
+    const size_t number_position = pos_;
     TPU_RETURN_IF_ERROR(ParseInt(&number));
     if (number < 0) return Error("expected a non-negative parameter number");
+    // Parameters 0..number are instructions of their own, each longer than one character, so a bigger number
+    // than the text's length cannot be right (and must not size the computation's table of parameters).
+    if (number >= static_cast<int64_t>(text_.size()))
+      return ErrorAt(number_position, "parameter(" + std::to_string(number) + ") needs parameters 0 to " +
+                                          std::to_string(number - 1) + " too, more than the text holds");
     instruction->set_parameter_number(number);
     if (number < computation->num_parameters() && computation->parameter_instruction(number) != nullptr)
       return ErrorAt(name_position, "duplicate parameter number " + std::to_string(number));

@@ -330,6 +330,20 @@ TEST(ParserTest, HugeConstantIsRejectedWithoutAllocating) {
               "more than the text holds");
 }
 
+TEST(ParserTest, HugeParameterNumberIsRejectedWithoutAllocating) {
+  // Found by hlo_fuzzer (tb/fuzz/regressions/hlo_fuzzer-huge-parameter-number): the number sized the
+  // computation's table of parameters, 1.4 GB for this one.
+  ExpectError("HloModule m\nENTRY e {\n  ROOT p = f32[2] parameter(177777777)\n}\n", "line 3, column 29:",
+              "parameter(177777777) needs parameters 0 to 177777776 too, more than the text holds");
+  // Past what a std::vector can hold it threw std::length_error, which ended the process
+  // (tb/fuzz/regressions/hlo_fuzzer-huge-parameter-number-length-error).
+  ExpectError("HloModule m\nENTRY e {\n  ROOT p = f32[2] parameter(2111111111111111111)\n}\n", "line 3, column 29:",
+              "more than the text holds");
+  // The largest number a text of this length could hold is accepted (and then found missing its others).
+  ExpectError("HloModule m\nENTRY e {\n  ROOT p = f32[2] parameter(9)\n}\n", "line 2, column 9:",
+              "computation e has no parameter(0)");
+}
+
 TEST(ParserTest, InstructionUsingItselfIsAnErrorAtTheUse) {
   ExpectError("HloModule m\nENTRY e {\n  a = f32[4] parameter(0)\n  ROOT b = f32[4] add(a, b)\n}\n",
               "line 4, column 26:", "instruction %b uses itself as an operand");

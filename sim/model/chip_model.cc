@@ -15,6 +15,13 @@ ChipModel::ChipModel(const ChipConfig& config, uint32_t chip_id, HostMemory* hos
     cores_.push_back(std::make_unique<CoreModel>(config_, timing_, core, chip_id, host_, network));
 }
 
+void ChipModel::Reset() {
+  if (own_host_ != nullptr) own_host_->Reset();
+  for (auto& core : cores_) core->Reset();
+  posts_ = {};
+  cycle_ = 0;
+}
+
 void ChipModel::set_mxu_kernel(MxuKernel kernel) {
   for (auto& core : cores_) core->set_mxu_kernel(kernel);
 }

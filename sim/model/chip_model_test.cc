@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <string>
+#include <vector>
+
 #include "sim/model/model_test_util.h"
 #include "sim/numerics/numerics.h"
 
@@ -384,6 +388,106 @@ TEST_F(ChipModelTest, SoftResetClearsAnError) {
   EXPECT_EQ(Status(), 0u);
   EXPECT_EQ(Csr(csr::ERROR_CODE), 0u);
   EXPECT_FALSE(model_.Irq());
+}
+
+// Everything software and the backdoors can see of a chip: each core's CSRs, IMEM, VMEM, first HBM lines,
+// HBM pages and time, the host memory's pages, the interrupt lines and the chip's time.
+std::vector<uint64_t> Observe(ChipModel& model) {
+  const uint32_t lanes = model.config().lanes;
+  std::vector<uint64_t> seen;
+  for (uint32_t c = 0; c < model.num_cores(); ++c) {
+    const uint32_t base = c << csr::CORE_SHIFT;
+    for (uint32_t offset = 0; offset < 0x100; offset += 4) seen.push_back(model.MmioRead(base + offset));
+    for (uint32_t offset = 0; offset < 8 * model.config().imem_words; offset += 4) {
+      seen.push_back(model.MmioRead(base + csr::IMEM_WINDOW + offset));
+    }
+    CoreModel& core = model.core(c);
+    std::vector<uint32_t> words(size_t{model.config().vmem_lines} * lanes);
+    EXPECT_TRUE(core.ReadVmem(0, words.data(), model.config().vmem_lines).ok());
+    seen.insert(seen.end(), words.begin(), words.end());
+    words.assign(size_t{1200} * lanes, 0);
+    EXPECT_TRUE(core.ReadHbm(0, words.data(), 1200).ok());
+    seen.insert(seen.end(), words.begin(), words.end());
+    seen.push_back(core.hbm_pages_allocated());
+    seen.push_back(core.cycle());
+  }
+  seen.push_back(model.host_memory().memory().pages_allocated());
+  seen.push_back(model.IrqLines());
+  seen.push_back(model.cycle());
+  return seen;
+}
+
+// Where two observations first differ ("" when they are equal).
+std::string FirstDifference(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {
+  if (a.size() != b.size()) return "sizes " + std::to_string(a.size()) + " and " + std::to_string(b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) {
+      return "element " + std::to_string(i) + ": " + std::to_string(a[i]) + " vs " + std::to_string(b[i]);
+    }
+  }
+  return "";
+}
+
+TEST_F(ChipModelTest, ResetMatchesANewChip) {
+  // Leave state everywhere: data in every memory, weights in the MXU, a host DMA and core 0 running (blocked
+  // on a semaphore, no watchdog), semaphores counted on both cores, CSRs written, a host bus error range.
+  std::mt19937 rng(5);
+  WriteVmemWords(model_, 0, RandomFloats(rng, 64 * lanes()));
+  WriteHbmWords(model_, 0, RandomFloats(rng, 64 * lanes()));
+  const std::vector<uint32_t> host_words = RandomFloats(rng, 64 * lanes());
+  ASSERT_TRUE(model_.HostWrite(0, host_words.data(), host_words.size() * 4).ok());
+  model_.SetHostBusErrorRange(4096, 8192);
+  const uint64_t post = Assemble(Opcode::RDMA, 5, 1, 4, 3, tpu::isa::flag::RDMA_POST, 2);
+  LoadProgram(model_, {Li(1, 0), Li(2, 256), Li(3, 16), Li(4, 512), Li(5, 1), DmaLd(1, 2, 3, 1),
+                       Sync(flag::SYNC_DMA), MxuLw(2), MxuMm(2, 4, 3, flag::MXU_MM_SWAP), MxuLw(4),
+                       Sync(flag::SYNC_MXU), Vadd(4, 4, 2, 3), post, Assemble(Opcode::SEMPOST, 0, 0, 0, 0, 0, 1),
+                       DmaLd(1, 2, 3, 1), Assemble(Opcode::SEMWAIT, 0, 0, 0, 0, 0, 3)});
+  model_.MmioWrite(csr::WATCHDOG_LIMIT, 0);
+  model_.MmioWrite(csr::IRQ_ENABLE, csr::IRQ_STATUS_CORE_DONE);
+  model_.MmioWrite(csr::DOORBELL, 1);
+  model_.MmioWrite(csr::START_PC, 7);
+  model_.MmioWrite(csr::HDMA_LINES, 4000);
+  model_.MmioWrite(csr::HDMA_HBM_LINE, 100);
+  model_.MmioWrite(csr::HDMA_CTRL, csr::HDMA_CTRL_START | csr::HDMA_CTRL_TO_HOST);
+  model_.MmioWrite(csr::SEM_POST, 5);
+  model_.Run(300);
+  ASSERT_EQ(Status(), csr::STATUS_BUSY | csr::STATUS_HDMA_BUSY);
+  ASSERT_NE(Csr(csr::SEM_COUNTS), 0u);
+  ASSERT_NE(model_.MmioRead((1u << csr::CORE_SHIFT) + csr::SEM_COUNTS), 0u) << "the RDMA posted on core 1";
+
+  ChipModel fresh(model_.config());
+  ASSERT_NE(FirstDifference(Observe(model_), Observe(fresh)), "");
+  model_.Reset();
+  EXPECT_EQ(FirstDifference(Observe(model_), Observe(fresh)), "");
+
+  // What no CSR shows (MXU weights, unit and queue times, semaphores, the host memory's error range) shows
+  // in what the same programs do next.
+  const std::vector<uint32_t> lhs = RandomFloats(rng, 16 * lanes());
+  for (ChipModel* model : {&model_, &fresh}) {
+    WriteVmemWords(*model, 256, lhs);
+    model->MmioWrite(csr::WATCHDOG_LIMIT, 500);
+    model->MmioWrite(csr::HDMA_HOST_LO, 4096);
+    model->MmioWrite(csr::HDMA_HBM_LINE, 1000);
+    model->MmioWrite(csr::HDMA_LINES, 8);
+    model->MmioWrite(csr::HDMA_CTRL, csr::HDMA_CTRL_START);
+    RunProgram(*model, {Li(1, 0), Li(2, 256), Li(3, 16), Li(4, 512), MxuMm(2, 4, 3), DmaLd(1, 2, 3, 1),
+                        DmaSt(1, 4, 3, 1), Sync(flag::SYNC_DMA | flag::SYNC_MXU), Vadd(4, 4, 2, 3),
+                        Assemble(Opcode::SEMWAIT, 0, 0, 0, 0, 0, 1), Halt()});
+    const uint32_t core1 = 1u << csr::CORE_SHIFT;
+    model->MmioWrite(core1 + csr::WATCHDOG_LIMIT, 100);
+    for (uint32_t i = 0; i < 2; ++i) {
+      const uint64_t word = i == 0 ? Assemble(Opcode::SEMWAIT, 0, 0, 0, 0, 0, 2) : Halt();
+      model->MmioWrite(core1 + csr::IMEM_WINDOW + 8 * i, static_cast<uint32_t>(word));
+      model->MmioWrite(core1 + csr::IMEM_WINDOW + 8 * i + 4, static_cast<uint32_t>(word >> 32));
+    }
+    model->MmioWrite(core1 + csr::DOORBELL, 1);
+    model->Run(10000);
+  }
+  EXPECT_EQ(Csr(csr::STATUS), csr::STATUS_ERROR) << "semaphore 1 is zero again: the watchdog";
+  EXPECT_EQ(Csr(csr::ERROR_CODE), static_cast<uint32_t>(Error::WATCHDOG));
+  EXPECT_EQ(model_.MmioRead((1u << csr::CORE_SHIFT) + csr::ERROR_CODE), static_cast<uint32_t>(Error::WATCHDOG));
+  EXPECT_EQ(Csr(csr::HDMA_STATUS), 0u) << "no host bus error range any more";
+  EXPECT_EQ(FirstDifference(Observe(model_), Observe(fresh)), "");
 }
 
 TEST_F(ChipModelTest, IrqIsWriteOneToClearAndMasked) {

@@ -56,6 +56,62 @@ CoreModel::CoreModel(const ChipConfig& config, const Timing& timing, uint32_t co
 
 CoreModel::~CoreModel() = default;
 
+void CoreModel::Reset() {
+  cycle_ = 0;
+  // memset rather than std::fill: the fuzz build instruments every iteration of a fill loop.
+  std::memset(imem_.data(), 0, imem_.size() * sizeof(imem_[0]));
+  std::memset(vmem_.data(), 0, vmem_.size() * sizeof(vmem_[0]));
+  hbm_->Clear();
+  for (MxuWeights* weights : {&mxu_front_, &mxu_back_}) {
+    std::memset(weights->values.data(), 0, weights->values.size() * sizeof(weights->values[0]));
+    std::memset(weights->bf16.data(), 0, weights->bf16.size() * sizeof(weights->bf16[0]));
+    weights->range = MxuExponentRangeOf(weights->values.data(), weights->values.size());
+  }
+  std::memset(mxu_lhs_.data(), 0, mxu_lhs_.size() * sizeof(mxu_lhs_[0]));
+  std::memset(mxu_lhs_bf16_.data(), 0, mxu_lhs_bf16_.size() * sizeof(mxu_lhs_bf16_[0]));
+  std::memset(mxu_out_.data(), 0, mxu_out_.size() * sizeof(mxu_out_[0]));
+
+  // In the order of the declarations (core_model.h).
+  sregs_.fill(0);
+  core_running_ = false;
+  pc_ = 0;
+  core_time_ = 0;
+  last_issue_ = 0;
+  watchdog_expired_ = false;
+  draining_ = false;
+  sld_read_ = false;
+  sem_blocked_ = false;
+  sem_wait_start_ = 0;
+  unit_busy_until_.fill(0);
+  dma_accept_at_ = dma_last_load_done_ = 0;
+  dma_done_at_.clear();
+  ici_accept_at_ = 0;
+  ici_core_ = 0;
+  mxu_lw_ready_ = mxu_mm_ready_ = 0;
+  mxu_bank_free_.fill(0);
+  mxu_front_bank_ = 0;
+
+  start_pc_ = 0;
+  halted_ = error_ = false;
+  error_code_ = error_pc_ = 0;
+  irq_status_ = 0;
+  irq_enable_ = kIrqMask;
+  sems_.fill(0);
+  watchdog_limit_ = kWatchdogLimitAtReset;
+
+  run_start_ = run_stop_ = 0;
+  mxu_busy_ = 0;
+  instret_ = dma_lines_ = vpu_busy_ = stall_cycles_ = feed_stall_ = 0;
+
+  hdma_host_lo_ = hdma_host_hi_ = hdma_hbm_line_ = hdma_lines_ = 0;
+  hdma_status_ = 0;
+  hdma_busy_ = hdma_to_host_ = false;
+  hdma_done_at_ = 0;
+  hdma_host_ = hdma_hbm_ = hdma_count_ = 0;
+
+  pending_stall_on_.fill(0);
+}
+
 size_t CoreModel::hbm_pages_allocated() const { return hbm_->pages_allocated(); }
 
 // ---------------------------------------------------------------------------------------------------------

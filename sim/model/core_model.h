@@ -138,6 +138,11 @@ class CoreModel {
   CoreModel(const CoreModel&) = delete;
   CoreModel& operator=(const CoreModel&) = delete;
 
+  // Power-on reset: the core as constructed (CSRs, sequencer, units, perf counters, time 0, IMEM, VMEM
+  // and HBM all zero, the MXU weights zero). The settings below (MXU kernel and instruction set, profile)
+  // stay. Clears the memories in place, so it is cheaper than constructing a core.
+  void Reset();
+
   void set_mxu_kernel(MxuKernel kernel) { mxu_kernel_ = kernel; }
   void set_mxu_isa(MxuIsa isa) { mxu_isa_ = isa; }
   // Execution profiling: while `profile` is set, each doorbell clears it and the run fills it
@@ -254,7 +259,7 @@ class CoreModel {
   std::vector<uint16_t> mxu_lhs_bf16_;
   std::vector<uint32_t> mxu_out_;
 
-  // Sequencer.
+  // Sequencer. Reset() returns each member from here on to the value it is initialized with.
   std::array<uint32_t, 16> sregs_{};
   bool core_running_ = false;
   uint32_t pc_ = 0;
@@ -298,7 +303,8 @@ class CoreModel {
   uint32_t error_code_ = 0, error_pc_ = 0;
   uint32_t irq_status_ = 0, irq_enable_ = kIrqMask;
   std::array<uint32_t, tpu::csr::SEMS> sems_{};  // semaphores (SEM_COUNTS, SEM_COUNTS_HI)
-  uint32_t watchdog_limit_ = 1000000;
+  static constexpr uint32_t kWatchdogLimitAtReset = 1000000;
+  uint32_t watchdog_limit_ = kWatchdogLimitAtReset;
 
   // Perf counters (cleared by the doorbell).
   uint64_t run_start_ = 0, run_stop_ = 0;

@@ -21,6 +21,12 @@ class HostMemory {
   Status Read(uint64_t address, void* data, uint64_t bytes) const;
   Status Write(uint64_t address, const void* data, uint64_t bytes);
 
+  // As constructed: every byte zero (no page allocated) and no test error range.
+  void Reset() {
+    memory_.Clear();
+    error_begin_ = error_end_ = 0;
+  }
+
   // Host bus errors: DMA accesses at or beyond bytes() get an error response, as the platform's host
   // memory gives one; this adds [begin, end) (for tests). An empty range disables it.
   void SetBusErrorRange(uint64_t begin, uint64_t end) {

@@ -56,6 +56,7 @@ class SparseMemory {
   }
 
   void Clear() {
+    if (allocated_ == 0) return;
     for (auto& page : pages_) page.reset();
     allocated_ = 0;
   }

@@ -77,6 +77,24 @@ std::vector<uint64_t> LoopProgram() {
   };
 }
 
+// RDMA over the core network with semaphore posts: to the other core and to itself, then a wait on the
+// post to itself and a post to the host.
+std::vector<uint64_t> RdmaSemaphoreProgram() {
+  const uint8_t post = tpu::isa::flag::RDMA_POST;
+  return {
+      Assemble(Opcode::LI, 1, 0, 0, 0, 0, 0),       // s1 = HBM line 0
+      Assemble(Opcode::LI, 2, 0, 0, 0, 0, 64),      // s2 = VMEM line 64
+      Assemble(Opcode::LI, 3, 0, 0, 0, 0, 8),       // s3 = 8 lines
+      Assemble(Opcode::LI, 4, 0, 0, 0, 0, 1),       // s4 = core 1
+      Assemble(Opcode::RDMA, 4, 1, 2, 3, post, 1),  // core 1's semaphore 1
+      Assemble(Opcode::RDMA, 0, 1, 2, 3, post, 2),  // core 0 (s0): its own semaphore 2
+      Assemble(Opcode::SEMWAIT, 0, 0, 0, 0, 0, 2),
+      Assemble(Opcode::SEMPOST, 0, 0, 0, 0, 0, 0),  // a host semaphore: IRQ SEM_POST
+      Assemble(Opcode::SYNC, 0, 0, 0, 0, tpu::isa::flag::SYNC_ICI),
+      Assemble(Opcode::HALT),
+  };
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,6 +109,7 @@ int main(int argc, char** argv) {
   ok &= WriteSeed(dir, "loop", Basic(LoopProgram()));
   ok &= WriteSeed(dir, "spin", Basic({Assemble(Opcode::JMP, 0, 0, 0, 0, 0, 0)}));
   ok &= WriteSeed(dir, "illegal", Basic({uint64_t{0xFF} << 56}));
+  ok &= WriteSeed(dir, "rdma_semaphores", Basic(RdmaSemaphoreProgram()));
   ProgramFuzzInput to_hbm = Basic({Assemble(Opcode::HALT)});
   to_hbm.hdma_host_lo = 4096;
   to_hbm.hdma_hbm_line = 100;
