@@ -85,6 +85,8 @@ void CoreModel::Reset() {
   unit_busy_until_.fill(0);
   dma_accept_at_ = dma_last_load_done_ = 0;
   dma_done_at_.clear();
+  dma_streams_.clear();
+  if (hbm_twin_ != nullptr) hbm_twin_->Reset(0);
   ici_accept_at_ = 0;
   ici_core_ = 0;
   mxu_lw_ready_ = mxu_mm_ready_ = 0;
