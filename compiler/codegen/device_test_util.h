@@ -40,7 +40,7 @@ inline CompileOptions DeviceOptions(uint32_t vmem_lines = cfg::kVmemLines) {
 inline const std::vector<runtime::Client*>& Backends() {
   static const std::vector<runtime::Client*>* const clients = [] {
     auto* made = new std::vector<runtime::Client*>{runtime::Client::Create("model", cfg::kName).value().release()};
-    if (runtime::RtlBackendAvailable()) made->push_back(runtime::Client::Create("rtl", cfg::kName).value().release());
+    made->push_back(runtime::Client::Create("rtl", cfg::kName).value().release());
     return made;
   }();
   return *clients;

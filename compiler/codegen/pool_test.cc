@@ -248,7 +248,6 @@ TEST_F(PoolTest, V2ModelMatchesTheInterpreterBitForBit) {
 }
 
 TEST_F(PoolTest, VerilatedChipMatchesTheInterpreterBitForBit) {
-  if (!runtime::RtlBackendAvailable()) GTEST_SKIP() << "this build has no rtl backend";
   StatusOr<std::unique_ptr<runtime::Client>> rtl = runtime::Client::Create("rtl", cfg::kName);
   ASSERT_TRUE(rtl.ok()) << rtl.status();
   client_ = std::move(rtl).value();

@@ -1,7 +1,7 @@
 // Lane relayouts (relayout.cc): slices, pads and concatenates that move columns to other lanes and
 // reshapes that change the device layout, on sizes that are not multiples of the lane count, ranks 1-3.
 // Each module is compiled by codegen, checked by the sync checker, run on the reference model (and the
-// verilated chip when it is built) and compared bit for bit with the HLO interpreter; padded lanes of the
+// verilated chip) and compared bit for bit with the HLO interpreter; padded lanes of the
 // outputs must be +0.
 #include <gtest/gtest.h>
 

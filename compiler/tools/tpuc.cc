@@ -34,9 +34,7 @@
 #include "compiler/passes/padding_report.h"
 #include "compiler/passes/rebatch.h"
 #include "tpu_isa.h"
-#ifdef TPUC_HAVE_DISASSEMBLER
 #include "sim/model/disassembler.h"
-#endif
 
 namespace tpu::compiler {
 namespace {
@@ -145,9 +143,7 @@ StatusOr<CompileOptions> ReadConfig(const std::string& config) {
   return options;
 }
 
-#ifdef TPUC_HAVE_DISASSEMBLER
 std::string Disassemble(const std::vector<uint64_t>& code) { return model::DisassembleProgram(code); }
-#endif
 
 Status Main(int argc, char** argv) {
   TPU_ASSIGN_OR_RETURN(Flags flags, ParseFlags(argc, argv));
@@ -190,9 +186,7 @@ Status Main(int argc, char** argv) {
   CompileModuleOptions compile_options;
   compile_options.codegen = options;
   compile_options.dump_dir = flags.dump_dir;
-#ifdef TPUC_HAVE_DISASSEMBLER
   compile_options.disassemble = Disassemble;
-#endif
   CompileModuleReport report;
   TPU_ASSIGN_OR_RETURN(Program program, CompileModule(module.get(), compile_options, &report));
   auto end = std::chrono::steady_clock::now();

@@ -145,7 +145,6 @@ TEST_F(TpusimErrorsTest, ParseAndCompileErrorsReachTheLog) {
 
 }  // namespace
 
-#ifdef TPUSIM_HAVE_RTL
 // The waveform window counts the program's cycles; a start past the program's end is an error (with the
 // program's length), not an empty file.
 TEST_F(TpusimErrorsTest, TraceWindowPastTheEndOfTheProgramIsAnError) {
@@ -156,4 +155,3 @@ TEST_F(TpusimErrorsTest, TraceWindowPastTheEndOfTheProgramIsAnError) {
   EXPECT_TRUE(Contains(run.output, "--trace-start=100000000 is past the end of the program")) << run.output;
   EXPECT_FALSE(fs::exists(fst)) << "no empty waveform is left behind";
 }
-#endif

@@ -23,9 +23,7 @@
 #include "tpu_csr.h"
 #include "tpu_isa.h"
 
-#ifdef TPUSIM_HAVE_RTL
 #include "sysc/rtl_transport.h"
-#endif
 
 namespace tpu {
 namespace {
@@ -61,19 +59,15 @@ void Accumulate(std::vector<uint64_t>* code, uint32_t dst, uint32_t src, uint32_
 // A board on the backend of the parameter: (backend, chips).
 class BoardTest : public ::testing::TestWithParam<std::tuple<std::string, uint32_t>> {
  protected:
-#ifdef TPUSIM_HAVE_RTL
   static constexpr uint32_t kRtlChips = 4;
-#endif
 
   void SetUp() override {
     const auto& [backend, chips] = GetParam();
-#ifdef TPUSIM_HAVE_RTL
     if (backend == "rtl") {
       StatusOr<std::unique_ptr<RtlTransport>> rtl = RtlTransport::Create({}, chips, kRtlChips);
       ASSERT_TRUE(rtl.ok()) << rtl.status();
       transport_ = std::move(rtl).value();
     }
-#endif
     if (backend == "model") transport_ = std::make_unique<model::ModelTransport>(config_, chips);
     ASSERT_NE(transport_, nullptr) << backend;
     ASSERT_EQ(transport_->Chips(), chips);
@@ -244,11 +238,7 @@ std::string Name(const ::testing::TestParamInfo<std::tuple<std::string, uint32_t
   return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "chips";
 }
 
-#ifdef TPUSIM_HAVE_RTL
 const auto kBackends = ::testing::Values("model", "rtl");
-#else
-const auto kBackends = ::testing::Values("model");
-#endif
 INSTANTIATE_TEST_SUITE_P(Boards, BoardTest, ::testing::Combine(kBackends, ::testing::Values(2u, 4u)), Name);
 INSTANTIATE_TEST_SUITE_P(Boards, FourChipBoardTest, ::testing::Combine(kBackends, ::testing::Values(4u)), Name);
 

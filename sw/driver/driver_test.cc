@@ -1,5 +1,5 @@
-// Driver tests on the reference model's transport and, when the SystemC platform is built, on the verilated
-// chip's: the same register sequences against both, each error path followed by a successful run.
+// Driver tests on the reference model's transport and on the verilated chip's: the same register
+// sequences against both, each error path followed by a successful run.
 #include "sw/driver/driver.h"
 #include "sw/driver/test_instructions.h"
 
@@ -15,9 +15,7 @@
 #include "tpu_csr.h"
 #include "tpu_isa.h"
 
-#ifdef TPUSIM_HAVE_RTL
 #include "sysc/rtl_transport.h"
-#endif
 
 namespace tpu {
 namespace {
@@ -41,13 +39,11 @@ std::vector<uint8_t> RandomBytes(size_t count, uint32_t seed) {
 }
 
 std::unique_ptr<Transport> MakeTransport(const std::string& backend, const model::ChipConfig& config) {
-#ifdef TPUSIM_HAVE_RTL
   if (backend == "rtl") {
     StatusOr<std::unique_ptr<RtlTransport>> rtl = RtlTransport::Create();
     EXPECT_TRUE(rtl.ok()) << rtl.status();
     return rtl.ok() ? std::move(rtl).value() : nullptr;
   }
-#endif
   return std::make_unique<model::ModelTransport>(config);
 }
 
@@ -596,13 +592,8 @@ TEST_P(DriverTest, TheHostLinkChargesTransfersAndLaunchesInDeviceTime) {
   EXPECT_GE(transport_->Cycles() - before, driver_->host_link().launch_latency_cycles);
 }
 
-#ifdef TPUSIM_HAVE_RTL
 INSTANTIATE_TEST_SUITE_P(Backends, DriverTest, ::testing::Values("model", "rtl"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
-#else
-INSTANTIATE_TEST_SUITE_P(Backends, DriverTest, ::testing::Values("model"),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
-#endif
 
 }  // namespace
 }  // namespace tpu

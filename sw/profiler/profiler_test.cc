@@ -282,7 +282,6 @@ TEST(ProfilerBackendTest, ABackendWithoutATraceRefusesToProfile) {
   EXPECT_EQ(result->profile, nullptr);
 }
 
-#ifdef TPUSIM_HAVE_RTL
 // The verilated chip's trace port gives the same profile record: its sums equal the chip's counters, and
 // per operation the instructions issued and the MXU and VPU work equal the model's (the cycles differ by
 // what the model does not model: HBM timing).
@@ -320,7 +319,6 @@ TEST(ProfilerBackendTest, RtlTraceAgreesWithTheModelOnWhatBothCount) {
   }
   EXPECT_FALSE(on_rtl.profile->intervals.empty());
 }
-#endif
 
 }  // namespace
 }  // namespace tpu::profiler

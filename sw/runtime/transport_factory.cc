@@ -3,21 +3,10 @@
 #include "sim/model/chip_config.h"
 #include "sim/model/ici.h"
 #include "sim/model/model_transport.h"
+#include "sysc/rtl_transport.h"
 #include "tpu_config.h"
 
-#ifdef TPUSIM_HAVE_RTL
-#include "sysc/rtl_transport.h"
-#endif
-
 namespace tpu::runtime {
-
-bool RtlBackendAvailable() {
-#ifdef TPUSIM_HAVE_RTL
-  return true;
-#else
-  return false;
-#endif
-}
 
 StatusOr<std::unique_ptr<Transport>> CreateTransport(const std::string& backend, const std::string& config,
                                                      const ClientOptions& options) {
@@ -34,7 +23,6 @@ StatusOr<std::unique_ptr<Transport>> CreateTransport(const std::string& backend,
                              "' configuration; '" + config + "' was requested (build with CONFIG=" + config +
                              " to simulate it, or use --backend=model)");
     }
-#ifdef TPUSIM_HAVE_RTL
     RtlTraceOptions trace;
     trace.file = options.trace_file;
     trace.depth = options.trace_depth;
@@ -47,11 +35,6 @@ StatusOr<std::unique_ptr<Transport>> CreateTransport(const std::string& backend,
     const uint32_t chips = options.chips != 0 ? options.chips : static_cast<uint32_t>(cfg::kBoardChips);
     TPU_ASSIGN_OR_RETURN(std::unique_ptr<RtlTransport> transport, RtlTransport::Create(trace, chips));
     return std::unique_ptr<Transport>(std::move(transport));
-#else
-    (void)options;
-    return FailedPrecondition("the rtl backend is not part of this build (the SystemC platform target "
-                              "tpusim_sysc was not built); use --backend=model");
-#endif
   }
   return InvalidArgument("unknown backend '" + backend + "' (expected rtl or model)");
 }

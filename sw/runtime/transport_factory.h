@@ -11,13 +11,9 @@
 namespace tpu::runtime {
 
 // "model": the reference model of rtl/config/<config>.cfg. "rtl": the verilated chips, which exist only
-// for the configuration this build was generated for (InvalidArgument naming both otherwise) and only
-// when the SystemC platform was built (FailedPrecondition otherwise). Either is a board of options.chips
-// chips (0: the configuration's BOARD_CHIPS; InvalidArgument unless 1, 2 or 4).
+// for the configuration this build was generated for (InvalidArgument naming both otherwise). Either is a
+// board of options.chips chips (0: the configuration's BOARD_CHIPS; InvalidArgument unless 1, 2 or 4).
 StatusOr<std::unique_ptr<Transport>> CreateTransport(const std::string& backend, const std::string& config,
                                                      const ClientOptions& options);
-
-// Whether this build includes the rtl backend.
-bool RtlBackendAvailable();
 
 }  // namespace tpu::runtime

@@ -1,5 +1,5 @@
 // The convolution network path end to end through `tpusim run` on the model backend (and the rtl one
-// for the single lowerings, when it is built): every lowering it needs (convolutions, slice, pad, concatenate, reductions over several dimensions and with min, top-k)
+// for the single lowerings): every lowering it needs (convolutions, slice, pad, concatenate, reductions over several dimensions and with min, top-k)
 // on random shapes that are not multiples of the lane count, then the shared EfficientNet forward pass
 // re-specialized to batch 1: its logits (--root) and its two counts, each within the tolerance of
 // docs/numerics.md of the interpreter (tpusim exits 0 only then).
@@ -57,15 +57,13 @@ const char kGreater[] =
     "  %p3 = s32[] parameter(3)\n  %p0 = f32[] parameter(0)\n  %p1 = f32[] parameter(1)\n"
     "  ROOT %gt = pred[] compare(f32[] %p0, f32[] %p1), direction=GT, type=TOTALORDER\n}\n\n";
 
-// On the model and, when it is built, on the verilated chip, whose units run concurrently (a missing
+// On the model and on the verilated chip, whose units run concurrently (a missing
 // SYNC shows there).
 void ExpectRunsWithinTolerance(const std::string& name, const std::string& text, int seed = 1) {
   SCOPED_TRACE(name);
   const std::string path = WriteModule(name, text);
   std::vector<std::string> backends = {"model"};
-#ifdef TPUSIM_HAVE_RTL
   backends.push_back("rtl");
-#endif
   for (const std::string& backend : backends) {
     TpusimRun run = RunTpusim("run " + path + " --backend=" + backend + " --seed=" + std::to_string(seed));
     EXPECT_EQ(run.exit_code, 0) << backend << "\n" << text << "\n" << run.output;

@@ -58,14 +58,12 @@ TEST_P(GemmRtl, MatchesTheInterpreterAndTheRtlIsByteIdenticalToTheModel) {
   ASSERT_EQ(model.exit_code, 0) << model.output;
   EXPECT_NE(model.output.find("output 0: " + std::string(c.out) + "["), std::string::npos) << model.output;
   EXPECT_GT(Counter(model.output, "mxu_busy_cycles"), 0u) << model.output;
-#ifdef TPUSIM_HAVE_RTL
   const TpusimRun rtl = RunTpusim("run " + hlo + " --backend=rtl --seed=4 --outputs=" + dir + "/rtl");
   ASSERT_EQ(rtl.exit_code, 0) << rtl.output;
   const std::string model_bytes = ReadBytes(dir + "/model/out0.bin");
   EXPECT_FALSE(model_bytes.empty());
   EXPECT_TRUE(model_bytes == ReadBytes(dir + "/rtl/out0.bin")) << "rtl and model outputs differ";
   EXPECT_EQ(Counter(rtl.output, "mxu_busy_cycles"), Counter(model.output, "mxu_busy_cycles"));
-#endif
 }
 
 // Tiny configuration (8 lanes): full tiles; partial K and N tiles; transposed weights; a single N tile;
@@ -116,9 +114,7 @@ TEST(GemmUtilization, MidSizeTinyGemmKeepsTheMxuBusy) {
   const uint64_t cycles = report("model");
   EXPECT_GT(cycles, rows);
   EXPECT_LE(cycles, rows + overhead);
-#ifdef TPUSIM_HAVE_RTL
   EXPECT_GT(report("rtl"), rows);
-#endif
 }
 
 }  // namespace

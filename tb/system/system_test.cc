@@ -1,5 +1,5 @@
 // System tests: `tpusim run` end to end as users run it (HLO text in, device counters and a checked
-// comparison with the interpreter out), on the model backend and, when it is built, the rtl backend.
+// comparison with the interpreter out), on the model backend and the rtl backend.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -197,7 +197,6 @@ TEST(TpusimInfoTest, ChipsFlagSizesTheBoard) {
   EXPECT_NE(bad.output.find("--chips must be 1, 2 or 4"), std::string::npos) << bad.output;
 }
 
-#ifdef TPUSIM_HAVE_RTL
 // A board of four verilated chips: every core answers, and knows its chip and the board size.
 TEST(TpusimInfoTest, FourChipRtlBoard) {
   TpusimRun one = RunTpusim("info --backend=rtl --config=" + kConfig + " --chips=1");
@@ -211,7 +210,6 @@ TEST(TpusimInfoTest, FourChipRtlBoard) {
   EXPECT_NE(run.output.find("chip 3, tpusim"), std::string::npos) << run.output;
   EXPECT_TRUE(std::regex_search(run.output, std::regex("CFG_NUM_CHIPS +0x[0-9a-f]+ = 0x00000004"))) << run.output;
 }
-#endif
 
 // The comparison itself: a perturbed output is flagged, one inside the tolerance is not.
 TEST(OutputCompareTest, FlagsValuesOutsideTheTolerance) {
@@ -294,7 +292,6 @@ TEST(TpusimRunTest, SharedTrainingStepsOnTheModel) {
   }
 }
 
-#ifdef TPUSIM_HAVE_RTL
 TEST(TpusimRtlTest, SharedTrainingStepsRtlAndModelAreByteIdentical) {
   for (const SharedStep& step : kSharedSteps) {
     SCOPED_TRACE(step.name);
@@ -353,7 +350,6 @@ TEST(TpusimRunTest, CallsTransposesReductionsAndIntegersOnTheModel) {
   ExpectPassingStep(RunTpusim("run " + file + " --backend=model --config=" + kConfig + " --seed=6"), 5);
 }
 
-#ifdef TPUSIM_HAVE_RTL
 TEST(TpusimRtlTest, CallsTransposesReductionsAndIntegersRtlAndModelAreByteIdentical) {
   const std::string dir = MakeTempDir("system_test");
   const std::string file = WriteFile(dir, "lowerings.hlo", kLoweringsModule);
@@ -369,7 +365,6 @@ TEST(TpusimRtlTest, CallsTransposesReductionsAndIntegersRtlAndModelAreByteIdenti
     EXPECT_TRUE(rtl_bytes == ReadBytes(dir + "/model" + name)) << "output " << i;
   }
 }
-#endif
 
 // The verilated chip and the reference model produce identical bytes for the same program and inputs.
 void ExpectRtlMatchesModel(const std::string& file, int outputs) {
@@ -404,6 +399,5 @@ TEST(TpusimRtlTest, OtherConfigurationIsRefusedNamingBoth) {
   EXPECT_NE(run.output.find(other), std::string::npos) << run.output;
   EXPECT_NE(run.output.find(kConfig), std::string::npos) << run.output;
 }
-#endif
 
 }  // namespace

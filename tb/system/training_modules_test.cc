@@ -105,7 +105,6 @@ TEST(TrainingModulesTest, MatchTheInterpreterOnTheModel) {
   }
 }
 
-#ifdef TPUSIM_HAVE_RTL
 TEST(TrainingModulesTest, RtlAndModelAreByteIdentical) {
   for (const TrainingModule& module : kModules) {
     SCOPED_TRACE(module.name);
@@ -134,6 +133,5 @@ TEST(TrainingModulesTest, RtlAndModelAreByteIdentical) {
     }
   }
 }
-#endif
 
 }  // namespace
