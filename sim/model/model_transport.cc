@@ -5,15 +5,16 @@
 namespace tpu::model {
 
 uint32_t ModelTransport::MmioRead(uint32_t offset) {
-  // The read samples the register in the access cycle; the response arrives one cycle later.
+  board_.Step(kMmioSampleCycles);
   const uint32_t value = board_.MmioRead(offset);
-  board_.Step(kMmioAccessCycles);
+  board_.Step(kMmioAccessCycles - kMmioSampleCycles);
   return value;
 }
 
 void ModelTransport::MmioWrite(uint32_t offset, uint32_t value) {
+  board_.Step(kMmioSampleCycles);
   board_.MmioWrite(offset, value);
-  board_.Step(kMmioAccessCycles);
+  board_.Step(kMmioAccessCycles - kMmioSampleCycles);
 }
 
 void ModelTransport::HostWrite(uint64_t address, const void* data, size_t bytes) {

@@ -14,9 +14,13 @@ namespace tpu::model {
 
 class ModelTransport : public tpu::Transport {
  public:
-  // Device cycles one MMIO access takes, as on the chip's MMIO port (request, then the response the next
-  // cycle). Advancing time on every access means a driver that polls STATUS sees the device progress.
-  static constexpr uint64_t kMmioAccessCycles = 2;
+  // Device cycles one MMIO access takes, as through the platform's host bridge (sysc/host_bridge.cc): the
+  // request is driven after the next clock edge, the chip samples it at the edge after that, and the
+  // response is there one edge later. The model applies the access where the chip samples it. Advancing
+  // time on every access means a driver that polls STATUS sees the device progress, and the cycles before
+  // a program starts (which set the HBM refresh phase the program meets) are the platform's.
+  static constexpr uint64_t kMmioSampleCycles = 2;
+  static constexpr uint64_t kMmioAccessCycles = 3;
 
   // `chips` and `link` as BoardModel takes them (std::invalid_argument otherwise).
   explicit ModelTransport(const ChipConfig& config = ChipConfig::Build(), uint32_t chips = 1,
