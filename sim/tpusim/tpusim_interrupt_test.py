@@ -6,6 +6,7 @@ the program it runs (its counters are printed), and tpusim exits with status 130
 
 The HLO file must keep BACKEND busy for several seconds (the JAX MNIST CNN step on the rtl backend).
 """
+import os
 import select
 import signal
 import subprocess
@@ -22,21 +23,33 @@ def main():
     if len(sys.argv) != 4:
         fail("usage: tpusim_interrupt_test.py TPUSIM HLO_FILE BACKEND")
     tpusim, hlo, backend = sys.argv[1:]
+    # The runtime's INFO lines on stderr say when the program is launched ("] Execute <module> on <device>"),
+    # so the interrupt lands while the device runs however long compiling and uploading took.
+    environment = dict(os.environ, TPU_STDERR_LOG_LEVEL="0")
     process = subprocess.Popen([tpusim, "run", hlo, "--backend=" + backend, "--seed=3"], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE)
-    time.sleep(1.5)  # compiled and running on the device by now
+                               stderr=subprocess.PIPE, env=environment)
+    stderr = b""
+    started = time.monotonic()
+    while b"] Execute " not in stderr:
+        if time.monotonic() - started > 120:
+            fail("the program was not launched within 120 s:\n" + stderr.decode())
+        ready, _, _ = select.select([process.stderr], [], [], 0.1)
+        chunk = process.stderr.read1(4096) if ready else b""
+        if ready and not chunk:
+            fail("tpusim ended before its program was launched (exit %s):\n%s" % (process.wait(), stderr.decode()))
+        stderr += chunk
     if process.poll() is not None:
         fail("tpusim ended before the interrupt (exit %d): pick a longer program" % process.returncode)
     sent = time.monotonic()
     process.send_signal(signal.SIGINT)
     acknowledged = None
-    stderr = b""
+    launched = len(stderr)
     while time.monotonic() - sent < 5 and acknowledged is None:
         ready, _, _ = select.select([process.stderr], [], [], 0.1)
         if ready:
             chunk = process.stderr.read1(4096)
             stderr += chunk
-            if b"interrupted" in stderr:
+            if b"interrupted" in stderr[launched:]:
                 acknowledged = time.monotonic() - sent
             if not chunk:
                 break
