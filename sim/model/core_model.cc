@@ -16,7 +16,6 @@ namespace tpu::model {
 
 namespace {
 
-constexpr uint64_t kNever = CoreModel::kNever;
 constexpr uint32_t kSemMax = (1u << tpu::csr::SEM_BITS) - 1;  // a host semaphore saturates here
 
 using tpu::isa::Error;
