@@ -372,7 +372,7 @@ void CoreModel::StopCore() {
 
 namespace {
 // The profile's unit of a core unit: the order is the same, and the link engine counts as DMA.
-uint8_t ProfileUnitOf(int unit) { return unit < kProfileUnits ? static_cast<uint8_t>(unit) : kProfileDma; }
+uint8_t ProfileUnitOf(int unit) { return unit < kProfileUnits ? static_cast<uint8_t>(unit) : static_cast<uint8_t>(kProfileDma); }
 }  // namespace
 
 void CoreModel::ProfileIssue() {
