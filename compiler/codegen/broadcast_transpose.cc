@@ -159,22 +159,25 @@ Status CodeGenerator::EmitLaneBroadcast(const HloInstruction& instruction) {
     TPU_ASSIGN_OR_RETURN(ScopedReg identity_hbm, NewReg());
     asm_.LoadAddress(identity_hbm, RegionKind::kConstant, static_cast<uint32_t>(identity_region), 0);
     // Scalar: `chunk` copies of e_0; otherwise the identity.
-    asm_.Li(count, scalar ? chunk : lanes);
-    asm_.DmaLoad(identity_hbm, lhs_reg, count, scalar ? 0 : 1);
+    if (scalar) {
+      TPU_RETURN_IF_ERROR(LoadLineCopies(identity_hbm, lhs_reg, chunk));
+    } else {
+      asm_.Li(count, lanes);
+      asm_.DmaLoad(identity_hbm, lhs_reg, count, 1);
+    }
   }
   LoadAddress(source_hbm, &source, 0);
 
   // Weights from the source line at source_hbm: `columns` copies, the other weight lines zero.
-  auto load_weights = [&](uint32_t columns) {
+  auto load_weights = [&](uint32_t columns) -> Status {
     if (columns < lanes) {
       asm_.Li(count, lanes);
       asm_.Vsplat(weights_reg, count, 0);
       asm_.Sync(kSyncVpu);
     }
-    asm_.Li(count, columns);
-    asm_.DmaLoad(source_hbm, weights_reg, count, 0);
-    asm_.Sync(kSyncDma);
+    TPU_RETURN_IF_ERROR(LoadLineCopies(source_hbm, weights_reg, columns));
     asm_.MxuLoadWeights(weights_reg, /*transpose=*/true);
+    return OkStatus();
   };
   // One result for the full tiles, one for the partial last tile; each stored into its tiles for the
   // rows `rows` starting at out_hbm.
@@ -182,14 +185,14 @@ Status CodeGenerator::EmitLaneBroadcast(const HloInstruction& instruction) {
     TPU_ASSIGN_OR_RETURN(ScopedReg rows_reg, NewReg());
     asm_.Li(rows_reg, rows);
     if (full_tiles > 0) {
-      load_weights(lanes);
+      TPU_RETURN_IF_ERROR(load_weights(lanes));
       asm_.MxuMatmul(lhs_reg, result_reg, rows_reg, /*accumulate=*/false, /*swap=*/true);
       asm_.Sync(kSyncMxu);
       TPU_RETURN_IF_ERROR(StoreColumnTiles(result_reg, rows_reg, out_hbm, 0, full_tiles, tiles));
     }
     if (rest > 0) {
       asm_.Sync(kSyncDma);  // the stores above read the result lines the next matmul writes
-      load_weights(rest);
+      TPU_RETURN_IF_ERROR(load_weights(rest));
       asm_.MxuMatmul(lhs_reg, result_reg, rows_reg, /*accumulate=*/false, /*swap=*/true);
       asm_.Sync(kSyncMxu);
       TPU_RETURN_IF_ERROR(StoreColumnTiles(result_reg, rows_reg, out_hbm, full_tiles, 1, tiles));
@@ -293,29 +296,28 @@ StatusOr<bool> CodeGenerator::EmitLaneBroadcastVtrans(const HloInstruction& inst
   LoadAddress(source_hbm, &source, 0);
   LoadAddress(out_hbm, &instruction, 0);
   // The transposed block for tiles of `columns` logical columns.
-  auto transpose_copies = [&](uint32_t columns) {
+  auto transpose_copies = [&](uint32_t columns) -> Status {
     asm_.Sync(kSyncDma);  // earlier stores read the transposed lines; the block is rewritten below
     if (columns < lanes) {
       asm_.Li(count, lanes);
       asm_.Vsplat(block_reg, count, 0);
       asm_.Sync(kSyncVpu);
     }
-    asm_.Li(count, columns);
-    asm_.DmaLoad(source_hbm, block_reg, count, 0);
-    asm_.Sync(kSyncDma);
+    TPU_RETURN_IF_ERROR(LoadLineCopies(source_hbm, block_reg, columns));
     asm_.Emit(isa::Opcode::VTRANS, {transposed_reg, block_reg, {}, one, 0, 0});
     asm_.Sync(kSyncVpu);
+    return OkStatus();
   };
   if (!scalar) {
     TPU_ASSIGN_OR_RETURN(ScopedReg rows_reg, NewReg());
     for (uint32_t b = 0; b * lanes < R; ++b) {
       asm_.Li(rows_reg, std::min(lanes, R - b * lanes));
       if (full_tiles > 0) {
-        transpose_copies(lanes);
+        TPU_RETURN_IF_ERROR(transpose_copies(lanes));
         TPU_RETURN_IF_ERROR(StoreColumnTiles(transposed_reg, rows_reg, out_hbm, 0, full_tiles, tiles));
       }
       if (rest > 0) {
-        transpose_copies(rest);
+        TPU_RETURN_IF_ERROR(transpose_copies(rest));
         TPU_RETURN_IF_ERROR(StoreColumnTiles(transposed_reg, rows_reg, out_hbm, full_tiles, 1, tiles));
       }
       asm_.Addi(out_hbm, out_hbm, lanes * tiles);
@@ -328,7 +330,7 @@ StatusOr<bool> CodeGenerator::EmitLaneBroadcastVtrans(const HloInstruction& inst
   TPU_ASSIGN_OR_RETURN(ScopedReg chunk_reg, NewReg());
   asm_.Li(copies_reg, copies_base);
   auto emit_kind = [&](uint32_t columns, uint32_t first_tile, uint32_t tile_count) -> Status {
-    transpose_copies(columns);
+    TPU_RETURN_IF_ERROR(transpose_copies(columns));
     asm_.Li(chunk_reg, chunk);
     asm_.Vsplat(copies_reg, chunk_reg, 0);
     asm_.Emit(isa::Opcode::VOR, {copies_reg, copies_reg, transposed_reg, chunk_reg, isa::flag::VOR_SRC2_BCAST, 0});

@@ -557,6 +557,9 @@ class CodeGenerator {
   // VMEM [0, tiles) holds a row of a layout with `tiles` lines per row: fills [0, lines) (a whole number
   // of rows) with copies of it, and waits for the VPU (elementwise.cc).
   Status RepeatRow(uint32_t tiles, uint32_t lines);
+  // VMEM [vmem, +copies) = `copies` copies of the HBM line at `hbm`; waits for the DMA unit and the VPU
+  // (elementwise.cc).
+  Status LoadLineCopies(Reg hbm, Reg vmem, uint32_t copies);
   // A loop over `total` lines in chunks, software-pipelined: while chunk k is computed, the DMA unit
   // stores chunk k-1 and loads chunk k+1, in three VMEM buffer sets used in rotation. Without
   // min_pipelined_lines_ lines, or when they make fewer than two chunks, one set and one stage after the other

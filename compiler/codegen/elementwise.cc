@@ -137,6 +137,25 @@ Status CodeGenerator::RepeatRow(uint32_t tiles, uint32_t lines) {
   return OkStatus();
 }
 
+// The line is read once and the VPU broadcasts it over the others (VOR of zeros with SRC2_BCAST): a
+// stride-0 DMA would read one HBM line `copies` times, and the controller serves reads of one line one
+// after the other (on v2, 2 400 cycles for 128 copies against about 200 this way).
+Status CodeGenerator::LoadLineCopies(Reg hbm, Reg vmem, uint32_t copies) {
+  TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
+  TPU_ASSIGN_OR_RETURN(ScopedReg rest, NewReg());
+  asm_.Li(count, 1);
+  asm_.DmaLoad(hbm, vmem, count, 1);
+  asm_.Sync(kSyncDma);
+  if (copies > 1) {
+    asm_.Addi(rest, vmem, 1);
+    asm_.Li(count, copies - 1);
+    asm_.Vsplat(rest, count, 0);
+    asm_.Emit(isa::Opcode::VOR, {rest, rest, vmem, count, isa::flag::VOR_SRC2_BCAST, 0});
+    asm_.Sync(kSyncVpu);
+  }
+  return OkStatus();
+}
+
 Status CodeGenerator::LoadRow(const HloInstruction& instruction, const Src2& row, Reg row_vmem, uint32_t tiles) {
   if (row.kind == Src2::kSplat) return EmitSplatRow(instruction, *row.value, row_vmem, tiles);
   TPU_ASSIGN_OR_RETURN(ScopedReg row_hbm, NewReg());
@@ -151,7 +170,7 @@ Status CodeGenerator::LoadRow(const HloInstruction& instruction, const Src2& row
   return OkStatus();
 }
 
-// The scalar's line holds it in lane 0 and zeros after it: LANES copies of that line (DMA stride 0)
+// The scalar's line holds it in lane 0 and zeros after it: LANES copies of that line (LoadLineCopies)
 // transposed by VTRANS make a line with the scalar in every lane, and its AND with the row of ones in the
 // logical lanes of `instruction` (a constant row) gives row lines whose padded lanes stay +0.
 // VMEM: the row [row_vmem, +tiles), the copies and their transpose in the 2*LANES lines after it (free
@@ -168,8 +187,7 @@ Status CodeGenerator::EmitSplatRow(const HloInstruction& instruction, const HloI
   LoadAddress(hbm, &scalar, 0);
   asm_.Addi(copies, row_vmem, tiles);
   asm_.Addi(transposed, row_vmem, tiles + lanes);
-  asm_.Li(count, lanes);
-  asm_.DmaLoad(hbm, copies, count, 0);
+  TPU_RETURN_IF_ERROR(LoadLineCopies(hbm, copies, lanes));
   asm_.LoadAddress(hbm, RegionKind::kConstant, static_cast<uint32_t>(mask), 0);
   asm_.Li(count, tiles);
   asm_.DmaLoad(hbm, row_vmem, count, 1);
