@@ -17,7 +17,7 @@ Status CodeGenerator::EmitRowBroadcastInto(const HloInstruction& out, const Src2
   asm_.Li(row_vmem, 0);
   TPU_RETURN_IF_ERROR(LoadRow(out, row, row_vmem, tiles));
   asm_.Sync(kSyncDma);
-  TPU_RETURN_IF_ERROR(RepeatRow(tiles, chunk_lines));
+  TPU_RETURN_IF_ERROR(RepeatRow(row_vmem, tiles, chunk_lines));
   LoadAddress(out_hbm, &out, 0);
   return ForChunks(layout.lines, chunk_lines, {{out_hbm, 1}}, [&](Reg count, uint32_t) {
     asm_.DmaStore(out_hbm, row_vmem, count, 1);

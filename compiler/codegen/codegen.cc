@@ -261,14 +261,15 @@ Status CodeGenerator::PipelineChunks(const HloInstruction& instruction, uint32_t
   const uint32_t first_set = pipeline.first_set + pipeline.shared_buffers * chunk;
   std::vector<ScopedReg> buffer_regs;
   std::vector<Reg> buffer;
-  for (uint32_t i = 0; i < pipeline.buffers; ++i) {
+  const uint32_t addressed = pipeline.set_base_only ? 1 : pipeline.buffers;
+  for (uint32_t i = 0; i < addressed; ++i) {
     TPU_ASSIGN_OR_RETURN(ScopedReg reg, NewReg());
     buffer.push_back(reg);
     buffer_regs.push_back(std::move(reg));
   }
   if (!pipelined) {
     // One set at fixed lines.
-    for (uint32_t i = 0; i < pipeline.buffers; ++i) asm_.Li(buffer[i], first_set + i * chunk);
+    for (uint32_t i = 0; i < addressed; ++i) asm_.Li(buffer[i], first_set + i * chunk);
     std::vector<std::pair<Reg, uint32_t>> pointers = pipeline.load_pointers;
     pointers.insert(pointers.end(), pipeline.store_pointers.begin(), pipeline.store_pointers.end());
     return ForChunks(total, chunk, pointers, [&](Reg count, uint32_t) -> Status {
@@ -299,7 +300,7 @@ Status CodeGenerator::PipelineChunks(const HloInstruction& instruction, uint32_t
   asm_.Li(remaining, full_chunks);
   // The buffers of `set`, then a stage on them.
   auto stage = [&](const ChunkPipeline::Stage& run, Reg set, Reg count) -> Status {
-    for (uint32_t i = 0; i < pipeline.buffers; ++i) asm_.Addi(buffer[i], set, i * chunk);
+    for (uint32_t i = 0; i < addressed; ++i) asm_.Addi(buffer[i], set, i * chunk);
     return run(buffer, count);
   };
   TPU_RETURN_IF_ERROR(stage(pipeline.load, current, full_count));
@@ -1129,6 +1130,7 @@ StatusOr<Program> Compile(const hlo::HloModule& module, const CompileOptions& op
     PrepareOptions prepare_options;
     prepare_options.dots = dots;
     prepare_options.lanes = static_cast<int>(options.lanes);
+    prepare_options.fuse_elementwise = options.fuse_elementwise;
     prepare_options.after_pass = options.after_prepare_pass;
     Clock::time_point start = Clock::now();
     StatusOr<std::unique_ptr<hlo::HloModule>> prepared = PrepareForCodegen(module, prepare_options);

@@ -56,6 +56,9 @@ struct CompileOptions {
   // The replicas a module whose header names no grid (replica_count, num_partitions) runs on: one
   // program for that many devices (Program::replicas). 0: the header's grid.
   int64_t replica_count = 0;
+  // Chains of elementwise work as one VPU loop, their values kept in VMEM (loop_fusion.h); false: every
+  // instruction its own loop through HBM.
+  bool fuse_elementwise = true;
   // Called with the module the code generator lowers (after PrepareForCodegen), for dumps.
   std::function<Status(const hlo::HloModule& prepared)> after_prepare;
   // Called after each pass of PrepareForCodegen (PrepareOptions::after_pass). The preparation runs again

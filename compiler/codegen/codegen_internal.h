@@ -14,6 +14,7 @@
 
 #include "compiler/codegen/assembler.h"
 #include "compiler/codegen/buffer_assignment.h"
+#include "compiler/codegen/loop_fusion.h"
 #include "compiler/codegen/opcode_handler.h"
 #include "compiler/codegen/prepare.h"
 #include "compiler/hlo/collective_groups.h"
@@ -306,6 +307,19 @@ class CodeGenerator {
   static constexpr uint32_t kNoPipelinedChunks = UINT32_MAX;
   void set_min_pipelined_lines(uint32_t lines) { min_pipelined_lines_ = lines; }
 
+  // The unary math and tensor division lowered as fixed VPU sequences (MathSequence, elementwise.cc).
+  enum class MathKind {
+    kExp, kLog, kDivide, kRsqrt, kSqrt, kAbs, kSign, kTanh, kLogistic, kFloor, kCeil, kRoundEven, kRoundAfz, kPower,
+    kExpm1, kLog1p
+  };
+  struct MathOp {
+    HloOpcode opcode;
+    MathKind kind;
+    ElementTypes types;
+  };
+  static const std::vector<MathOp>& MathOps();  // the opcodes lowered by MathSequence (kDivide aside)
+  static std::optional<MathKind> MathKindOf(HloOpcode opcode);
+
  private:
   uint32_t L() const { return options_.lanes; }
 
@@ -452,14 +466,12 @@ class CodeGenerator {
   Status EmitVpu(const HloInstruction& instruction, const VpuOp& vpu, const HloInstruction* a, Src2 b);
   Status EmitCompare(const HloInstruction& instruction);
   Status EmitRoundToBf16(const HloInstruction& instruction);
-  enum class MathKind {
-    kExp, kLog, kDivide, kRsqrt, kSqrt, kAbs, kSign, kTanh, kLogistic, kFloor, kCeil, kRoundEven, kRoundAfz, kPower,
-    kExpm1, kLog1p
-  };
   // exp, log, rsqrt, sqrt, division by a tensor, abs, sign, tanh, logistic, floor, ceil, rounding and power
   // as fixed VPU sequences (VpuSequence) over chunks of VMEM (see the definition).
   Status EmitMath(const HloInstruction& instruction, MathKind kind);
   StatusOr<VpuSequence> MathSequence(const HloInstruction& instruction, MathKind kind) const;
+  // A loop fusion (loop_fusion.h): its computation as one chunked VPU loop.
+  Status EmitLoopFusion(const HloInstruction& fusion);
   Status EmitVpuSequence(const HloInstruction& instruction, const VpuSequence& sequence);
   // Clears the padded lanes of a stored result whose operation maps +0 to something else.
   Status ClearPaddedLanes(const HloInstruction& instruction);
@@ -554,9 +566,9 @@ class CodeGenerator {
   // Puts the `tiles` lines of a row operand (kRow: from HBM, its DMA not waited for; kSplat: built by
   // EmitSplatRow) at row_vmem (elementwise.cc).
   Status LoadRow(const HloInstruction& instruction, const Src2& row, Reg row_vmem, uint32_t tiles);
-  // VMEM [0, tiles) holds a row of a layout with `tiles` lines per row: fills [0, lines) (a whole number
-  // of rows) with copies of it, and waits for the VPU (elementwise.cc).
-  Status RepeatRow(uint32_t tiles, uint32_t lines);
+  // VMEM [first_line, +tiles) holds a row of a layout with `tiles` lines per row: fills [first_line, +lines)
+  // (a whole number of rows) with copies of it, and waits for the VPU (elementwise.cc).
+  Status RepeatRow(Reg first_line, uint32_t tiles, uint32_t lines);
   // VMEM [vmem, +copies) = `copies` copies of the HBM line at `hbm`; waits for the DMA unit and the VPU
   // (elementwise.cc).
   Status LoadLineCopies(Reg hbm, Reg vmem, uint32_t copies);
@@ -576,6 +588,9 @@ class CodeGenerator {
     uint32_t granule = 1;    // chunks are multiples of this many lines (whole rows)
     uint32_t max_chunk = UINT32_MAX;
     std::vector<std::pair<Reg, uint32_t>> load_pointers, store_pointers;
+    // Only buffer[0] holds a register (the set's first line): buffer i is i*chunk lines further, for
+    // stages that address more buffers than there are registers.
+    bool set_base_only = false;
     using Stage = std::function<Status(const std::vector<Reg>& buffer, Reg count)>;
     Stage load, compute, store;
     std::function<Status(uint32_t chunk)> prologue;

@@ -92,7 +92,7 @@ Status CodeGenerator::EmitVpu(const HloInstruction& instruction, const VpuOp& vp
   pipeline.max_chunk = std::max(kRepeatedRowLines / tiles, 1u) * tiles;
   pipeline.prologue = [&](uint32_t chunk) {
     asm_.Sync(kSyncDma);  // the row
-    return RepeatRow(tiles, chunk);
+    return RepeatRow(row_vmem, tiles, chunk);
   };
   pipeline.compute = [&](const std::vector<Reg>& buffer, Reg count) {
     vop(buffer[0], buffer[0], row_vmem, count, 0, 0);
@@ -104,14 +104,14 @@ Status CodeGenerator::EmitVpu(const HloInstruction& instruction, const VpuOp& vp
 // Doubling copies (x | x = x, bit for bit): [0, n) to [n, 2n) while that fits, in a code loop when there
 // are more than two, then the last, partial copy. Each VOR issues once the VPU has written the lines the
 // previous one produced.
-Status CodeGenerator::RepeatRow(uint32_t tiles, uint32_t lines) {
+Status CodeGenerator::RepeatRow(Reg first_line, uint32_t tiles, uint32_t lines) {
   TPU_ASSIGN_OR_RETURN(ScopedReg source, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg destination, NewReg());
   TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
   uint32_t doublings = 0, have = tiles;
   for (; 2 * have <= lines; have *= 2) ++doublings;
-  asm_.Li(source, 0);
-  asm_.Li(destination, tiles);
+  asm_.Addi(source, first_line, 0);
+  asm_.Addi(destination, first_line, tiles);
   asm_.Li(count, tiles);
   auto double_once = [&] {
     asm_.Emit(isa::Opcode::VOR, {destination, source, source, count, 0, 0});
@@ -845,6 +845,35 @@ bool ChunkByChunk(const HloInstruction&) { return true; }
 
 }  // namespace
 
+// abs and sign also on s32/s64 (signed compares on INT lanes).
+const std::vector<CodeGenerator::MathOp>& CodeGenerator::MathOps() {
+  static const std::vector<MathOp> ops = {
+      {HloOpcode::kExp, MathKind::kExp, ElementTypes::kF32},
+      {HloOpcode::kLog, MathKind::kLog, ElementTypes::kF32},
+      {HloOpcode::kRsqrt, MathKind::kRsqrt, ElementTypes::kF32},
+      {HloOpcode::kSqrt, MathKind::kSqrt, ElementTypes::kF32},
+      {HloOpcode::kAbs, MathKind::kAbs, ElementTypes::kF32OrSignedInteger},
+      {HloOpcode::kSign, MathKind::kSign, ElementTypes::kF32OrSignedInteger},
+      {HloOpcode::kTanh, MathKind::kTanh, ElementTypes::kF32},
+      {HloOpcode::kLogistic, MathKind::kLogistic, ElementTypes::kF32},
+      {HloOpcode::kExpm1, MathKind::kExpm1, ElementTypes::kF32},
+      {HloOpcode::kLog1p, MathKind::kLog1p, ElementTypes::kF32},
+      {HloOpcode::kFloor, MathKind::kFloor, ElementTypes::kF32},
+      {HloOpcode::kCeil, MathKind::kCeil, ElementTypes::kF32},
+      {HloOpcode::kRoundNearestEven, MathKind::kRoundEven, ElementTypes::kF32},
+      {HloOpcode::kRoundNearestAfz, MathKind::kRoundAfz, ElementTypes::kF32},
+      {HloOpcode::kPower, MathKind::kPower, ElementTypes::kF32},
+  };
+  return ops;
+}
+
+std::optional<CodeGenerator::MathKind> CodeGenerator::MathKindOf(HloOpcode opcode) {
+  for (const MathOp& math : MathOps()) {
+    if (math.opcode == opcode) return math.kind;
+  }
+  return std::nullopt;
+}
+
 void CodeGenerator::AddElementwiseHandlers(OpcodeHandlerTable& table) {
   for (HloOpcode opcode : {HloOpcode::kAdd, HloOpcode::kSubtract, HloOpcode::kMultiply, HloOpcode::kMaximum,
                            HloOpcode::kMinimum}) {
@@ -950,29 +979,8 @@ void CodeGenerator::AddElementwiseHandlers(OpcodeHandlerTable& table) {
   clamp.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitClamp(instruction); };
   table.Add(std::move(clamp));
 
-  // The fixed VPU sequences of MathSequence. abs and sign also on s32/s64 (signed compares on INT lanes).
-  struct Math {
-    HloOpcode opcode;
-    MathKind kind;
-    ElementTypes types;
-  };
-  for (const Math& math : {
-           Math{HloOpcode::kExp, MathKind::kExp, ElementTypes::kF32},
-           Math{HloOpcode::kLog, MathKind::kLog, ElementTypes::kF32},
-           Math{HloOpcode::kRsqrt, MathKind::kRsqrt, ElementTypes::kF32},
-           Math{HloOpcode::kSqrt, MathKind::kSqrt, ElementTypes::kF32},
-           Math{HloOpcode::kAbs, MathKind::kAbs, ElementTypes::kF32OrSignedInteger},
-           Math{HloOpcode::kSign, MathKind::kSign, ElementTypes::kF32OrSignedInteger},
-           Math{HloOpcode::kTanh, MathKind::kTanh, ElementTypes::kF32},
-           Math{HloOpcode::kLogistic, MathKind::kLogistic, ElementTypes::kF32},
-           Math{HloOpcode::kExpm1, MathKind::kExpm1, ElementTypes::kF32},
-           Math{HloOpcode::kLog1p, MathKind::kLog1p, ElementTypes::kF32},
-           Math{HloOpcode::kFloor, MathKind::kFloor, ElementTypes::kF32},
-           Math{HloOpcode::kCeil, MathKind::kCeil, ElementTypes::kF32},
-           Math{HloOpcode::kRoundNearestEven, MathKind::kRoundEven, ElementTypes::kF32},
-           Math{HloOpcode::kRoundNearestAfz, MathKind::kRoundAfz, ElementTypes::kF32},
-           Math{HloOpcode::kPower, MathKind::kPower, ElementTypes::kF32},
-       }) {
+  // The fixed VPU sequences of MathSequence.
+  for (const MathOp& math : MathOps()) {
     OpcodeHandler handler(math.opcode);
     handler.types = math.types;
     handler.emit = [kind = math.kind](CodeGenerator& g, const HloInstruction& instruction) {
@@ -992,16 +1000,19 @@ void CodeGenerator::AddElementwiseHandlers(OpcodeHandlerTable& table) {
   };
   table.Add(std::move(reduce_precision));
 
-  // The ReLU fusion of compiler/passes/relu_fusion.h is a maximum with zero.
+  // The ReLU fusion of compiler/passes/relu_fusion.h is a maximum with zero; loop fusions of what
+  // IsLoopFusible takes run as one VPU loop (loop_fusion.cc). Both compute chunk by chunk.
   OpcodeHandler fusion(HloOpcode::kFusion);
   fusion.check = [](const HloInstruction& instruction) -> Status {
-    if (!IsReluFusion(instruction)) {
+    if (!IsReluFusion(instruction) && !IsLoweredLoopFusion(instruction)) {
       return Unimplemented("fusion " + instruction.name() + " is not a fusion this code generator can lower");
     }
     return OkStatus();
   };
-  fusion.in_place = [](const HloInstruction& instruction) { return IsReluFusion(instruction); };
-  fusion.emit = [](CodeGenerator& g, const HloInstruction& instruction) { return g.EmitReluFusion(instruction); };
+  fusion.in_place = ChunkByChunk;
+  fusion.emit = [](CodeGenerator& g, const HloInstruction& instruction) {
+    return IsReluFusion(instruction) ? g.EmitReluFusion(instruction) : g.EmitLoopFusion(instruction);
+  };
   table.Add(std::move(fusion));
 }
 

@@ -28,6 +28,8 @@
 #include "compiler/passes/row_gathers.h"
 #include "compiler/passes/rng_bit_generator_expansion.h"
 #include "compiler/passes/split_dots.h"
+#include "compiler/passes/elementwise_fusion.h"
+#include "compiler/codegen/loop_fusion.h"
 #include "compiler/passes/s64_range_check.h"
 #include "compiler/passes/sort_expansion.h"
 #include "compiler/passes/tuple_all_reduces.h"
@@ -94,6 +96,13 @@ Status AddPrepareForCodegenPasses(PassPipeline* pipeline, const PrepareOptions& 
   // Last: every f32 -> f16 convert, whichever pass wrote it (f16-normalization's roundings, ...), as VPU
   // arithmetic; constants were folded above.
   pipeline->AddPass<F16RoundingExpansion>();
+  // Last but dce: chains of elementwise work as one VPU loop each, their values in VMEM (loop_fusion.h).
+  if (options.fuse_elementwise) {
+    ElementwiseFusionOptions fusion;
+    fusion.fusible = IsLoopFusible;
+    fusion.copy_in = LoopFusionReadsBroadcast;
+    pipeline->AddPass<ElementwiseFusion>(std::move(fusion));
+  }
   pipeline->AddPass<DeadCodeElimination>();
   return OkStatus();
 }

@@ -25,6 +25,8 @@
 //                                   and their broadcasts: codegen folds them into immediates or splats)
 //   split-dots                      f32 dots into the bf16 MXU passes their precision asks for (or
 //                                   dot_passes)
+//   elementwise-fusion              chains of f32 elementwise work into loop fusions that run as one VPU
+//                                   loop (loop_fusion.h; PrepareOptions::fuse_elementwise)
 //   dce                             what the rewrites left unused
 // Top-k and convolutions are rewritten here, not in the default pipeline, because codegen cannot lower
 // their originals while the interpreter and other consumers of the default pipeline keep them.
@@ -48,6 +50,8 @@ struct PrepareOptions {
   // through a transpose are padded to a multiple of it (compiler/passes/codegen_legalization.h). 128
   // suits every configuration (each lane count divides it) but pads 16x the rows needed on 8 lanes.
   int lanes = 128;
+  // Loop fusions of elementwise chains (loop_fusion.h); off: every instruction its own loop.
+  bool fuse_elementwise = true;
   // Called after each pass with the module as it is then (may be empty), e.g. to dump it.
   PassPipeline::AfterPassHook after_pass;
 };

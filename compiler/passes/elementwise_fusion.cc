@@ -1,6 +1,7 @@
 #include "compiler/passes/elementwise_fusion.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <unordered_set>
@@ -13,31 +14,25 @@ using hlo::HloComputation;
 using hlo::HloInstruction;
 using hlo::HloOpcode;
 
-bool IsScalarConstantBroadcast(const HloInstruction& instruction) {
-  return instruction.opcode() == HloOpcode::kBroadcast && instruction.operand(0)->opcode() == HloOpcode::kConstant &&
-         instruction.operand(0)->has_literal() && instruction.operand(0)->shape().rank() == 0;
+bool IsScalarConstant(const HloInstruction& instruction) {
+  return instruction.opcode() == HloOpcode::kConstant && instruction.has_literal() && instruction.shape().rank() == 0;
 }
 
 // Builds the fusion for `members` (`root` is the one whose value leaves) and removes the members, and
-// the scalar-constant broadcasts that were copied in and have no other user; adds every instruction it
-// removes to `removed`.
+// the broadcasts that were copied in and have no other user (and their scalar constants); adds every
+// instruction it removes to `removed`.
 Status Fuse(hlo::HloModule* module, HloComputation* computation, HloInstruction* root,
-            const std::vector<HloInstruction*>& members_in_post_order,
+            const std::vector<HloInstruction*>& members_in_post_order, const ElementwiseFusionOptions& options,
             std::unordered_set<const HloInstruction*>* removed) {
   std::unordered_set<const HloInstruction*> members(members_in_post_order.begin(), members_in_post_order.end());
   auto fused = std::make_unique<HloComputation>(UniqueComputationName(*module, "fused_computation." + root->name()));
   std::unordered_map<const HloInstruction*, HloInstruction*> inside;
   std::vector<HloInstruction*> outside_operands;
-  auto map_operand = [&](HloInstruction* operand) -> HloInstruction* {
+  std::vector<HloInstruction*> copied_in;
+  std::function<HloInstruction*(HloInstruction*)> map_operand;
+  auto parameter_for = [&](HloInstruction* operand) -> HloInstruction* {
     auto it = inside.find(operand);
     if (it != inside.end()) return it->second;
-    if (IsScalarConstantBroadcast(*operand)) {
-      // Copied in: the constant and its broadcast stay visible to codegen inside the fusion.
-      HloInstruction* constant = fused->AddInstruction(operand->operand(0)->CloneWithNewOperands(operand->operand(0)->shape(), {}));
-      HloInstruction* broadcast = fused->AddInstruction(operand->CloneWithNewOperands(operand->shape(), {constant}));
-      inside[operand] = broadcast;
-      return broadcast;
-    }
     int64_t number = static_cast<int64_t>(outside_operands.size());
     HloInstruction* parameter = fused->AddInstruction(
         HloInstruction::CreateParameter(number, operand->shape(), "param_" + std::to_string(number)));
@@ -45,11 +40,27 @@ Status Fuse(hlo::HloModule* module, HloComputation* computation, HloInstruction*
     inside[operand] = parameter;
     return parameter;
   };
+  auto member_operand = [&](const HloInstruction* member, HloInstruction* operand) -> HloInstruction* {
+    if (members.count(operand)) return inside.at(operand);
+    auto it = inside.find(operand);
+    if (it != inside.end()) return it->second;
+    if (operand->opcode() == HloOpcode::kBroadcast && options.copy_in(*member, *operand)) {
+      // Copied in: the broadcast (and a scalar constant it reads) stays visible to codegen inside the fusion.
+      HloInstruction* source = operand->operand(0);
+      HloInstruction* source_inside =
+          IsScalarConstant(*source) ? fused->AddInstruction(source->CloneWithNewOperands(source->shape(), {}))
+                                    : parameter_for(source);
+      HloInstruction* broadcast = fused->AddInstruction(operand->CloneWithNewOperands(operand->shape(), {source_inside}));
+      inside[operand] = broadcast;
+      copied_in.push_back(operand);
+      return broadcast;
+    }
+    return parameter_for(operand);
+  };
   HloInstruction* fused_root = nullptr;
   for (HloInstruction* member : members_in_post_order) {
     std::vector<HloInstruction*> operands;
-    for (HloInstruction* operand : member->operands())
-      operands.push_back(members.count(operand) ? inside.at(operand) : map_operand(operand));
+    for (HloInstruction* operand : member->operands()) operands.push_back(member_operand(member, operand));
     HloInstruction* copy = fused->AddInstruction(member->CloneWithNewOperands(member->shape(), operands));
     inside[member] = copy;
     if (member == root) fused_root = copy;
@@ -66,22 +77,24 @@ Status Fuse(hlo::HloModule* module, HloComputation* computation, HloInstruction*
     removed->insert(*it);
     TPU_RETURN_IF_ERROR(computation->RemoveInstruction(*it));
   }
-  for (const auto& [outside, copy] : inside) {
-    if (members.count(outside) || !IsScalarConstantBroadcast(*outside) || outside->user_count() != 0 || outside->IsRoot())
-      continue;
-    HloInstruction* broadcast = const_cast<HloInstruction*>(outside);
-    HloInstruction* constant = broadcast->operand(0);
+  for (HloInstruction* broadcast : copied_in) {
+    if (broadcast->user_count() != 0 || broadcast->IsRoot()) continue;
+    HloInstruction* source = broadcast->operand(0);
     removed->insert(broadcast);
     TPU_RETURN_IF_ERROR(computation->RemoveInstruction(broadcast));
-    if (constant->user_count() == 0 && !constant->IsRoot()) {
-      removed->insert(constant);
-      TPU_RETURN_IF_ERROR(computation->RemoveInstruction(constant));
+    if (IsScalarConstant(*source) && source->user_count() == 0 && !source->IsRoot()) {
+      removed->insert(source);
+      TPU_RETURN_IF_ERROR(computation->RemoveInstruction(source));
     }
   }
   return OkStatus();
 }
 
 }  // namespace
+
+bool IsScalarConstantBroadcast(const HloInstruction& instruction) {
+  return instruction.opcode() == HloOpcode::kBroadcast && IsScalarConstant(*instruction.operand(0));
+}
 
 bool IsFusibleElementwise(const HloInstruction& instruction) {
   HloOpcode opcode = instruction.opcode();
@@ -107,7 +120,7 @@ StatusOr<bool> ElementwiseFusion::Run(hlo::HloModule* module) {
     // Consumers first: each unfused elementwise instruction roots a group and pulls producers in.
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       HloInstruction* root = *it;
-      if (removed.count(root) || !IsFusibleElementwise(*root)) continue;
+      if (removed.count(root) || !options_.fusible(*root)) continue;
       std::unordered_set<const HloInstruction*> group = {root};
       std::vector<HloInstruction*> group_list = {root};
       // To a fixed point: a producer shared by two members qualifies once both are in.
@@ -115,7 +128,7 @@ StatusOr<bool> ElementwiseFusion::Run(hlo::HloModule* module) {
         grew = false;
         for (size_t m = 0; m < group_list.size(); ++m) {
           for (HloInstruction* operand : group_list[m]->operands()) {
-            if (group.count(operand) || !IsFusibleElementwise(*operand)) continue;
+            if (group.count(operand) || !options_.fusible(*operand)) continue;
             if (operand->IsRoot()) continue;  // its value must exist outside
             if (operand->shape().dimensions != root->shape().dimensions) continue;
             bool only_group_users = std::all_of(operand->users().begin(), operand->users().end(),
@@ -132,7 +145,7 @@ StatusOr<bool> ElementwiseFusion::Run(hlo::HloModule* module) {
       std::vector<HloInstruction*> members;
       for (HloInstruction* instruction : order)
         if (group.count(instruction)) members.push_back(instruction);
-      TPU_RETURN_IF_ERROR(Fuse(module, computation, root, members, &removed));
+      TPU_RETURN_IF_ERROR(Fuse(module, computation, root, members, options_, &removed));
       changed = true;
     }
   }

@@ -149,5 +149,46 @@ ENTRY %main (x: f32[2,4], v: f32[4]) -> (f32[2,4], f32[]) {
   EXPECT_EQ(result.printed, Canonical(input));
 }
 
+// With copy_in for every broadcast (codegen preparation copies the ones it reads in place), a broadcast of
+// a computed row goes into the fusion and the row itself becomes the fusion's operand; the broadcast,
+// used by nothing else, goes.
+TEST(ElementwiseFusionTest, CopiesInTheBroadcastsItIsToldToWithTheirSourceAsParameter) {
+  const char* input = R"(HloModule bias
+
+ENTRY %main (x: f32[2,4], v: f32[4]) -> f32[2,4] {
+  %x = f32[2,4]{1,0} parameter(0)
+  %v = f32[4]{0} parameter(1)
+  %nv = f32[4]{0} negate(f32[4]{0} %v)
+  %bv = f32[2,4]{1,0} broadcast(f32[4]{0} %nv), dimensions={1}
+  %a = f32[2,4]{1,0} add(f32[2,4]{1,0} %x, f32[2,4]{1,0} %bv)
+  ROOT %e = f32[2,4]{1,0} exponential(f32[2,4]{1,0} %a)
+}
+)";
+  const char* expected = R"(HloModule bias
+
+ENTRY %main (x: f32[2,4], v: f32[4]) -> f32[2,4] {
+  %x = f32[2,4]{1,0} parameter(0)
+  %v = f32[4]{0} parameter(1)
+  %nv = f32[4]{0} negate(f32[4]{0} %v)
+  ROOT %fusion.e = f32[2,4]{1,0} fusion(f32[2,4]{1,0} %x, f32[4]{0} %nv), kind=kLoop, calls=%fused_computation.e
+}
+
+%fused_computation.e (param_0: f32[2,4], param_1: f32[4]) -> f32[2,4] {
+  %param_0 = f32[2,4]{1,0} parameter(0)
+  %param_1 = f32[4]{0} parameter(1)
+  %bv = f32[2,4]{1,0} broadcast(f32[4]{0} %param_1), dimensions={1}
+  %a = f32[2,4]{1,0} add(f32[2,4]{1,0} %param_0, f32[2,4]{1,0} %bv)
+  ROOT %e = f32[2,4]{1,0} exponential(f32[2,4]{1,0} %a)
+}
+
+)";
+  ElementwiseFusionOptions options;
+  options.copy_in = [](const hlo::HloInstruction&, const hlo::HloInstruction&) { return true; };
+  ElementwiseFusion pass(options);
+  testing::PassResult result = RunPassOnText(pass, input);
+  EXPECT_TRUE(result.changed);
+  EXPECT_EQ(result.printed, expected);
+}
+
 }  // namespace
 }  // namespace tpu::compiler
