@@ -24,13 +24,14 @@ std::unique_ptr<hlo::HloModule> Parse(const std::string& text) {
 }
 
 StatusOr<Program> CompileText(const std::string& text, CompileModuleReport* report = nullptr,
-                              uint64_t hbm_lines = 0, const std::string& dump_dir = "") {
+                              uint64_t hbm_lines = 0, const std::string& dump_dir = "", bool fuse_elementwise = true) {
   std::unique_ptr<hlo::HloModule> module = Parse(text);
   if (module == nullptr) return InvalidArgument("does not parse");
   CompileModuleOptions options;
   options.codegen.lanes = 8;
   options.codegen.vmem_lines = 1024;
   options.codegen.hbm_lines = hbm_lines;
+  options.codegen.fuse_elementwise = fuse_elementwise;
   options.dump_dir = dump_dir;
   return CompileModule(module.get(), options, report);
 }
@@ -117,11 +118,12 @@ TEST(CompileModuleTest, DumpsEveryStepAndTheProgram) {
   std::istringstream lines(listing);
   for (std::string line; std::getline(lines, line);) code_lines += !line.empty() && line[0] != '#';
   EXPECT_EQ(code_lines, program->code.size()) << listing;
-  // The code of each step is named, in program order: the call was inlined into a multiply.
-  const size_t multiply = listing.find("# --- ");
-  ASSERT_NE(multiply, std::string::npos) << listing;
-  EXPECT_NE(listing.find(" multiply\n", multiply), std::string::npos) << listing;
-  EXPECT_LT(listing.find(" multiply\n"), listing.find(" subtract\n")) << listing;
+  // The code of each step is named: the call was inlined into a multiply, which runs in one loop with
+  // the subtract (a loop fusion named after it).
+  const size_t step = listing.find("# --- ");
+  ASSERT_NE(step, std::string::npos) << listing;
+  EXPECT_NE(listing.find("fusion.updated = f32[16,16] fusion\n", step), std::string::npos) << listing;
+  EXPECT_EQ(listing.find(" multiply\n"), std::string::npos) << listing;
   ASSERT_FALSE(program->code_ranges.empty());
   EXPECT_EQ(program->code_ranges.back().end + 1, program->code.size());  // then HALT
 
@@ -265,12 +267,13 @@ ENTRY %main (x: f32[64,64], y: f32[64,64], z: f32[8]) -> f32[64,64] {
   ROOT %product = f32[64,64]{1,0} multiply(f32[64,64]{1,0} %sum, f32[64,64]{1,0} %sum)
 }
 )";
+  // Unfused, so that `sum` is a temp in HBM (a loop fusion keeps it in VMEM: one allocation less).
   CompileModuleReport report;
-  ASSERT_TRUE(CompileText(text, &report).ok());
+  ASSERT_TRUE(CompileText(text, &report, 0, "", false).ok());
   // 8 lanes: a f32[64,64] is 512 lines of 32 bytes; the temp `sum` too; z one line.
   EXPECT_EQ(report.codegen.hbm_lines, 4u * 512 + 1);
-  EXPECT_TRUE(CompileText(text, nullptr, 4 * 512 + 1).ok());
-  StatusOr<Program> program = CompileText(text, nullptr, 4 * 512);
+  EXPECT_TRUE(CompileText(text, nullptr, 4 * 512 + 1, "", false).ok());
+  StatusOr<Program> program = CompileText(text, nullptr, 4 * 512, "", false);
   ASSERT_FALSE(program.ok());
   EXPECT_EQ(program.status().code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(program.status().message(),

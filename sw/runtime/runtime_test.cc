@@ -728,14 +728,15 @@ ENTRY %main (a: f32[4,8], b: f32[4,8]) -> (f32[4,8]) {
 TEST(HbmCheckTest, AProgramLargerThanHbmFailsAtCompileTimeAndTheClientStaysUsable) {
   std::unique_ptr<Client> client = MakeClient();
   ASSERT_NE(client, nullptr);
-  // Four buffers of a third of HBM each (two parameters, the temp `sum`, the output): too much.
+  // Four buffers of a third of HBM each (two parameters, the two outputs `sum` and `product`): too much.
   const int64_t rows = static_cast<int64_t>(client->hbm_limit_bytes() / 3 / (4 * 1024));
   const std::string shape = "f32[" + std::to_string(rows) + ",1024]";
-  const std::string text = "HloModule too_big\nENTRY %main (x: " + shape + ", y: " + shape + ") -> " + shape +
-                           " {\n  %x = " + shape + "{1,0} parameter(0)\n  %y = " + shape +
+  const std::string text = "HloModule too_big\nENTRY %main (x: " + shape + ", y: " + shape + ") -> (" + shape +
+                           ", " + shape + ") {\n  %x = " + shape + "{1,0} parameter(0)\n  %y = " + shape +
                            "{1,0} parameter(1)\n  %sum = " + shape + "{1,0} add(" + shape + "{1,0} %x, " + shape +
-                           "{1,0} %y)\n  ROOT %product = " + shape + "{1,0} multiply(" + shape + "{1,0} %sum, " +
-                           shape + "{1,0} %x)\n}\n";
+                           "{1,0} %y)\n  %product = " + shape + "{1,0} multiply(" + shape + "{1,0} %sum, " +
+                           shape + "{1,0} %x)\n  ROOT %out = (" + shape + ", " + shape + ") tuple(" + shape +
+                           "{1,0} %sum, " + shape + "{1,0} %product)\n}\n";
   StatusOr<std::unique_ptr<LoadedExecutable>> executable = client->Compile(text);
   ASSERT_FALSE(executable.ok());
   EXPECT_EQ(executable.status().code(), StatusCode::kResourceExhausted);
