@@ -140,12 +140,12 @@ Status CodeGenerator::RepeatRow(Reg first_line, uint32_t tiles, uint32_t lines) 
 // The controller serves reads of one HBM line one after the other, so a stride-0 DMA of n copies costs
 // about n times its same-line turnaround (on v2, 2 400 cycles for 128 copies); reading the line once
 // and letting the VPU broadcast it (VOR of zeros with SRC2_BCAST) costs two waits and n VPU cycles
-// (about 200). Up to kCopiesByDma copies (the tiny configuration's 8) the DMA is about as fast and five
-// words shorter, which matters where the IMEM is small.
+// (about 200). With rows of at most kFewLanes lanes (tiny: 8, a 4 096-word IMEM) no copy count exceeds
+// the lanes and the DMA is about as fast and five words shorter, which matters there.
 Status CodeGenerator::LoadLineCopies(Reg hbm, Reg vmem, uint32_t copies) {
-  constexpr uint32_t kCopiesByDma = 16;
+  constexpr uint32_t kFewLanes = 16;
   TPU_ASSIGN_OR_RETURN(ScopedReg count, NewReg());
-  if (copies <= kCopiesByDma) {
+  if (L() <= kFewLanes && copies <= kFewLanes) {
     asm_.Li(count, copies);
     asm_.DmaLoad(hbm, vmem, count, 0);
     asm_.Sync(kSyncDma);
