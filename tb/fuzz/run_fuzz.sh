@@ -6,7 +6,8 @@
 # A timed run starts FUZZ_WORKERS fuzzer processes per target (default: one per CPU) that share the
 # corpus. FUZZ_RUNS=N runs each target for N inputs instead of a time, in one process: with the fixed
 # seed and a fresh corpus the run is the same on every machine of one kind (CI uses it: a time limit
-# would test a different prefix of the input sequence on a slower or busier machine).
+# would test a different prefix of the input sequence on a slower or busier machine). FUZZ_TARGETS names
+# the targets to run (default both).
 #
 # Corpora grow in build/fuzz/corpus/<target> (seeded from the HLO files of the tree, from
 # program_fuzz_seeds and from regressions/); findings go to build/fuzz/artifacts/<target>/, the full logs
@@ -67,7 +68,7 @@ workers="${FUZZ_WORKERS:-$(nproc)}"
 [ -n "${FUZZ_RUNS:-}" ] && workers=1
 
 status=0
-for target in hlo_fuzzer program_fuzzer; do
+for target in ${FUZZ_TARGETS:-hlo_fuzzer program_fuzzer}; do
   artifacts="$build/artifacts/$target"
   mkdir -p "$artifacts"
   rm -f "$build/$target".*.log
