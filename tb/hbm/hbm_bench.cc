@@ -1,7 +1,8 @@
 // make bench-hbm: every traffic pattern on the verilated controller and the device model; one line per
 // pattern (see docs/hbm.md). `hbm_bench [bursts per pattern] [seed] [pattern ...]` (defaults 2000000, 1
 // and every pattern; the seed drives the traffic and the back-pressure). Exits non-zero on any mismatch,
-// violation or protocol error.
+// violation or protocol error. `hbm_bench --list` prints the patterns' names, one per line (the long
+// regression runs them side by side).
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -11,6 +12,10 @@
 
 int main(int argc, char** argv) {
   using namespace tpu::hbm_tb;
+  if (argc == 2 && std::string(argv[1]) == "--list") {
+    for (Pattern p : AllPatterns()) std::printf("%s\n", PatternName(p));
+    return 0;
+  }
   RunOptions options;
   options.transactions = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 2000000;
   if (argc > 2) options.seed = std::strtoull(argv[2], nullptr, 10);

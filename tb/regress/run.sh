@@ -49,6 +49,25 @@ jobs=${REGRESS_JOBS:-1}
 logs=$build/regress
 mkdir -p "$logs"
 
+# Runs each argument (a command line for bash) as its own process, at most REGRESS_JOBS at a time, with
+# its output in LOG_PREFIX.<i>.log; then prints the outputs in order. Fails if any command failed.
+#   run_side_by_side LOG_PREFIX COMMAND...
+run_side_by_side() {
+  local prefix=$1 i=0 status=0
+  shift
+  for command in "$@"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+    ( bash -c "$command"; echo $? > "$prefix.$i.status" ) > "$prefix.$i.log" 2>&1 &
+    i=$((i + 1))
+  done
+  wait
+  for ((k = 0; k < i; k++)); do
+    cat "$prefix.$k.log"
+    [ "$(cat "$prefix.$k.status" 2>/dev/null)" = 0 ] || { echo "failed: ${*:k+1:1}"; status=1; }
+  done
+  return $status
+}
+
 # Builds the targets a part needs (hbm_bench is not in the default build).
 need() {
   cmake --build "$build" -j"$jobs" --target "$@" > "$logs/build.log" 2>&1 ||
@@ -70,9 +89,13 @@ part_formal() {
 }
 part_opcodes() {
   need opcode_diff_test || return 1
-  echo "replay: TPU_DIFF_SEED=$seed TPU_DIFF_ITERATIONS=$diff_iterations TPU_DIFF_RTL=1 $build/tb/compiler/opcode_diff_test"
-  TPU_DIFF_SEED=$seed TPU_DIFF_ITERATIONS=$diff_iterations TPU_DIFF_RTL=1 TPU_LOG_DIR=disabled \
-    "$build/tb/compiler/opcode_diff_test"
+  local command="TPU_DIFF_SEED=$seed TPU_DIFF_ITERATIONS=$diff_iterations TPU_DIFF_RTL=1 TPU_LOG_DIR=disabled"
+  command+=" $build/tb/compiler/opcode_diff_test"
+  echo "replay: $command"
+  # GoogleTest's shards split the tests between REGRESS_JOBS processes.
+  local shards=()
+  for ((k = 0; k < jobs; k++)); do shards+=("GTEST_TOTAL_SHARDS=$jobs GTEST_SHARD_INDEX=$k $command"); done
+  run_side_by_side "$logs/opcodes" "${shards[@]}"
 }
 part_programs() {
   need tpu_chip_test || return 1
@@ -86,7 +109,13 @@ part_programs() {
 part_hbm() {
   need hbm_bench || return 1
   echo "replay: $build/tb/hbm/hbm_bench $hbm_bursts $seed"
-  "$build/tb/hbm/hbm_bench" "$hbm_bursts" "$seed"
+  # One process per pattern, REGRESS_JOBS at a time.
+  local patterns=()
+  mapfile -t patterns < <("$build/tb/hbm/hbm_bench" --list)
+  [ ${#patterns[@]} -gt 0 ] || return 1
+  local runs=()
+  for p in "${patterns[@]}"; do runs+=("$build/tb/hbm/hbm_bench $hbm_bursts $seed $p"); done
+  run_side_by_side "$logs/hbm" "${runs[@]}"
 }
 part_runtime() {
   need runtime_stress || return 1
