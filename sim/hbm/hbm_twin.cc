@@ -274,7 +274,9 @@ void HbmTwin::StepChannel(Channel& c, int64_t now, const ChannelOutput& out, con
     c.rsp_last[size_t(slot)] = e.last;
     const int ring = (c.rd_head + c.rd_count) % kResponseSlots;
     c.rd_slot[size_t(ring)] = uint8_t(slot);
-    c.rd_due[size_t(ring)] = now + t.tCL + t.tBURST + 1;  // the device's data, sampled the next cycle
+    // The device's data, in the cycle whose closing edge the controller samples it with (the platform
+    // drives DFI read data and the subsystem's clock edge together: sysc/hbm_memory.cc).
+    c.rd_due[size_t(ring)] = now + t.tCL + t.tBURST;
     ++c.rd_count;
     c.rsp_tail = (c.rsp_tail + 1) % kResponseSlots;
     ++c.rsp_alloc;

@@ -78,14 +78,15 @@ TEST(HbmTwinTiming, RowHitSavesTrcdAndAConflictCostsTrp) {
   HbmTwin twin(g);
   const DramConfig& t = twin.timing();
   // The first ACT after reset waits for tFAW from cycle 0 (the controller's ACT history starts there).
-  EXPECT_EQ(ReadLatency(twin, 50, LineAt(g, 0, 15 << 4)), uint64_t(t.tFAW + t.tRCD + t.tCL + t.tBURST + 3));
+  EXPECT_EQ(ReadLatency(twin, 50, LineAt(g, 0, 15 << 4)), uint64_t(t.tFAW + t.tRCD + t.tCL + t.tBURST + 2));
   const uint64_t miss = ReadLatency(twin, 100, LineAt(g, 0, 0));      // bank 0 closed: ACT, RD
   const uint64_t hit = ReadLatency(twin, 1000, LineAt(g, 0, 1));      // row 0 open: RD
   const uint64_t conflict = ReadLatency(twin, 2000, LineAt(g, 0, 256));  // row 1: PRE, ACT, RD
   EXPECT_EQ(miss - hit, uint64_t(t.tRCD));
   EXPECT_EQ(conflict - hit, uint64_t(t.tRP + t.tRCD));
-  // Request buffer, adapter, burst splitter, queue, RD, CL + burst, response buffer, reorder buffer.
-  EXPECT_EQ(hit, uint64_t(3 + t.tCL + t.tBURST + 3));
+  // Request buffer, adapter, burst splitter, queue, RD; CL + burst (the data sampled in its last cycle);
+  // response buffer, reorder buffer.
+  EXPECT_EQ(hit, uint64_t(3 + t.tCL + t.tBURST + 2));
 }
 
 // Reads of new rows of one bank (a row cycle each) while a refresh falls due.

@@ -297,8 +297,7 @@ void CoreModel::StartHostDma(uint32_t ctrl) {
   if (hbm_twin_ != nullptr && hdma_count_ > 0) {
     const HbmTwin::StreamTiming port =
         hbm_twin_->Stream(cycle_ + timing_.hdma_port_delay, !hdma_to_host_, hdma_hbm_, hdma_count_, 1);
-    const uint32_t answer_delay = hdma_to_host_ ? timing_.hbm_load_answer_delay : timing_.hbm_store_answer_delay;
-    hdma_done_at_ = port.last_answer + answer_delay + overhead - timing_.hdma_port_delay;
+    hdma_done_at_ = port.last_answer + timing_.hbm_answer_delay + overhead - timing_.hdma_port_delay;
   } else {
     hdma_done_at_ = cycle_ + overhead + config_.hbm_latency + hdma_count_;
   }
@@ -671,9 +670,8 @@ void CoreModel::Issue(uint64_t word) {
           const HbmTwin::StreamTiming port =
               hbm_twin_->Stream(start + timing_.hbm_port_delay, !load, reg(in.rs1), count, in.imm);
           requests_out = port.last_accepted + 1 - timing_.hbm_port_delay;
-          const uint32_t answer_delay = load ? timing_.hbm_load_answer_delay : timing_.hbm_store_answer_delay;
-          answered = port.last_answer + answer_delay - timing_.hbm_port_delay;
-          stream = {port.stream, answer_delay + overhead - timing_.hbm_port_delay, load};
+          answered = port.last_answer + timing_.hbm_answer_delay - timing_.hbm_port_delay;
+          stream = {port.stream, timing_.hbm_answer_delay + overhead - timing_.hbm_port_delay, load};
           // The unfinished DMAs before it: its requests may have delayed their last answers.
           for (size_t i = 0; i < dma_streams_.size(); ++i) {
             const uint64_t answer = dma_streams_[i].stream == kNoStream ? 0 : hbm_twin_->LastAnswer(dma_streams_[i].stream);

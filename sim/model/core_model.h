@@ -81,14 +81,12 @@ struct Timing {
   uint32_t hdma_to_host_overhead = 9;
   // With the HBM twin (config.hbm_timing): line i of a DMA that starts in cycle S reaches the twin's port
   // (hbm_line_adapter's request) no earlier than S + hbm_port_delay + i (the core's arbiter slice), and
-  // the DMA is done answer delay + overhead - hbm_port_delay cycles after the port answered its last
-  // line: with an answer delay of 1 a memory answering every line after the fixed latency gives the
-  // formulas above. A store's is one more, measured against the rtl backend (the training steps of
-  // tb/system/hlo: their mean |error| 0.84% -> 0.49%). A host DMA's lines reach the port from start +
-  // hdma_port_delay.
+  // the DMA is done hbm_answer_delay + overhead - hbm_port_delay cycles after the port answered its last
+  // line (loads and stores alike; measured against the rtl backend, request by request and answer by
+  // answer at the port: gemm_bf16_128 and the training steps of tb/system/hlo). A host DMA's lines reach
+  // the port from start + hdma_port_delay.
   uint32_t hbm_port_delay = 2;
-  uint32_t hbm_load_answer_delay = 1;
-  uint32_t hbm_store_answer_delay = 2;
+  uint32_t hbm_answer_delay = 2;
   uint32_t hdma_port_delay = 2;
   // The first instruction issues this many cycles after the doorbell write.
   uint32_t doorbell_to_fetch = 1;
