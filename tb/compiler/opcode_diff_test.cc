@@ -2076,7 +2076,7 @@ runtime::Client* RtlClient() {
 enum class CaseOutcome { kChecked, kNotLowered };
 
 // Interpreter, model and rtl on one module; failures are reported with `reproduce` appended.
-CaseOutcome CheckCase(const DiffCase& c, const std::string& reproduce, UlpStats* ulps, bool* ran_rtl,
+CaseOutcome CheckCase(const DiffCase& c, const std::string& reproduce, bool with_rtl, UlpStats* ulps, bool* ran_rtl,
                       std::string* not_lowered) {
   runtime::Client* model_client = ModelClient();
   EXPECT_NE(model_client, nullptr);
@@ -2123,7 +2123,7 @@ CaseOutcome CheckCase(const DiffCase& c, const std::string& reproduce, UlpStats*
       EXPECT_TRUE(words.empty()) << "f16 words: " << words << reproduce;
     }
   }
-  if (runtime::Client* rtl_client = RtlClient()) {
+  if (runtime::Client* rtl_client = with_rtl ? RtlClient() : nullptr) {
     StatusOr<BackendRun> rtl = RunOn(*rtl_client, **module, c.arguments);
     EXPECT_TRUE(rtl.ok()) << rtl.status() << reproduce;
     if (!rtl.ok()) return CaseOutcome::kChecked;
@@ -2149,6 +2149,7 @@ TEST_P(OpcodeDiffTest, InterpreterModelAndRtlAgree) {
   const OpcodeSpec& spec = GetParam();
   const uint32_t base_seed = static_cast<uint32_t>(EnvInt("TPU_DIFF_SEED", 1));
   const int iterations = EnvInt("TPU_DIFF_ITERATIONS", 6);
+  const int rtl_iterations = EnvInt("TPU_DIFF_RTL_ITERATIONS", iterations);  // the first cases also on the rtl
   const int only_case = EnvInt("TPU_DIFF_CASE", -1);
   int ran = 0, skipped = 0, rtl_runs = 0;
   std::string skip_reason;
@@ -2161,7 +2162,7 @@ TEST_P(OpcodeDiffTest, InterpreterModelAndRtlAgree) {
                                   std::to_string(index) + " opcode_diff_test --gtest_filter='*/" + TestName(spec.name) +
                                   "'\nmodule:\n" + c.hlo;
     bool ran_rtl = false;
-    if (CheckCase(c, reproduce, &ulps, &ran_rtl, &skip_reason) == CaseOutcome::kNotLowered) {
+    if (CheckCase(c, reproduce, index < rtl_iterations, &ulps, &ran_rtl, &skip_reason) == CaseOutcome::kNotLowered) {
       ++skipped;
       std::printf("case %d not lowered (skipped): %s\n", index, skip_reason.c_str());
       continue;
@@ -2217,6 +2218,7 @@ TEST(TrainingModuleDiffTest, RealisticArgumentsInterpreterModelAndRtlAgree) {
   };
   const uint32_t base_seed = static_cast<uint32_t>(EnvInt("TPU_DIFF_SEED", 1));
   const int iterations = std::max(1, EnvInt("TPU_DIFF_ITERATIONS", 6) / 3);
+  const int rtl_iterations = EnvInt("TPU_DIFF_RTL_ITERATIONS", iterations * 3) / 3;
   for (const TrainingModuleSpec& spec : kModules) {
     SCOPED_TRACE(spec.name);
     std::ifstream file(std::string(TPU_SOURCE_DIR) + "/tb/system/hlo/" + spec.name + ".hlo");
@@ -2247,7 +2249,8 @@ TEST(TrainingModuleDiffTest, RealisticArgumentsInterpreterModelAndRtlAgree) {
                                     std::to_string(index) + " of " + spec.name;
       bool ran_rtl = false;
       std::string not_lowered;
-      EXPECT_EQ(CheckCase(c, reproduce, &ulps, &ran_rtl, &not_lowered), CaseOutcome::kChecked) << not_lowered;
+      EXPECT_EQ(CheckCase(c, reproduce, index < rtl_iterations, &ulps, &ran_rtl, &not_lowered), CaseOutcome::kChecked)
+          << not_lowered;
       if (HasFailure()) break;
     }
     PrintUlps(spec.name, ulps);

@@ -7,8 +7,9 @@
 #   synth     `make synth`: Yosys on the units, the 8x8 MXU, the HBM blocks and the whole chip
 #   formal    tb/formal/run_bmc.sh: bounded model checking and induction of the FIFO, the request slice,
 #             the arbiter and the CSR block, then its --mutate run (every injected fault must be caught)
-#   opcodes   tb/compiler/opcode_diff_test: every opcode's random HLO modules on the interpreter, the model
-#             and the verilated chip, REGRESS_DIFF_ITERATIONS cases per opcode
+#   opcodes   tb/compiler/opcode_diff_test: every opcode's random HLO modules on the interpreter and the
+#             model, REGRESS_DIFF_ITERATIONS cases per opcode, the first REGRESS_DIFF_RTL_ITERATIONS of them
+#             also on the verilated chip
 #   programs  tb/core ChipDiff.RandomProgramsMatchTheReferenceModel: REGRESS_CHIP_PROGRAMS random
 #             programs on the verilated chip and the reference model, byte for byte
 #   hbm       tb/hbm/hbm_bench: every traffic pattern, REGRESS_HBM_BURSTS bursts each
@@ -40,6 +41,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 
 seed=${REGRESS_SEED:-1}
 diff_iterations=${REGRESS_DIFF_ITERATIONS:-60}
+diff_rtl_iterations=${REGRESS_DIFF_RTL_ITERATIONS:-12}
 chip_programs=${REGRESS_CHIP_PROGRAMS:-5000}
 hbm_bursts=${REGRESS_HBM_BURSTS:-2000000}
 runtime_ops=${REGRESS_RUNTIME_OPS:-100000}
@@ -89,7 +91,8 @@ part_formal() {
 }
 part_opcodes() {
   need opcode_diff_test || return 1
-  local command="TPU_DIFF_SEED=$seed TPU_DIFF_ITERATIONS=$diff_iterations TPU_DIFF_RTL=1 TPU_LOG_DIR=disabled"
+  local command="TPU_DIFF_SEED=$seed TPU_DIFF_ITERATIONS=$diff_iterations TPU_DIFF_RTL_ITERATIONS=$diff_rtl_iterations"
+  command+=" TPU_DIFF_RTL=1 TPU_LOG_DIR=disabled"
   command+=" $build/tb/compiler/opcode_diff_test"
   echo "replay: $command"
   # GoogleTest's shards split the tests between REGRESS_JOBS processes.
