@@ -309,10 +309,9 @@ StatusOr<bool> CodeGenerator::EmitLaneBroadcastVtrans(const HloInstruction& inst
     return OkStatus();
   };
   if (!scalar) {
-    // Block b of LANES output rows from source line b: the full blocks in a loop (its code does not grow
+    // Block b of LANES output rows from source line b, the full blocks in a loop (the code does not grow
     // with the rows), then the partial last block.
-    TPU_ASSIGN_OR_RETURN(ScopedReg rows_reg, NewReg());
-    auto emit_block = [&]() -> Status {
+    TPU_RETURN_IF_ERROR(ForChunks(R, lanes, {{out_hbm, tiles}}, [&](Reg rows_reg, uint32_t) -> Status {
       if (full_tiles > 0) {
         TPU_RETURN_IF_ERROR(transpose_copies(lanes));
         TPU_RETURN_IF_ERROR(StoreColumnTiles(transposed_reg, rows_reg, out_hbm, 0, full_tiles, tiles));
@@ -321,29 +320,9 @@ StatusOr<bool> CodeGenerator::EmitLaneBroadcastVtrans(const HloInstruction& inst
         TPU_RETURN_IF_ERROR(transpose_copies(rest));
         TPU_RETURN_IF_ERROR(StoreColumnTiles(transposed_reg, rows_reg, out_hbm, full_tiles, 1, tiles));
       }
-      asm_.Addi(out_hbm, out_hbm, lanes * tiles);
       asm_.Addi(source_hbm, source_hbm, 1);
       return OkStatus();
-    };
-    const uint32_t full_blocks = R / lanes, last_rows = R % lanes;
-    if (full_blocks > 0) {
-      asm_.Li(rows_reg, lanes);
-      if (full_blocks == 1) {
-        TPU_RETURN_IF_ERROR(emit_block());
-      } else {
-        TPU_ASSIGN_OR_RETURN(ScopedReg blocks_left, NewReg());
-        asm_.Li(blocks_left, full_blocks);
-        Assembler::Label loop = asm_.NewLabel();
-        asm_.Bind(loop);
-        TPU_RETURN_IF_ERROR(emit_block());
-        asm_.Addi(blocks_left, blocks_left, static_cast<uint32_t>(-1));
-        asm_.Bne(blocks_left, kZeroReg, loop);
-      }
-    }
-    if (last_rows > 0) {
-      asm_.Li(rows_reg, last_rows);
-      TPU_RETURN_IF_ERROR(emit_block());
-    }
+    }));
     asm_.Sync(kSyncDma);
     return true;
   }
